@@ -1,0 +1,293 @@
+/*
+ * splitzip.h — bit-exact lossless compression of floating-point tensors (LLM KV caches).
+ *
+ * SplitZip splits every value into its exponent and the rest (sign and mantissa). The rest is stored raw, packed;
+ * the exponent is replaced by a k-bit code from a small codebook calibrated offline, and exponents outside the
+ * codebook go to a sparse per-chunk escape list. Fixed-length codes keep encode and decode regular, so they run at
+ * memory speed on CPUs and GPUs. The byte layout is specified in docs/FORMAT.md (format version 1).
+ *
+ * Conventions of this API
+ *   - Every function returns an sz_status; SZ_OK (0) is success, anything else an error whose name
+ *     sz_status_name() gives. No function aborts, throws or prints.
+ *   - The caller owns all memory. Every size can be queried up front: sz_compress_bound() for the output of
+ *     sz_compress(), sz_frame_info() for the output of sz_decompress(), sz_cuda_*_workspace_size() for GPU scratch.
+ *   - An output buffer that is too small yields exactly SZ_ERROR_DST_TOO_SMALL.
+ *   - Bad input yields an error and never a read or write outside the buffers given.
+ *   - Thread safety: all functions are reentrant; none keeps global mutable state.
+ *
+ * The CUDA entry points (sz_cuda_*) are declared in splitzip_cuda.h.
+ */
+#ifndef SPLITZIP_SPLITZIP_H
+#define SPLITZIP_SPLITZIP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32) && defined(SPLITZIP_SHARED)
+#  if defined(SPLITZIP_BUILDING)
+#    define SZ_API __declspec(dllexport)
+#  else
+#    define SZ_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__)
+#  define SZ_API __attribute__((visibility("default")))
+#else
+#  define SZ_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * Version
+ * ------------------------------------------------------------------------------------------------------------- */
+
+#define SZ_VERSION_MAJOR 1
+#define SZ_VERSION_MINOR 0
+#define SZ_VERSION_PATCH 0
+#define SZ_VERSION_NUMBER (SZ_VERSION_MAJOR * 10000 + SZ_VERSION_MINOR * 100 + SZ_VERSION_PATCH)
+/** Frame format version written by this library (docs/FORMAT.md). */
+#define SZ_FORMAT_VERSION 1
+
+/** Library version as SZ_VERSION_NUMBER, of the library actually linked. */
+SZ_API unsigned sz_version_number(void);
+/** Library version as a string, "1.0.0". */
+SZ_API const char* sz_version_string(void);
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * Status codes. The numbers are pinned: they never change meaning, new ones are only appended.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+typedef enum sz_status {
+  SZ_OK = 0,
+  SZ_ERROR_INVALID_ARGUMENT = 1,     /* a NULL pointer, an out-of-range parameter, an unknown dtype argument */
+  SZ_ERROR_DST_TOO_SMALL = 2,        /* the output buffer cannot hold the result; nothing valid was written */
+  SZ_ERROR_SRC_TRUNCATED = 3,        /* the input ends before the frame, codebook or container does */
+  SZ_ERROR_BAD_MAGIC = 4,            /* the input is not a SplitZip frame / container / codebook */
+  SZ_ERROR_UNSUPPORTED_VERSION = 5,  /* a format version this library does not know */
+  SZ_ERROR_UNSUPPORTED_DTYPE = 6,    /* a dtype id this library does not know */
+  SZ_ERROR_CORRUPT = 7,              /* a structural check of docs/FORMAT.md failed */
+  SZ_ERROR_CHECKSUM = 8,             /* a header, chunk, index or codebook checksum does not match */
+  SZ_ERROR_BAD_CODEBOOK = 9,         /* a codebook argument is invalid for the dtype */
+  SZ_ERROR_OUT_OF_MEMORY = 10,       /* the library could not get memory it needs (only helpers that say so allocate) */
+  SZ_ERROR_IO = 11,                  /* a file could not be read or written */
+  SZ_ERROR_NOT_FOUND = 12,           /* a named item is not in the container */
+  SZ_ERROR_CUDA = 13,                /* a CUDA runtime call failed */
+  SZ_ERROR_NOT_SUPPORTED = 14,       /* the feature is not compiled in (for example CUDA in a CPU-only build) */
+  SZ_ERROR_WORKSPACE_TOO_SMALL = 15, /* the GPU workspace is smaller than the size query returned */
+  SZ_ERROR_INTERNAL = 16             /* a bug: please report it */
+} sz_status;
+
+/** A static, NUL-terminated name such as "SZ_ERROR_CORRUPT"; "SZ_ERROR_UNKNOWN" for numbers not listed above. */
+SZ_API const char* sz_status_name(sz_status status);
+/** A one-line English description of the status. */
+SZ_API const char* sz_status_message(sz_status status);
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * Data types (docs/FORMAT.md §2). The numbers are the dtype ids of the format.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+typedef enum sz_dtype {
+  SZ_DTYPE_BF16 = 1,
+  SZ_DTYPE_FP16 = 2,
+  SZ_DTYPE_FP32 = 3,
+  SZ_DTYPE_FP8_E4M3 = 4,
+  SZ_DTYPE_FP8_E5M2 = 5
+} sz_dtype;
+
+/** Bytes per value of a dtype (2, 2, 4, 1, 1), or 0 for an unknown dtype. */
+SZ_API size_t sz_dtype_size(sz_dtype dtype);
+/** Width of the exponent field (8, 5, 8, 4, 5), or 0 for an unknown dtype. */
+SZ_API unsigned sz_dtype_exponent_bits(sz_dtype dtype);
+/** Short name as the CLI spells it: "bf16", "fp16", "fp32", "fp8_e4m3", "fp8_e5m2"; NULL for unknown. */
+SZ_API const char* sz_dtype_name(sz_dtype dtype);
+/** Parses a name as above (also "float8_e4m3fn", "e4m3", "bfloat16", "float16", "float32", "half", "float", ...);
+ *  returns SZ_ERROR_UNSUPPORTED_DTYPE for anything else. */
+SZ_API sz_status sz_dtype_from_name(const char* name, sz_dtype* dtype);
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * Codebooks (docs/FORMAT.md §4.1, §5)
+ * ------------------------------------------------------------------------------------------------------------- */
+
+#define SZ_MAX_CODEBOOK 16
+#define SZ_CODEBOOK_FILE_SIZE 32
+
+/** A codebook: code i stands for exponent field values[i]. Entries count..15 must be zero. */
+typedef struct sz_codebook {
+  uint8_t dtype;                    /* sz_dtype */
+  uint8_t code_bits;                /* k: 1..4, and k < exponent bits of the dtype */
+  uint8_t count;                    /* 1..2^k entries in use */
+  uint8_t values[SZ_MAX_CODEBOOK];  /* distinct exponent field values, each < 2^E */
+} sz_codebook;
+
+/** Checks a codebook: SZ_OK or SZ_ERROR_BAD_CODEBOOK (SZ_ERROR_UNSUPPORTED_DTYPE for an unknown dtype). */
+SZ_API sz_status sz_codebook_validate(const sz_codebook* codebook);
+
+/** What a default codebook was calibrated for. */
+typedef enum sz_tensor_kind {
+  SZ_KIND_GENERIC = 0, /* K and V together */
+  SZ_KIND_KEY = 1,
+  SZ_KIND_VALUE = 2
+} sz_tensor_kind;
+
+/** The codebook shipped with the library for a dtype and tensor kind, calibrated on real KV caches
+ *  (docs/BENCHMARKS.md says on what). */
+SZ_API sz_status sz_default_codebook(sz_dtype dtype, sz_tensor_kind kind, sz_codebook* out);
+
+/** Exponent histogram used by calibration: counts[e] = number of values whose exponent field is e. */
+typedef struct sz_histogram {
+  uint8_t dtype;
+  uint64_t counts[256];
+} sz_histogram;
+
+/** Sets *hist to an empty histogram for dtype. */
+SZ_API sz_status sz_histogram_init(sz_histogram* hist, sz_dtype dtype);
+/** Adds n values (little-endian, of the histogram's dtype) to the histogram. */
+SZ_API sz_status sz_histogram_add(sz_histogram* hist, const void* values, size_t n);
+
+/** Builds the codebook that minimises the expected compressed size of data distributed like the histogram:
+ *  for every code width k the top-2^k exponents (ties: smaller exponent first), costing each value k bits plus
+ *  3 bytes per escape, and falling back to raw exponents (E bits) where that is smaller; the cheapest k wins
+ *  (ties: smaller k). Entries are ordered by decreasing count. An empty histogram gives SZ_ERROR_INVALID_ARGUMENT.
+ *  If expected_bits_per_value is not NULL it receives the predicted size of the exponent stream in bits per value. */
+SZ_API sz_status sz_calibrate(const sz_histogram* hist, sz_codebook* out, double* expected_bits_per_value);
+
+/** Serialises a codebook into the 32-byte file layout of docs/FORMAT.md §5. */
+SZ_API sz_status sz_codebook_serialize(const sz_codebook* codebook, void* dst, size_t dst_capacity);
+/** Parses the 32-byte layout; the errors of docs/FORMAT.md §5. */
+SZ_API sz_status sz_codebook_deserialize(const void* src, size_t src_size, sz_codebook* out);
+/** Writes / reads a codebook file (the serialised layout). Errors: SZ_ERROR_IO and those above. */
+SZ_API sz_status sz_codebook_save(const sz_codebook* codebook, const char* path);
+SZ_API sz_status sz_codebook_load(const char* path, sz_codebook* out);
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * Frames: compress and decompress one tensor
+ * ------------------------------------------------------------------------------------------------------------- */
+
+#define SZ_DEFAULT_CHUNK_LOG2 12 /* 4096 values a chunk */
+#define SZ_MIN_CHUNK_LOG2 8
+#define SZ_MAX_CHUNK_LOG2 16
+#define SZ_FRAME_HEADER_SIZE 64
+
+/** Frame flag: per-chunk XXH3 checksums of the uncompressed data (docs/FORMAT.md §4.6). */
+#define SZ_FLAG_CHECKSUMS 1u
+
+/** Upper bound of a frame's size for n values (docs/FORMAT.md §4.8), valid for every chunk size >= 2^8.
+ *  Also a macro for static buffers. Returns 0 for an unknown dtype. */
+#define SZ_COMPRESS_BOUND(n, value_bytes) \
+  (64u + 12u * (((uint64_t)(n) + 255u) >> 8) + (((uint64_t)(n) + 7u) >> 3) * 8u * (uint64_t)(value_bytes))
+SZ_API uint64_t sz_compress_bound(uint64_t n_values, sz_dtype dtype);
+
+/** Parameters of sz_compress(). Start from sz_params_default(): a zeroed struct is not valid. */
+typedef struct sz_params {
+  uint32_t chunk_log2; /* SZ_MIN_CHUNK_LOG2..SZ_MAX_CHUNK_LOG2; default SZ_DEFAULT_CHUNK_LOG2 */
+  uint32_t flags;      /* SZ_FLAG_*; default SZ_FLAG_CHECKSUMS */
+  uint32_t threads;    /* CPU threads; 0 = one per hardware thread; default 1. Never changes the output bytes. */
+  uint32_t reserved;   /* must be 0 */
+} sz_params;
+
+SZ_API sz_params sz_params_default(void);
+
+/** Compresses n values of dtype (little-endian, src needs n * sz_dtype_size(dtype) bytes) into dst.
+ *  codebook: NULL picks sz_default_codebook(dtype, SZ_KIND_GENERIC); its dtype must equal dtype.
+ *  params: NULL picks sz_params_default().
+ *  On success *dst_size is the frame size, at most sz_compress_bound(n, dtype). The output bytes depend only on
+ *  (input, dtype, codebook, chunk_log2, flags), never on threads or the implementation. */
+SZ_API sz_status sz_compress(const void* src, uint64_t n_values, sz_dtype dtype, const sz_codebook* codebook,
+                             const sz_params* params, void* dst, size_t dst_capacity, size_t* dst_size);
+
+/** The same frame as sz_compress(), computed by the scalar reference codec: slow, simple, the oracle that every
+ *  other implementation is tested against. Ignores params->threads. */
+SZ_API sz_status sz_compress_reference(const void* src, uint64_t n_values, sz_dtype dtype,
+                                       const sz_codebook* codebook, const sz_params* params, void* dst,
+                                       size_t dst_capacity, size_t* dst_size);
+
+/** Decompresses a frame into dst, which must hold n_values * value size bytes (see sz_frame_info).
+ *  threads: 0 = one per hardware thread. On success *dst_size is the number of bytes written.
+ *  The whole frame is validated (docs/FORMAT.md §4); on any error the status says why. */
+SZ_API sz_status sz_decompress(const void* src, size_t src_size, void* dst, size_t dst_capacity, size_t* dst_size,
+                               unsigned threads);
+
+/** The scalar reference decoder (the oracle). */
+SZ_API sz_status sz_decompress_reference(const void* src, size_t src_size, void* dst, size_t dst_capacity,
+                                         size_t* dst_size);
+
+/** What a frame holds. */
+typedef struct sz_frame_info {
+  uint8_t version;
+  uint8_t dtype;             /* sz_dtype */
+  uint8_t chunk_log2;
+  uint8_t reserved0;
+  uint32_t flags;
+  sz_codebook codebook;
+  uint64_t n_values;
+  uint64_t decompressed_size; /* n_values * value size */
+  uint64_t frame_size;        /* total bytes of the frame */
+  uint64_t n_chunks;
+  /* Filled only when the whole frame was given (stats_valid = 1); otherwise 0. */
+  uint32_t stats_valid;
+  uint32_t reserved1;
+  uint64_t coded_chunks;
+  uint64_t raw_chunks;
+  uint64_t escapes;           /* total escape records in coded chunks */
+} sz_frame_info;
+
+/** Parses a frame header (needs at least SZ_FRAME_HEADER_SIZE bytes) and, when src_size covers the whole frame,
+ *  its chunk index (structure only; the chunk checksums are checked by decompression). */
+SZ_API sz_status sz_frame_info_get(const void* src, size_t src_size, sz_frame_info* info);
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * Containers: many named items in one buffer (docs/FORMAT.md §6). Parsing allocates nothing: names point into
+ * the container buffer.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+#define SZ_CONTAINER_HEADER_SIZE 16
+#define SZ_CONTAINER_FOOTER_SIZE 32
+#define SZ_CONTAINER_ALIGN 64
+#define SZ_MAX_NDIM 8
+#define SZ_MAX_NAME 4096
+
+typedef enum sz_item_kind { SZ_ITEM_FRAME = 1, SZ_ITEM_STORED = 2 } sz_item_kind;
+
+typedef struct sz_item {
+  uint8_t kind;  /* sz_item_kind */
+  uint8_t dtype; /* kind FRAME: the frame's dtype; STORED: 0 */
+  uint8_t ndim;
+  uint8_t reserved;
+  uint16_t name_size;
+  const char* name; /* name_size bytes, not NUL-terminated */
+  uint64_t shape[SZ_MAX_NDIM];
+  uint64_t original_offset;
+  uint64_t original_size;
+  uint64_t data_offset;
+  uint64_t data_size;
+} sz_item;
+
+/** Is this buffer a container (by its magic)? Returns 1 or 0. Needs 4 bytes. */
+SZ_API int sz_is_container(const void* src, size_t src_size);
+/** Is this buffer a frame (by its magic)? Returns 1 or 0. Needs 4 bytes. */
+SZ_API int sz_is_frame(const void* src, size_t src_size);
+
+/** Validates header, footer and the whole index (docs/FORMAT.md §6); *count receives the number of items. */
+SZ_API sz_status sz_container_open(const void* src, size_t src_size, uint32_t* count);
+/** Item i (0-based) of a container that sz_container_open accepted. */
+SZ_API sz_status sz_container_item(const void* src, size_t src_size, uint32_t index, sz_item* item);
+/** Finds an item by name (name_size bytes). SZ_ERROR_NOT_FOUND if absent. */
+SZ_API sz_status sz_container_find(const void* src, size_t src_size, const char* name, size_t name_size,
+                                   uint32_t* index);
+
+/** Size of the index plus footer that sz_container_write_index() writes for these items. */
+SZ_API sz_status sz_container_index_size(const sz_item* items, uint32_t count, uint64_t* size);
+/** Writes the container header (16 bytes) into dst. Items then follow, each at a 64-byte-aligned data_offset. */
+SZ_API sz_status sz_container_write_header(void* dst, size_t dst_capacity);
+/** Writes index and footer into dst; index_offset is where dst will sit in the container (after the last item,
+ *  not before its end). Validates the items as a reader would. */
+SZ_API sz_status sz_container_write_index(const sz_item* items, uint32_t count, uint64_t index_offset, void* dst,
+                                          size_t dst_capacity, size_t* written);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* SPLITZIP_SPLITZIP_H */

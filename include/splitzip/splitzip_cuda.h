@@ -1,0 +1,80 @@
+/*
+ * splitzip_cuda.h — the CUDA codec: the same frames as splitzip.h (docs/FORMAT.md), byte for byte, on a GPU.
+ *
+ * Conventions (in addition to splitzip.h):
+ *   - Pointers named d_* are device memory; h_* are host memory (pinned when an asynchronous copy targets them).
+ *   - Every call is enqueued on the given stream and returns at once: nothing here allocates memory or
+ *     synchronises the host. Host-side argument checks (NULL pointers, sizes, codebook, capacity below the bound)
+ *     return their status immediately and enqueue nothing.
+ *   - Errors found on the device (a corrupt frame) are written as an sz_status (int32) to d_status; read it after the
+ *     stream has reached that point. The decoder never reads or writes outside the buffers given, whatever the frame.
+ *   - Workspace: call the *_workspace_size query, allocate at least that many device bytes, pass them in. The
+ *     workspace may be reused by the next call on the same stream once this one is enqueued (stream order).
+ *   - In a build without CUDA every function returns SZ_ERROR_NOT_SUPPORTED and sz_cuda_available() returns 0.
+ */
+#ifndef SPLITZIP_SPLITZIP_CUDA_H
+#define SPLITZIP_SPLITZIP_CUDA_H
+
+#include "splitzip.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The runtime's stream handle, declared here so that this header does not need cuda_runtime.h. */
+typedef struct CUstream_st* sz_cuda_stream;
+
+/** 1 if the library was built with CUDA and a CUDA device is visible, else 0. */
+SZ_API int sz_cuda_available(void);
+
+/** Device bytes of scratch that sz_cuda_compress() needs for n values (chunk look-back state). */
+SZ_API sz_status sz_cuda_compress_workspace_size(uint64_t n_values, sz_dtype dtype, const sz_params* params,
+                                                 size_t* workspace_size);
+
+/** Compresses n values at d_src into the frame at d_dst, in one pass over the input.
+ *  dst_capacity must be at least sz_compress_bound(n, dtype) (checked on the host: SZ_ERROR_DST_TOO_SMALL).
+ *  codebook / params: as sz_compress(); params->threads is ignored.
+ *  The frame size is written to *d_frame_size (device, required) and, if h_frame_size is not NULL, also copied
+ *  asynchronously to *h_frame_size (pinned host memory; valid once the stream reaches that point). */
+SZ_API sz_status sz_cuda_compress(const void* d_src, uint64_t n_values, sz_dtype dtype, const sz_codebook* codebook,
+                                  const sz_params* params, void* d_dst, size_t dst_capacity, void* d_workspace,
+                                  size_t workspace_size, uint64_t* d_frame_size, uint64_t* h_frame_size,
+                                  sz_cuda_stream stream);
+
+/** Device bytes of scratch that sz_cuda_decompress() needs (0 today; query it anyway). */
+SZ_API sz_status sz_cuda_decompress_workspace_size(size_t src_size, size_t dst_capacity, size_t* workspace_size);
+
+/** Decompresses the frame at d_src (src_size bytes) into d_dst, in one pass, validating everything it reads.
+ *  *d_status receives SZ_OK or the error (SZ_ERROR_DST_TOO_SMALL if dst_capacity < the frame's decompressed size);
+ *  if d_dst_size is not NULL it receives the number of bytes written (0 on error). */
+SZ_API sz_status sz_cuda_decompress(const void* d_src, size_t src_size, void* d_dst, size_t dst_capacity,
+                                    void* d_workspace, size_t workspace_size, int32_t* d_status, uint64_t* d_dst_size,
+                                    sz_cuda_stream stream);
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * Paged KV: a serving engine's KV cache is a set of equal-size pages (blocks). These calls compress the pages of
+ * one request straight from the cache into one frame, and scatter a frame straight into the pages of another
+ * cache, in one launch each. The frame is exactly the frame of the concatenation of the pages, in list order.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+/** Workspace for sz_cuda_compress_pages (same as sz_cuda_compress for n_pages * page_values values). */
+SZ_API sz_status sz_cuda_compress_pages_workspace_size(uint32_t n_pages, uint64_t page_values, sz_dtype dtype,
+                                                       const sz_params* params, size_t* workspace_size);
+
+/** d_pages: device array of n_pages device pointers, each to page_values values. */
+SZ_API sz_status sz_cuda_compress_pages(const void* const* d_pages, uint32_t n_pages, uint64_t page_values,
+                                        sz_dtype dtype, const sz_codebook* codebook, const sz_params* params,
+                                        void* d_dst, size_t dst_capacity, void* d_workspace, size_t workspace_size,
+                                        uint64_t* d_frame_size, uint64_t* h_frame_size, sz_cuda_stream stream);
+
+/** d_pages: device array of n_pages device pointers, each with room for page_values values. The frame must hold
+ *  exactly n_pages * page_values values (else SZ_ERROR_DST_TOO_SMALL / SZ_ERROR_INVALID_ARGUMENT in *d_status). */
+SZ_API sz_status sz_cuda_decompress_pages(const void* d_src, size_t src_size, void* const* d_pages, uint32_t n_pages,
+                                          uint64_t page_values, void* d_workspace, size_t workspace_size,
+                                          int32_t* d_status, sz_cuda_stream stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* SPLITZIP_SPLITZIP_CUDA_H */
