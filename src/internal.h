@@ -1,0 +1,61 @@
+// internal.h — declarations shared by the TUs of the library (not installed).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+#include "splitzip/splitzip.h"
+
+namespace splitzip {
+namespace detail {
+
+// ---- hash.cpp: xxHash XXH3 (docs/FORMAT.md §1) ---------------------------------------------------------------------
+uint64_t h64(const void* data, size_t size);  // XXH3_64bits, seed 0
+uint32_t h32(const void* data, size_t size);  // low 32 bits of h64
+
+// ---- common.cpp: frame header ------------------------------------------------------------------------------------
+struct FrameHeader {
+  unsigned dtype;
+  layout::DtypeTraits t;
+  unsigned code_bits;
+  unsigned chunk_log2;
+  uint32_t flags;
+  unsigned count;
+  uint8_t codebook[SZ_MAX_CODEBOOK];
+  uint64_t n;
+  uint64_t exp_size;
+  uint64_t chunks;
+  layout::FrameOffsets off;  // off.end = total frame size
+  bool checksums;
+};
+
+// Parses and checks a frame header in the order of docs/FORMAT.md §4.1, steps 1-7 (step 7 = whole frame present).
+sz_status parse_frame_header(const uint8_t* src, size_t src_size, FrameHeader* h);
+// Same without step 7 (for sz_frame_info_get on a prefix).
+sz_status parse_frame_header_only(const uint8_t* src, size_t src_size, FrameHeader* h);
+// Writes the 64-byte header (including its checksum).
+void write_frame_header(uint8_t* dst, const sz_codebook& cb, unsigned chunk_log2, uint32_t flags, uint64_t n,
+                        uint64_t exp_size);
+
+// Index checks of §4.3 and the record-size rule of §4.5, over all chunks. SZ_OK or SZ_ERROR_CORRUPT.
+sz_status check_chunk_index(const uint8_t* frame, const FrameHeader& h);
+
+// Resolves and checks the arguments of a compress call (NULL codebook/params -> defaults).
+sz_status check_compress_args(const void* src, uint64_t n, sz_dtype dtype, const sz_codebook* codebook,
+                              const sz_params* params, const void* dst, const size_t* dst_size, sz_codebook* cb_out,
+                              sz_params* params_out);
+
+// Exponent -> code table for a codebook: 0..count-1 for codebook entries, kEscape for others.
+constexpr uint8_t kEscape = 0xFF;
+void build_encode_table(const sz_codebook& cb, uint8_t table[256]);
+
+// ---- fast.cpp: ISA selection -------------------------------------------------------------------------------------
+enum class Isa { kPortable = 0, kAvx2 = 1 };
+// The ISA the fast codec uses: the best supported one, or the one named by the environment variable
+// SPLITZIP_CPU_ISA (portable | avx2) when it is set and supported. Read at every call (tests force each variant).
+Isa selected_isa();
+const char* isa_name(Isa isa);
+
+}  // namespace detail
+}  // namespace splitzip

@@ -1,0 +1,141 @@
+// layout.h — the byte layout of docs/FORMAT.md as constants and tiny inline functions, shared by the reference
+// codec, the fast CPU codec and the CUDA kernels (host and device). Nothing here allocates or does I/O.
+//
+// Any change here is a format change: bump the format version and docs/FORMAT.md first.
+#pragma once
+
+#include <stdint.h>
+#include <stddef.h>
+
+#if defined(__CUDACC__)
+#define SZ_HD __host__ __device__ __forceinline__
+#else
+#define SZ_HD inline
+#endif
+
+namespace splitzip {
+namespace layout {
+
+// ---- §4.1 frame header -------------------------------------------------------------------------------------------
+constexpr uint32_t kFrameMagic = 0x465A5053u;      // "SPZF"
+constexpr uint32_t kCodebookMagic = 0x425A5053u;   // "SPZB"
+constexpr uint32_t kContainerMagic = 0x435A5053u;  // "SPZC"
+constexpr uint8_t kFormatVersion = 1;
+
+constexpr size_t kHeaderSize = 64;
+constexpr size_t kOffMagic = 0;
+constexpr size_t kOffVersion = 4;
+constexpr size_t kOffDtype = 5;
+constexpr size_t kOffCodeBits = 6;
+constexpr size_t kOffChunkLog2 = 7;
+constexpr size_t kOffFlags = 8;
+constexpr size_t kOffCodebookCount = 12;
+constexpr size_t kOffNValues = 16;
+constexpr size_t kOffExpSectionSize = 24;
+constexpr size_t kOffCodebook = 32;
+constexpr size_t kOffHeaderChecksum = 60;
+constexpr size_t kHeaderChecksummed = 60;  // H32 covers bytes [0, 60)
+
+constexpr uint32_t kFlagChecksums = 1u;
+constexpr uint32_t kKnownFlags = kFlagChecksums;
+
+constexpr unsigned kMinChunkLog2 = 8;
+constexpr unsigned kMaxChunkLog2 = 16;
+constexpr unsigned kDefaultChunkLog2 = 12;
+constexpr uint64_t kMaxValues = (uint64_t)1 << 48;
+
+// ---- §4.3 chunk index ------------------------------------------------------------------------------------------
+constexpr size_t kIndexEntrySize = 8;
+constexpr size_t kChecksumEntrySize = 4;
+constexpr uint64_t kIndexEndMask = ((uint64_t)1 << 62) - 1;
+constexpr unsigned kIndexModeShift = 62;
+constexpr uint64_t kModeCoded = 0;
+constexpr uint64_t kModeRaw = 1;
+
+// ---- §4.5 escapes ---------------------------------------------------------------------------------------------
+constexpr size_t kEscapeBytes = 3;  // u16 position + u8 exponent, stored as two arrays
+
+// ---- §2 dtypes ---------------------------------------------------------------------------------------------------
+// Index by dtype id (1..5); entry 0 is a placeholder for "unknown".
+struct DtypeTraits {
+  uint8_t value_bits;     // W
+  uint8_t exponent_bits;  // E
+  uint8_t rest_bits;      // R = W - E
+  uint8_t mantissa_bits;  // M (rest = sign << M | mantissa)
+};
+
+SZ_HD DtypeTraits dtype_traits(unsigned dtype) {
+  switch (dtype) {
+    case 1: return DtypeTraits{16, 8, 8, 7};   // bf16
+    case 2: return DtypeTraits{16, 5, 11, 10}; // fp16
+    case 3: return DtypeTraits{32, 8, 24, 23}; // fp32
+    case 4: return DtypeTraits{8, 4, 4, 3};    // fp8 e4m3
+    case 5: return DtypeTraits{8, 5, 3, 2};    // fp8 e5m2
+    default: return DtypeTraits{0, 0, 0, 0};
+  }
+}
+
+SZ_HD bool dtype_known(unsigned dtype) { return dtype >= 1 && dtype <= 5; }
+
+// Split a value (its W low bits) into exponent and rest fields, and join them back (§2).
+SZ_HD uint32_t exponent_of(uint32_t x, DtypeTraits t) {
+  return (x >> t.mantissa_bits) & ((1u << t.exponent_bits) - 1u);
+}
+SZ_HD uint32_t rest_of(uint32_t x, DtypeTraits t) {
+  const uint32_t sign = (x >> (t.value_bits - 1)) & 1u;
+  return (sign << t.mantissa_bits) | (x & ((1u << t.mantissa_bits) - 1u));
+}
+SZ_HD uint32_t join(uint32_t exponent, uint32_t rest, DtypeTraits t) {
+  const uint32_t sign = (rest >> t.mantissa_bits) & 1u;
+  return (sign << (t.value_bits - 1)) | (exponent << t.mantissa_bits) | (rest & ((1u << t.mantissa_bits) - 1u));
+}
+
+// ---- sizes -------------------------------------------------------------------------------------------------------
+SZ_HD uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+// Bytes of n fields of b bits packed in groups of 8 (§3).
+SZ_HD uint64_t packed_bytes(uint64_t n, unsigned bits) { return ceil_div(n, 8) * bits; }
+SZ_HD uint64_t n_chunks(uint64_t n, unsigned chunk_log2) { return ceil_div(n, (uint64_t)1 << chunk_log2); }
+SZ_HD uint64_t chunk_len(uint64_t n, unsigned chunk_log2, uint64_t c) {
+  const uint64_t s = (uint64_t)1 << chunk_log2;
+  const uint64_t begin = c * s;
+  return (n - begin < s) ? (n - begin) : s;
+}
+// Offset of the chunk index, checksum table, rest section and exponent section from the frame start (§4).
+struct FrameOffsets {
+  uint64_t index, checksums, rest, exponents, end;
+};
+SZ_HD FrameOffsets frame_offsets(uint64_t n, unsigned chunk_log2, bool checksums, DtypeTraits t,
+                                 uint64_t exp_section_size) {
+  FrameOffsets o;
+  const uint64_t c = n_chunks(n, chunk_log2);
+  o.index = kHeaderSize;
+  o.checksums = o.index + kIndexEntrySize * c;
+  o.rest = o.checksums + (checksums ? kChecksumEntrySize * c : 0);
+  o.exponents = o.rest + packed_bytes(n, t.rest_bits);
+  o.end = o.exponents + exp_section_size;
+  return o;
+}
+// §4.8: the bound for every chunk_log2 >= 8.
+SZ_HD uint64_t compress_bound(uint64_t n, unsigned value_bits) {
+  return kHeaderSize + 12 * n_chunks(n, kMinChunkLog2) + ceil_div(n, 8) * value_bits;
+}
+
+// ---- little-endian loads and stores on unaligned bytes ------------------------------------------------------------
+SZ_HD uint16_t load_u16(const uint8_t* p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+SZ_HD uint32_t load_u32(const uint8_t* p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+SZ_HD uint64_t load_u64(const uint8_t* p) { return (uint64_t)load_u32(p) | ((uint64_t)load_u32(p + 4) << 32); }
+SZ_HD void store_u16(uint8_t* p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
+SZ_HD void store_u32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = (uint8_t)(v >> (8 * i));
+}
+SZ_HD void store_u64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+}  // namespace layout
+}  // namespace splitzip
