@@ -1,0 +1,64 @@
+"""splitzip: bit-exact lossless compression of LLM KV caches (numpy, torch and cupy tensors; CPU and CUDA).
+
+    import splitzip
+    frame = splitzip.compress(kv)            # uint8 array on kv's device
+    back = splitzip.decompress(frame)        # 1-D array of kv's dtype; or decompress(frame, out=kv2)
+    splitzip.info(frame)                     # {'dtype': 'bf16', 'n_values': ..., 'ratio': ...}
+
+Frames follow docs/FORMAT.md (format v1) and are byte-identical to the C library's and the CLI's.
+Errors raise a subclass of splitzip.Error named after the library status (CorruptError, ChecksumError, ...).
+"""
+
+import sys as _sys
+
+from . import _splitzip
+from ._core import (
+    DTYPE_IDS,
+    Codebook,
+    calibrate,
+    check_status,
+    compress,
+    compress_pages,
+    compress_reference,
+    decompress,
+    decompress_pages,
+    decompress_reference,
+    dtype_name,
+    info,
+)
+from ._errors import *  # noqa: F401,F403  (Error and one subclass per status)
+from ._errors import __all__ as _error_names
+
+__version__ = _splitzip.version()
+FORMAT_VERSION = _splitzip.FORMAT_VERSION
+
+
+def cuda_available() -> bool:
+    """True when the extension was built with CUDA and a CUDA device is visible."""
+    return bool(_splitzip.cuda_available())
+
+
+def compress_bound(n_values: int, dtype) -> int:
+    """Upper bound of a frame's size for n values of dtype (docs/FORMAT.md §4.8)."""
+    return int(_splitzip.compress_bound(int(n_values), DTYPE_IDS[dtype_name(dtype)]))
+
+
+def register_torch_ops() -> bool:
+    """Imports torch and registers the custom ops splitzip::compress / decompress / compress_pages /
+    decompress_pages (done automatically when torch was imported before splitzip, or on first use of a torch
+    tensor). Returns whether they are registered."""
+    from . import _torch_ops
+    return _torch_ops.registered
+
+
+if "torch" in _sys.modules:
+    try:
+        register_torch_ops()
+    except ImportError:
+        pass
+
+__all__ = [
+    "Codebook", "DTYPE_IDS", "FORMAT_VERSION", "calibrate", "check_status", "compress", "compress_bound",
+    "compress_pages", "compress_reference", "cuda_available", "decompress", "decompress_pages",
+    "decompress_reference", "dtype_name", "info", "register_torch_ops", *_error_names,
+]

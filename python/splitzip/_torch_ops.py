@@ -1,0 +1,162 @@
+"""torch.library custom ops over the splitzip codec: splitzip::compress, splitzip::decompress,
+splitzip::compress_pages and splitzip::decompress_pages.
+
+They take flat uint8 views of tensors (splitzip's Python layer makes those), run on torch's current CUDA stream for
+CUDA tensors (on the CPU codec for CPU tensors), allocate every output and workspace through torch's caching
+allocator and never wait for the GPU: sizes and statuses come back as device tensors. Registering them as custom ops
+lets torch.compile and CUDA graphs see them as opaque calls with known output shapes.
+
+Not from __future__ import annotations here: torch infers the op schemas from real annotations.
+"""
+
+from typing import List, Tuple
+
+import numpy as np
+import torch
+
+from . import _splitzip as _ext
+from ._errors import check
+
+_SIZES = {1: 2, 2: 2, 3: 4, 4: 1, 5: 1}
+
+
+def pack_codebook(cb) -> List[int]:
+    """(dtype, code_bits, values) or None -> the int list the ops take ([] for the library's default)."""
+    return [] if cb is None else [int(cb[0]), int(cb[1])] + [int(v) for v in cb[2]]
+
+
+def _unpack_codebook(lst: List[int]):
+    return None if len(lst) == 0 else (lst[0], lst[1], list(lst[2:]))
+
+
+def _stream(device: torch.device) -> int:
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+def _bound_for(nbytes: int, dtype: int) -> int:
+    if dtype not in _SIZES:
+        return 0
+    return int(_ext.compress_bound(nbytes // _SIZES[dtype], dtype))
+
+
+def _compress_impl(src: torch.Tensor, dtype: int, codebook: List[int], chunk_log2: int,
+                   flags: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    n = src.numel() // _SIZES.get(dtype, 1)
+    cb = _unpack_codebook(codebook)
+    dst = torch.empty(_bound_for(src.numel(), dtype), dtype=torch.uint8, device=src.device)
+    size = torch.zeros(1, dtype=torch.int64, device=src.device)
+    if src.is_cuda:
+        with torch.cuda.device(src.device):
+            st, ws = _ext.cuda_compress_workspace_size(n, dtype, chunk_log2, flags)
+            check(st, "compress")
+            workspace = torch.empty(max(ws, 16), dtype=torch.uint8, device=src.device)
+            check(_ext.cuda_compress(src, n, dtype, cb, chunk_log2, flags, dst, workspace, size,
+                                     _stream(src.device)), "compress")
+    else:
+        st, nbytes = _ext.compress(src.numpy(), n, dtype, cb, chunk_log2, flags, 0, dst.numpy())
+        check(st, "compress")
+        size.fill_(nbytes)
+    return dst, size
+
+
+def _decompress_impl(frame: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    status = torch.full((1,), -1, dtype=torch.int32, device=frame.device)
+    if frame.is_cuda:
+        with torch.cuda.device(frame.device):
+            st, ws = _ext.cuda_decompress_workspace_size(frame.numel(), out.numel())
+            check(st, "decompress")
+            workspace = torch.empty(max(ws, 16), dtype=torch.uint8, device=frame.device)
+            check(_ext.cuda_decompress(frame, out, workspace, status, _stream(frame.device)), "decompress")
+    else:
+        st, _ = _ext.decompress(frame.numpy(), out.numpy(), 0)
+        status.fill_(st)
+    return status
+
+
+def _pointer_array(pages: List[torch.Tensor], device: torch.device) -> torch.Tensor:
+    """The pages' device addresses as a device int64 tensor (copied from pinned memory, asynchronously)."""
+    host = torch.from_numpy(np.array([p.data_ptr() for p in pages], dtype=np.uint64).view(np.int64))
+    return host.pin_memory().to(device, non_blocking=True)
+
+
+def _compress_pages_impl(pages: List[torch.Tensor], page_values: int, dtype: int, codebook: List[int],
+                         chunk_log2: int, flags: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    device = pages[0].device
+    n_pages = len(pages)
+    if not pages[0].is_cuda:
+        return _compress_impl(torch.cat(pages), dtype, codebook, chunk_log2, flags)
+    cb = _unpack_codebook(codebook)
+    dst = torch.empty(_bound_for(n_pages * pages[0].numel(), dtype), dtype=torch.uint8, device=device)
+    size = torch.zeros(1, dtype=torch.int64, device=device)
+    with torch.cuda.device(device):
+        ptrs = _pointer_array(pages, device)
+        st, ws = _ext.cuda_compress_pages_workspace_size(n_pages, page_values, dtype, chunk_log2, flags)
+        check(st, "compress_pages")
+        workspace = torch.empty(max(ws, 16), dtype=torch.uint8, device=device)
+        check(_ext.cuda_compress_pages(ptrs, n_pages, page_values, dtype, cb, chunk_log2, flags, dst, workspace,
+                                       size, _stream(device)), "compress_pages")
+    return dst, size
+
+
+def _decompress_pages_impl(frame: torch.Tensor, pages: List[torch.Tensor], page_values: int) -> torch.Tensor:
+    device = frame.device
+    status = torch.full((1,), -1, dtype=torch.int32, device=device)
+    if not frame.is_cuda:
+        total = sum(p.numel() for p in pages)
+        tmp = torch.empty(total, dtype=torch.uint8)
+        st, _ = _ext.decompress(frame.numpy(), tmp.numpy(), 0)
+        if st == 0:
+            offset = 0
+            for p in pages:
+                p.view(-1).copy_(tmp[offset:offset + p.numel()])
+                offset += p.numel()
+        status.fill_(st)
+        return status
+    with torch.cuda.device(device):
+        ptrs = _pointer_array(pages, device)
+        st, ws = _ext.cuda_decompress_workspace_size(frame.numel(), sum(p.numel() for p in pages))
+        check(st, "decompress_pages")
+        workspace = torch.empty(max(ws, 16), dtype=torch.uint8, device=device)
+        check(_ext.cuda_decompress_pages(frame, ptrs, len(pages), page_values, workspace, status,
+                                         _stream(device)), "decompress_pages")
+    return status
+
+
+compress_op = _compress_impl
+decompress_op = _decompress_impl
+compress_pages_op = _compress_pages_impl
+decompress_pages_op = _decompress_pages_impl
+registered = False
+
+if hasattr(torch, "library") and hasattr(torch.library, "custom_op"):
+    try:
+        _c = torch.library.custom_op("splitzip::compress", mutates_args=())(_compress_impl)
+        _d = torch.library.custom_op("splitzip::decompress", mutates_args=("out",))(_decompress_impl)
+        _cp = torch.library.custom_op("splitzip::compress_pages", mutates_args=())(_compress_pages_impl)
+        _dp = torch.library.custom_op("splitzip::decompress_pages", mutates_args=("pages",))(_decompress_pages_impl)
+
+        @_c.register_fake
+        def _(src, dtype, codebook, chunk_log2, flags):
+            return (src.new_empty(_bound_for(src.numel(), dtype)), src.new_empty(1, dtype=torch.int64))
+
+        @_d.register_fake
+        def _(frame, out):
+            return frame.new_empty(1, dtype=torch.int32)
+
+        @_cp.register_fake
+        def _(pages, page_values, dtype, codebook, chunk_log2, flags):
+            n = len(pages) * pages[0].numel()
+            return (pages[0].new_empty(_bound_for(n, dtype)), pages[0].new_empty(1, dtype=torch.int64))
+
+        @_dp.register_fake
+        def _(frame, pages, page_values):
+            return frame.new_empty(1, dtype=torch.int32)
+
+        compress_op = torch.ops.splitzip.compress
+        decompress_op = torch.ops.splitzip.decompress
+        compress_pages_op = torch.ops.splitzip.compress_pages
+        decompress_pages_op = torch.ops.splitzip.decompress_pages
+        registered = True
+    except (RuntimeError, TypeError, ValueError) as exc:  # an old torch, or registered twice
+        import warnings
+        warnings.warn(f"splitzip: torch custom ops not registered ({exc}); using plain calls")

@@ -1,0 +1,387 @@
+// splitzip_ext.cpp — the thin nanobind glue between the C ABI (include/splitzip/*.h) and the Python package.
+//
+// Model (../shared/STYLE.md, FlashInfer): tensors cross as DLPack arrays (numpy, torch, cupy), already reinterpreted
+// as contiguous byte or word views by the Python layer. This file only checks device, contiguity and sizes, releases
+// the GIL around the library call and returns the library's sz_status as an int; the Python layer turns statuses
+// into exceptions and allocates every output and workspace through the framework. Nothing here links a framework,
+// allocates device memory or synchronises a stream.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "splitzip/splitzip.h"
+#include "splitzip/splitzip_cuda.h"
+
+namespace nb = nanobind;
+
+namespace {
+
+constexpr int kDevCpu = 1;         // DLPack kDLCPU
+constexpr int kDevCuda = 2;        // kDLCUDA
+constexpr int kDevCudaHost = 3;    // kDLCUDAHost (pinned host memory)
+constexpr int kDevCudaManaged = 13;  // kDLCUDAManaged
+
+using InArray = nb::ndarray<nb::ro>;
+using OutArray = nb::ndarray<>;
+
+enum class Where { kHost, kDevice };
+
+// A checked raw view of a DLPack array: C-contiguous (unit-size axes ignored), on the side of the codec we call.
+struct Raw {
+  const void* ptr;
+  size_t nbytes;
+};
+
+template <typename Array>
+Raw raw_view(const Array& a, const char* what, Where where) {
+  const int dev = a.device_type();
+  if (where == Where::kHost) {
+    if (dev != kDevCpu && dev != kDevCudaHost && dev != kDevCudaManaged) {
+      throw nb::value_error((std::string(what) + ": expected an array in host memory").c_str());
+    }
+  } else if (dev != kDevCuda && dev != kDevCudaManaged) {
+    throw nb::value_error((std::string(what) + ": expected an array in CUDA device memory").c_str());
+  }
+  int64_t expect = 1;
+  for (size_t i = a.ndim(); i-- > 0;) {
+    if (a.shape(i) != 1 && a.stride(i) != expect) {
+      throw nb::value_error((std::string(what) + ": array must be C-contiguous").c_str());
+    }
+    expect *= static_cast<int64_t>(a.shape(i));
+  }
+  return Raw{static_cast<const void*>(a.data()), a.nbytes()};
+}
+
+// Codebooks cross as None or a tuple (dtype id, code_bits, [values...]).
+bool codebook_from(nb::handle obj, sz_codebook* cb) {
+  if (obj.is_none()) return false;
+  auto t = nb::cast<std::tuple<int, int, std::vector<int>>>(obj);
+  *cb = sz_codebook{};
+  const auto& values = std::get<2>(t);
+  if (values.size() > SZ_MAX_CODEBOOK) throw nb::value_error("codebook: more than 16 entries");
+  cb->dtype = static_cast<uint8_t>(std::get<0>(t));
+  cb->code_bits = static_cast<uint8_t>(std::get<1>(t));
+  cb->count = static_cast<uint8_t>(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] < 0 || values[i] > 255) throw nb::value_error("codebook: entry out of range 0..255");
+    cb->values[i] = static_cast<uint8_t>(values[i]);
+  }
+  return true;
+}
+
+nb::tuple codebook_to(const sz_codebook& cb) {
+  nb::list values;
+  for (unsigned i = 0; i < cb.count && i < SZ_MAX_CODEBOOK; ++i) values.append(static_cast<int>(cb.values[i]));
+  return nb::make_tuple(static_cast<int>(cb.dtype), static_cast<int>(cb.code_bits), values);
+}
+
+sz_params params_from(unsigned chunk_log2, unsigned flags, unsigned threads) {
+  sz_params p = sz_params_default();
+  p.chunk_log2 = chunk_log2;
+  p.flags = flags;
+  p.threads = threads;
+  return p;
+}
+
+sz_cuda_stream stream_from(uintptr_t s) { return reinterpret_cast<sz_cuda_stream>(s); }
+
+// ---- CPU codec ---------------------------------------------------------------------------------------------------
+
+std::tuple<int, size_t> compress(const InArray& src, uint64_t n_values, int dtype, nb::handle codebook,
+                                 unsigned chunk_log2, unsigned flags, unsigned threads, const OutArray& dst,
+                                 bool reference) {
+  const Raw s = raw_view(src, "src", Where::kHost);
+  const Raw d = raw_view(dst, "dst", Where::kHost);
+  const size_t vsize = sz_dtype_size(static_cast<sz_dtype>(dtype));
+  if (vsize == 0) return {SZ_ERROR_UNSUPPORTED_DTYPE, 0};
+  if (n_values > s.nbytes / vsize) throw nb::value_error("src: fewer bytes than n_values values");
+  sz_codebook cb;
+  const sz_codebook* cbp = codebook_from(codebook, &cb) ? &cb : nullptr;
+  const sz_params p = params_from(chunk_log2, flags, threads);
+  size_t size = 0;
+  sz_status st;
+  {
+    nb::gil_scoped_release release;
+    void* out = const_cast<void*>(d.ptr);
+    st = reference ? sz_compress_reference(s.ptr, n_values, static_cast<sz_dtype>(dtype), cbp, &p, out, d.nbytes,
+                                           &size)
+                   : sz_compress(s.ptr, n_values, static_cast<sz_dtype>(dtype), cbp, &p, out, d.nbytes, &size);
+  }
+  return {static_cast<int>(st), size};
+}
+
+std::tuple<int, size_t> decompress(const InArray& src, const OutArray& dst, unsigned threads, bool reference) {
+  const Raw s = raw_view(src, "buffer", Where::kHost);
+  const Raw d = raw_view(dst, "out", Where::kHost);
+  size_t size = 0;
+  sz_status st;
+  {
+    nb::gil_scoped_release release;
+    void* out = const_cast<void*>(d.ptr);
+    st = reference ? sz_decompress_reference(s.ptr, s.nbytes, out, d.nbytes, &size)
+                   : sz_decompress(s.ptr, s.nbytes, out, d.nbytes, &size, threads);
+  }
+  return {static_cast<int>(st), size};
+}
+
+std::tuple<int, nb::object> frame_info(const InArray& src) {
+  const Raw s = raw_view(src, "buffer", Where::kHost);
+  sz_frame_info fi{};
+  const sz_status st = sz_frame_info_get(s.ptr, s.nbytes, &fi);
+  if (st != SZ_OK) return {static_cast<int>(st), nb::none()};
+  nb::dict d;
+  d["version"] = static_cast<int>(fi.version);
+  d["dtype_id"] = static_cast<int>(fi.dtype);
+  d["chunk_log2"] = static_cast<int>(fi.chunk_log2);
+  d["flags"] = fi.flags;
+  d["codebook"] = codebook_to(fi.codebook);
+  d["n_values"] = fi.n_values;
+  d["decompressed_size"] = fi.decompressed_size;
+  d["frame_size"] = fi.frame_size;
+  d["n_chunks"] = fi.n_chunks;
+  d["stats_valid"] = fi.stats_valid != 0;
+  if (fi.stats_valid) {
+    d["coded_chunks"] = fi.coded_chunks;
+    d["raw_chunks"] = fi.raw_chunks;
+    d["escapes"] = fi.escapes;
+  }
+  return {static_cast<int>(st), nb::object(d)};
+}
+
+// ---- codebooks and calibration ----------------------------------------------------------------------------------
+
+std::tuple<int, nb::object> default_codebook(int dtype, int kind) {
+  sz_codebook cb{};
+  const sz_status st = sz_default_codebook(static_cast<sz_dtype>(dtype), static_cast<sz_tensor_kind>(kind), &cb);
+  if (st != SZ_OK) return {static_cast<int>(st), nb::none()};
+  return {static_cast<int>(st), nb::object(codebook_to(cb))};
+}
+
+int codebook_validate(nb::handle codebook) {
+  sz_codebook cb;
+  if (!codebook_from(codebook, &cb)) throw nb::value_error("codebook: None");
+  return static_cast<int>(sz_codebook_validate(&cb));
+}
+
+std::tuple<int, nb::bytes> codebook_serialize(nb::handle codebook) {
+  sz_codebook cb;
+  if (!codebook_from(codebook, &cb)) throw nb::value_error("codebook: None");
+  uint8_t buf[SZ_CODEBOOK_FILE_SIZE] = {};
+  const sz_status st = sz_codebook_serialize(&cb, buf, sizeof buf);
+  return {static_cast<int>(st), nb::bytes(reinterpret_cast<const char*>(buf), st == SZ_OK ? sizeof buf : 0)};
+}
+
+std::tuple<int, nb::object> codebook_deserialize(nb::bytes data) {
+  sz_codebook cb{};
+  const sz_status st = sz_codebook_deserialize(data.c_str(), data.size(), &cb);
+  if (st != SZ_OK) return {static_cast<int>(st), nb::none()};
+  return {static_cast<int>(st), nb::object(codebook_to(cb))};
+}
+
+int codebook_save(nb::handle codebook, const std::string& path) {
+  sz_codebook cb;
+  if (!codebook_from(codebook, &cb)) throw nb::value_error("codebook: None");
+  return static_cast<int>(sz_codebook_save(&cb, path.c_str()));
+}
+
+std::tuple<int, nb::object> codebook_load(const std::string& path) {
+  sz_codebook cb{};
+  const sz_status st = sz_codebook_load(path.c_str(), &cb);
+  if (st != SZ_OK) return {static_cast<int>(st), nb::none()};
+  return {static_cast<int>(st), nb::object(codebook_to(cb))};
+}
+
+// Calibrates one codebook over several host arrays of the same dtype (their bytes are values of that dtype).
+std::tuple<int, nb::object, double, std::vector<uint64_t>> calibrate(const std::vector<InArray>& arrays, int dtype) {
+  sz_histogram hist;
+  sz_status st = sz_histogram_init(&hist, static_cast<sz_dtype>(dtype));
+  std::vector<uint64_t> counts;
+  if (st != SZ_OK) return {static_cast<int>(st), nb::none(), 0.0, counts};
+  const size_t vsize = sz_dtype_size(static_cast<sz_dtype>(dtype));
+  std::vector<Raw> raws;
+  raws.reserve(arrays.size());
+  for (const auto& a : arrays) raws.push_back(raw_view(a, "tensor", Where::kHost));
+  sz_codebook cb{};
+  double bits = 0.0;
+  {
+    nb::gil_scoped_release release;
+    for (const Raw& r : raws) {
+      st = sz_histogram_add(&hist, r.ptr, r.nbytes / vsize);
+      if (st != SZ_OK) break;
+    }
+    if (st == SZ_OK) st = sz_calibrate(&hist, &cb, &bits);
+  }
+  counts.assign(hist.counts, hist.counts + 256);
+  if (st != SZ_OK) return {static_cast<int>(st), nb::none(), 0.0, counts};
+  return {static_cast<int>(st), nb::object(codebook_to(cb)), bits, counts};
+}
+
+// ---- CUDA codec: every call is enqueued on the caller's stream; outputs and workspace come from the caller -------
+
+std::tuple<int, size_t> cuda_compress_workspace_size(uint64_t n_values, int dtype, unsigned chunk_log2,
+                                                     unsigned flags) {
+  const sz_params p = params_from(chunk_log2, flags, 1);
+  size_t ws = 0;
+  const sz_status st = sz_cuda_compress_workspace_size(n_values, static_cast<sz_dtype>(dtype), &p, &ws);
+  return {static_cast<int>(st), ws};
+}
+
+int cuda_compress(const InArray& src, uint64_t n_values, int dtype, nb::handle codebook, unsigned chunk_log2,
+                  unsigned flags, const OutArray& dst, const OutArray& workspace, const OutArray& frame_size,
+                  uintptr_t stream) {
+  const Raw s = raw_view(src, "src", Where::kDevice);
+  const Raw d = raw_view(dst, "dst", Where::kDevice);
+  const Raw w = raw_view(workspace, "workspace", Where::kDevice);
+  const Raw fs = raw_view(frame_size, "frame_size", Where::kDevice);
+  if (fs.nbytes < sizeof(uint64_t)) throw nb::value_error("frame_size: needs 8 bytes");
+  const size_t vsize = sz_dtype_size(static_cast<sz_dtype>(dtype));
+  if (vsize == 0) return SZ_ERROR_UNSUPPORTED_DTYPE;
+  if (n_values > s.nbytes / vsize) throw nb::value_error("src: fewer bytes than n_values values");
+  sz_codebook cb;
+  const sz_codebook* cbp = codebook_from(codebook, &cb) ? &cb : nullptr;
+  const sz_params p = params_from(chunk_log2, flags, 1);
+  nb::gil_scoped_release release;
+  return static_cast<int>(sz_cuda_compress(s.ptr, n_values, static_cast<sz_dtype>(dtype), cbp, &p,
+                                           const_cast<void*>(d.ptr), d.nbytes, const_cast<void*>(w.ptr), w.nbytes,
+                                           static_cast<uint64_t*>(const_cast<void*>(fs.ptr)), nullptr,
+                                           stream_from(stream)));
+}
+
+std::tuple<int, size_t> cuda_decompress_workspace_size(size_t src_size, size_t dst_capacity) {
+  size_t ws = 0;
+  const sz_status st = sz_cuda_decompress_workspace_size(src_size, dst_capacity, &ws);
+  return {static_cast<int>(st), ws};
+}
+
+int cuda_decompress(const InArray& src, const OutArray& dst, const OutArray& workspace, const OutArray& status,
+                    uintptr_t stream) {
+  const Raw s = raw_view(src, "buffer", Where::kDevice);
+  const Raw d = raw_view(dst, "out", Where::kDevice);
+  const Raw w = raw_view(workspace, "workspace", Where::kDevice);
+  const Raw ds = raw_view(status, "status", Where::kDevice);
+  if (ds.nbytes < sizeof(int32_t)) throw nb::value_error("status: needs 4 bytes");
+  nb::gil_scoped_release release;
+  return static_cast<int>(sz_cuda_decompress(s.ptr, s.nbytes, const_cast<void*>(d.ptr), d.nbytes,
+                                             const_cast<void*>(w.ptr), w.nbytes,
+                                             static_cast<int32_t*>(const_cast<void*>(ds.ptr)), nullptr,
+                                             stream_from(stream)));
+}
+
+std::tuple<int, size_t> cuda_compress_pages_workspace_size(uint32_t n_pages, uint64_t page_values, int dtype,
+                                                           unsigned chunk_log2, unsigned flags) {
+  const sz_params p = params_from(chunk_log2, flags, 1);
+  size_t ws = 0;
+  const sz_status st =
+      sz_cuda_compress_pages_workspace_size(n_pages, page_values, static_cast<sz_dtype>(dtype), &p, &ws);
+  return {static_cast<int>(st), ws};
+}
+
+// page_ptrs: a device array of n_pages uint64 device addresses (the Python layer fills it from the page tensors).
+int cuda_compress_pages(const InArray& page_ptrs, uint32_t n_pages, uint64_t page_values, int dtype,
+                        nb::handle codebook, unsigned chunk_log2, unsigned flags, const OutArray& dst,
+                        const OutArray& workspace, const OutArray& frame_size, uintptr_t stream) {
+  const Raw pp = raw_view(page_ptrs, "page pointers", Where::kDevice);
+  if (pp.nbytes < static_cast<size_t>(n_pages) * sizeof(void*)) throw nb::value_error("page pointers: too few");
+  const Raw d = raw_view(dst, "dst", Where::kDevice);
+  const Raw w = raw_view(workspace, "workspace", Where::kDevice);
+  const Raw fs = raw_view(frame_size, "frame_size", Where::kDevice);
+  if (fs.nbytes < sizeof(uint64_t)) throw nb::value_error("frame_size: needs 8 bytes");
+  sz_codebook cb;
+  const sz_codebook* cbp = codebook_from(codebook, &cb) ? &cb : nullptr;
+  const sz_params p = params_from(chunk_log2, flags, 1);
+  nb::gil_scoped_release release;
+  return static_cast<int>(sz_cuda_compress_pages(static_cast<const void* const*>(pp.ptr), n_pages, page_values,
+                                                 static_cast<sz_dtype>(dtype), cbp, &p, const_cast<void*>(d.ptr),
+                                                 d.nbytes, const_cast<void*>(w.ptr), w.nbytes,
+                                                 static_cast<uint64_t*>(const_cast<void*>(fs.ptr)), nullptr,
+                                                 stream_from(stream)));
+}
+
+int cuda_decompress_pages(const InArray& src, const InArray& page_ptrs, uint32_t n_pages, uint64_t page_values,
+                          const OutArray& workspace, const OutArray& status, uintptr_t stream) {
+  const Raw s = raw_view(src, "buffer", Where::kDevice);
+  const Raw pp = raw_view(page_ptrs, "page pointers", Where::kDevice);
+  if (pp.nbytes < static_cast<size_t>(n_pages) * sizeof(void*)) throw nb::value_error("page pointers: too few");
+  const Raw w = raw_view(workspace, "workspace", Where::kDevice);
+  const Raw ds = raw_view(status, "status", Where::kDevice);
+  if (ds.nbytes < sizeof(int32_t)) throw nb::value_error("status: needs 4 bytes");
+  nb::gil_scoped_release release;
+  return static_cast<int>(sz_cuda_decompress_pages(s.ptr, s.nbytes,
+                                                   static_cast<void* const*>(const_cast<void*>(pp.ptr)), n_pages,
+                                                   page_values, const_cast<void*>(w.ptr), w.nbytes,
+                                                   static_cast<int32_t*>(const_cast<void*>(ds.ptr)),
+                                                   stream_from(stream)));
+}
+
+}  // namespace
+
+NB_MODULE(_splitzip, m) {
+  m.doc() = "Low-level binding of the splitzip C ABI; use the splitzip package instead.";
+
+  m.attr("FORMAT_VERSION") = SZ_FORMAT_VERSION;
+  m.attr("DEFAULT_CHUNK_LOG2") = SZ_DEFAULT_CHUNK_LOG2;
+  m.attr("MIN_CHUNK_LOG2") = SZ_MIN_CHUNK_LOG2;
+  m.attr("MAX_CHUNK_LOG2") = SZ_MAX_CHUNK_LOG2;
+  m.attr("FLAG_CHECKSUMS") = SZ_FLAG_CHECKSUMS;
+  m.attr("FRAME_HEADER_SIZE") = SZ_FRAME_HEADER_SIZE;
+
+  m.def("version", [] { return std::string(sz_version_string()); });
+  m.def("version_number", [] { return sz_version_number(); });
+  m.def("cuda_available", [] { return sz_cuda_available() != 0; });
+  m.def("status_name", [](int s) { return std::string(sz_status_name(static_cast<sz_status>(s))); });
+  m.def("status_message", [](int s) {
+    const char* msg = sz_status_message(static_cast<sz_status>(s));
+    return std::string(msg ? msg : "");
+  });
+  m.def("dtype_size", [](int d) { return sz_dtype_size(static_cast<sz_dtype>(d)); });
+  m.def("dtype_exponent_bits", [](int d) { return sz_dtype_exponent_bits(static_cast<sz_dtype>(d)); });
+  m.def("dtype_name", [](int d) -> nb::object {
+    const char* n = sz_dtype_name(static_cast<sz_dtype>(d));
+    if (!n) return nb::none();
+    return nb::str(n);
+  });
+  m.def("dtype_from_name", [](const std::string& name) {
+    sz_dtype d = SZ_DTYPE_BF16;
+    const sz_status st = sz_dtype_from_name(name.c_str(), &d);
+    return std::make_tuple(static_cast<int>(st), static_cast<int>(d));
+  });
+  m.def("compress_bound", [](uint64_t n, int d) { return sz_compress_bound(n, static_cast<sz_dtype>(d)); });
+
+  m.def("compress", &compress, nb::arg("src").noconvert(), nb::arg("n_values"), nb::arg("dtype"),
+        nb::arg("codebook").none(), nb::arg("chunk_log2"), nb::arg("flags"), nb::arg("threads"),
+        nb::arg("dst").noconvert(), nb::arg("reference") = false);
+  m.def("decompress", &decompress, nb::arg("src").noconvert(), nb::arg("dst").noconvert(), nb::arg("threads"),
+        nb::arg("reference") = false);
+  m.def("frame_info", &frame_info, nb::arg("src").noconvert());
+
+  m.def("default_codebook", &default_codebook);
+  m.def("codebook_validate", &codebook_validate);
+  m.def("codebook_serialize", &codebook_serialize);
+  m.def("codebook_deserialize", &codebook_deserialize);
+  m.def("codebook_save", &codebook_save);
+  m.def("codebook_load", &codebook_load);
+  m.def("calibrate", &calibrate, nb::arg("arrays"), nb::arg("dtype"));
+
+  m.def("cuda_compress_workspace_size", &cuda_compress_workspace_size);
+  m.def("cuda_compress", &cuda_compress, nb::arg("src").noconvert(), nb::arg("n_values"), nb::arg("dtype"),
+        nb::arg("codebook").none(), nb::arg("chunk_log2"), nb::arg("flags"), nb::arg("dst").noconvert(),
+        nb::arg("workspace").noconvert(), nb::arg("frame_size").noconvert(), nb::arg("stream"));
+  m.def("cuda_decompress_workspace_size", &cuda_decompress_workspace_size);
+  m.def("cuda_decompress", &cuda_decompress, nb::arg("src").noconvert(), nb::arg("dst").noconvert(),
+        nb::arg("workspace").noconvert(), nb::arg("status").noconvert(), nb::arg("stream"));
+  m.def("cuda_compress_pages_workspace_size", &cuda_compress_pages_workspace_size);
+  m.def("cuda_compress_pages", &cuda_compress_pages, nb::arg("page_ptrs").noconvert(), nb::arg("n_pages"),
+        nb::arg("page_values"), nb::arg("dtype"), nb::arg("codebook").none(), nb::arg("chunk_log2"),
+        nb::arg("flags"), nb::arg("dst").noconvert(), nb::arg("workspace").noconvert(),
+        nb::arg("frame_size").noconvert(), nb::arg("stream"));
+  m.def("cuda_decompress_pages", &cuda_decompress_pages, nb::arg("src").noconvert(),
+        nb::arg("page_ptrs").noconvert(), nb::arg("n_pages"), nb::arg("page_values"),
+        nb::arg("workspace").noconvert(), nb::arg("status").noconvert(), nb::arg("stream"));
+}
