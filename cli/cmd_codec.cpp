@@ -1,0 +1,182 @@
+// cmd_codec.cpp — `splitzip compress` and `splitzip decompress`, modelled on zstd: FILE -> FILE.spz and back,
+// -c/--stdout, "-" for stdin, -f to overwrite, the input kept unless --rm, and never a partial output file.
+#include "codec.h"
+#include "commands.h"
+#include "common.h"
+#include "inputs.h"
+
+#include <cstdio>
+#include <memory>
+
+#include <unistd.h>
+
+namespace splitzip_cli {
+
+namespace {
+
+const char* kSuffix = ".spz";
+
+bool has_suffix(const std::string& path) {
+  return path.size() > 4 && path.compare(path.size() - 4, 4, kSuffix) == 0;
+}
+
+struct CommonOptions {
+  std::vector<std::string> inputs;
+  std::string output;
+  bool to_stdout = false;
+  bool force = false;
+  bool keep = false;
+  bool remove_input = false;
+  bool quiet = false;
+  unsigned threads = 1;
+};
+
+void add_common(CLI::App* sub, CommonOptions* o, const char* verb) {
+  sub->add_option("inputs", o->inputs, std::string("Files to ") + verb + " (\"-\": stdin)")->required();
+  sub->add_option("-o,--output", o->output, "Output file (only with one input; \"-\": stdout)");
+  sub->add_flag("-c,--stdout", o->to_stdout, "Write to stdout");
+  sub->add_flag("-f,--force", o->force, "Overwrite existing output files (and write compressed data to a terminal)");
+  sub->add_flag("-k,--keep", o->keep, "Keep the input file (the default, as in zstd)");
+  sub->add_flag("--rm", o->remove_input, "Remove the input file after success");
+  sub->add_flag("-q,--quiet", o->quiet, "Print no summary line");
+  sub->add_option("--threads,-T", o->threads, "CPU threads (0: one per hardware thread; never changes the output)")
+      ->default_val(1);
+}
+
+void check_common(const CommonOptions& o) {
+  if (o.inputs.size() > 1 && !o.output.empty() && o.output != "-")
+    throw CliError("-o names one output file, but " + std::to_string(o.inputs.size()) + " inputs were given");
+  if (o.keep && o.remove_input) throw CliError("--keep and --rm contradict each other");
+  size_t stdins = 0;
+  for (const std::string& in : o.inputs) stdins += in == "-";
+  if (stdins > 1) throw CliError("stdin (\"-\") can be read only once");
+}
+
+std::string target_path(const CommonOptions& o, const std::string& input, bool compress) {
+  if (o.to_stdout) return "-";
+  if (!o.output.empty()) return o.output;
+  if (input == "-") return "-";
+  if (compress) return input + kSuffix;
+  if (!has_suffix(input)) throw CliError(input + ": unknown suffix (expected " + kSuffix + "; use -o to name the output)");
+  return input.substr(0, input.size() - 4);
+}
+
+void finish_input(const CommonOptions& o, const std::string& input) {
+  if (o.remove_input && input != "-") {
+    if (unlink(input.c_str()) != 0) throw CliError("cannot remove '" + input + "'");
+  }
+}
+
+void summary(const CommonOptions& o, const std::string& input, const std::string& output, uint64_t from,
+             uint64_t to, bool compress) {
+  if (o.quiet || output == "-") return;
+  double ratio = compress ? (to ? double(from) / double(to) : 0.0) : (from ? double(to) / double(from) : 0.0);
+  std::fprintf(stderr, "%s: %llu -> %llu bytes (ratio %s) -> %s\n", display_name(input).c_str(),
+               (unsigned long long)from, (unsigned long long)to, format_fixed(ratio, 4).c_str(), output.c_str());
+}
+
+}  // namespace
+
+Command add_compress_command(CLI::App& app) {
+  struct Options : CommonOptions {
+    std::string dtype, codebook, kind = "generic", format = "auto";
+    unsigned chunk_log2 = SZ_DEFAULT_CHUNK_LOG2;
+    bool no_checksum = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "compress",
+      "Compress raw tensors (--dtype), .npy or .safetensors files into FILE.spz. Raw input gives a bare frame; .npy and "
+      ".safetensors give a container that restores the file byte for byte. The input is kept.");
+  add_common(sub, o.get(), "compress");
+  sub->add_option("--dtype,-d", o->dtype, "Value type of raw input: bf16|fp16|fp32|fp8_e4m3|fp8_e5m2");
+  sub->add_option("--format", o->format, "Input format: auto (by extension, then magic), raw, npy, safetensors")
+      ->default_val("auto");
+  sub->add_option("--codebook", o->codebook, "Codebook file from `splitzip calibrate` (else the default codebook)");
+  sub->add_option("--kind", o->kind, "Default codebook to use: k, v or generic")->default_val("generic");
+  sub->add_option("--chunk-log2", o->chunk_log2, "Chunk size as log2 of values, 8..16")
+      ->default_val(SZ_DEFAULT_CHUNK_LOG2)
+      ->check(CLI::Range(SZ_MIN_CHUNK_LOG2, SZ_MAX_CHUNK_LOG2));
+  sub->add_flag("--no-checksum", o->no_checksum, "Omit the per-chunk checksums");
+
+  auto run = [o]() -> int {
+    check_common(*o);
+    std::optional<sz_dtype> dtype;
+    if (!o->dtype.empty()) dtype = parse_dtype(o->dtype);
+    InputFormat format = parse_format(o->format);
+    CodebookChoice codebooks;
+    codebooks.kind = parse_kind(o->kind);
+    if (!o->codebook.empty()) codebooks.user = load_codebook_file(o->codebook);
+    sz_params params = sz_params_default();
+    params.chunk_log2 = o->chunk_log2;
+    params.threads = o->threads;
+    if (o->no_checksum) params.flags &= ~SZ_FLAG_CHECKSUMS;
+
+    for (const std::string& input : o->inputs) {
+      std::string output = target_path(*o, input, true);
+      if (output == "-" && is_stdout_terminal() && !o->force)
+        throw CliError("refusing to write compressed data to a terminal (use -f, or -o FILE)");
+      if (output != "-" && input != "-" && same_file(input, output))
+        throw CliError("'" + input + "': input and output are the same file");
+      OutputFile out(output, o->force, input);
+      Progress progress(true);
+      Buffer data = read_input(input, &progress);
+      InputPlan plan = plan_input(data.data(), data.size(), input, format, dtype);
+      Compressed result = compress_plan(data.data(), data.size(), plan, codebooks, params, display_name(input),
+                                        &progress);
+      progress.phase("writing", output == "-" ? std::string("stdout") : output, result.size());
+      for (const Buffer& part : result.parts) out.write(part.data(), part.size(), &progress);
+      progress.finish();
+      out.commit();
+      summary(*o, input, output, data.size(), result.size(), true);
+      finish_input(*o, input);
+    }
+    return 0;
+  };
+  return {sub, run};
+}
+
+Command add_decompress_command(CLI::App& app) {
+  struct Options : CommonOptions {
+    bool test = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "decompress",
+      "Decompress FILE.spz into FILE (frames and containers; a container restores the original .npy/.safetensors "
+      "byte for byte). The input is kept.");
+  add_common(sub, o.get(), "decompress");
+  sub->add_flag("-t,--test", o->test, "Only check that the files decompress (all checksums verified); write nothing");
+
+  auto run = [o]() -> int {
+    check_common(*o);
+    for (const std::string& input : o->inputs) {
+      if (o->test) {
+        Progress progress(true);
+        Buffer data = read_input(input, &progress);
+        Buffer plain = decompress_any(data.data(), data.size(), o->threads, display_name(input), &progress);
+        progress.finish();
+        if (!o->quiet) std::fprintf(stderr, "%s: OK (%llu bytes)\n", display_name(input).c_str(),
+                                    (unsigned long long)plain.size());
+        continue;
+      }
+      std::string output = target_path(*o, input, false);
+      if (output != "-" && input != "-" && same_file(input, output))
+        throw CliError("'" + input + "': input and output are the same file");
+      OutputFile out(output, o->force, input);
+      Progress progress(true);
+      Buffer data = read_input(input, &progress);
+      Buffer plain = decompress_any(data.data(), data.size(), o->threads, display_name(input), &progress);
+      progress.phase("writing", output == "-" ? std::string("stdout") : output, plain.size());
+      out.write(plain.data(), plain.size(), &progress);
+      progress.finish();
+      out.commit();
+      summary(*o, input, output, data.size(), plain.size(), false);
+      finish_input(*o, input);
+    }
+    return 0;
+  };
+  return {sub, run};
+}
+
+}  // namespace splitzip_cli

@@ -1,0 +1,250 @@
+// cmd_info.cpp — `splitzip info FILE...`: what a frame, container or codebook file holds, as text or JSON.
+#include "codec.h"
+#include "commands.h"
+#include "common.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+namespace splitzip_cli {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+std::string dtype_str(unsigned dtype) {
+  const char* name = sz_dtype_name(sz_dtype(dtype));
+  return name ? name : "dtype" + std::to_string(dtype);
+}
+
+std::string codebook_values(const sz_codebook& cb) {
+  std::string s;
+  for (unsigned i = 0; i < cb.count; ++i) s += (i ? " " : "") + std::to_string(cb.values[i]);
+  return s;
+}
+
+std::string codebook_text(const sz_codebook& cb) {
+  return "k=" + std::to_string(cb.code_bits) + ", " + std::to_string(cb.count) + " entries: " + codebook_values(cb);
+}
+
+ordered_json codebook_json(const sz_codebook& cb) {
+  ordered_json j;
+  j["dtype"] = dtype_str(cb.dtype);
+  j["code_bits"] = cb.code_bits;
+  j["count"] = cb.count;
+  std::vector<unsigned> v(cb.values, cb.values + cb.count);
+  j["values"] = v;
+  return j;
+}
+
+std::string flags_text(uint32_t flags) {
+  std::string s;
+  if (flags & SZ_FLAG_CHECKSUMS) s = "checksums";
+  if (flags & ~SZ_FLAG_CHECKSUMS) s += (s.empty() ? "" : ", ") + std::string("unknown bits");
+  return s.empty() ? "none" : s;
+}
+
+double ratio(uint64_t original, uint64_t stored) { return stored ? double(original) / double(stored) : 0.0; }
+
+ordered_json frame_json(const sz_frame_info& f) {
+  ordered_json j;
+  j["dtype"] = dtype_str(f.dtype);
+  j["values"] = f.n_values;
+  j["compressed_size"] = f.frame_size;
+  j["decompressed_size"] = f.decompressed_size;
+  j["ratio"] = ratio(f.decompressed_size, f.frame_size);
+  j["escapes"] = f.escapes;
+  j["escape_rate"] = f.n_values ? double(f.escapes) / double(f.n_values) : 0.0;
+  j["chunk_size"] = uint64_t(1) << f.chunk_log2;
+  j["chunks"] = f.n_chunks;
+  j["coded_chunks"] = f.coded_chunks;
+  j["raw_chunks"] = f.raw_chunks;
+  j["checksums"] = (f.flags & SZ_FLAG_CHECKSUMS) != 0;
+  j["codebook"] = codebook_json(f.codebook);
+  return j;
+}
+
+std::string escapes_text(const sz_frame_info& f) {
+  double rate = f.n_values ? 100.0 * double(f.escapes) / double(f.n_values) : 0.0;
+  return std::to_string(f.escapes) + " (" + format_fixed(rate, 4) + "% of values)";
+}
+
+std::string shape_text(const sz_item& it) {
+  if (it.ndim == 0) return "-";
+  std::string s;
+  for (unsigned d = 0; d < it.ndim; ++d) s += (d ? "x" : "") + std::to_string(it.shape[d]);
+  return s;
+}
+
+std::string pad(const std::string& s, size_t width, bool right = false) {
+  if (s.size() >= width) return s;
+  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
+}
+
+void info_file(const std::string& path, bool json, std::ostream& text, ordered_json* out) {
+  std::string file = display_name(path);
+  Buffer data = read_input(path);
+  const uint8_t* p = data.data();
+  size_t size = data.size();
+  ordered_json j;
+  j["file"] = file;
+  if (sz_is_frame(p, size)) {
+    sz_frame_info f;
+    check_status(sz_frame_info_get(p, size, &f), file);
+    if (!f.stats_valid) check_status(SZ_ERROR_SRC_TRUNCATED, file);
+    j["type"] = "frame";
+    j["format_version"] = f.version;
+    ordered_json fj = frame_json(f);
+    for (auto it = fj.begin(); it != fj.end(); ++it) j[it.key()] = it.value();
+    if (json) {
+      *out = j;
+      return;
+    }
+    text << file << ": SplitZip frame (format v" << unsigned(f.version) << ")\n"
+         << "  dtype         " << dtype_str(f.dtype) << "\n"
+         << "  values        " << f.n_values << "\n"
+         << "  compressed    " << f.frame_size << " bytes\n"
+         << "  decompressed  " << f.decompressed_size << " bytes\n"
+         << "  ratio         " << format_fixed(ratio(f.decompressed_size, f.frame_size), 4) << "\n"
+         << "  escapes       " << escapes_text(f) << "\n"
+         << "  chunks        " << f.n_chunks << " of " << (uint64_t(1) << f.chunk_log2) << " values: "
+         << f.coded_chunks << " coded, " << f.raw_chunks << " raw\n"
+         << "  flags         " << flags_text(f.flags) << "\n"
+         << "  codebook      " << codebook_text(f.codebook) << "\n";
+    return;
+  }
+  if (sz_is_container(p, size)) {
+    uint32_t count = 0;
+    check_status(sz_container_open(p, size, &count), file);
+    uint64_t original = 0;
+    std::vector<sz_item> items(count);
+    std::vector<sz_frame_info> frames(count);
+    for (uint32_t i = 0; i < count; ++i) {
+      check_status(sz_container_item(p, size, i, &items[i]), file + ": item " + std::to_string(i));
+      original += items[i].original_size;
+      if (items[i].kind == SZ_ITEM_FRAME) {
+        std::string what = file + ": item '" + std::string(items[i].name, items[i].name_size) + "'";
+        check_status(sz_frame_info_get(p + items[i].data_offset, size_t(items[i].data_size), &frames[i]), what);
+        if (!frames[i].stats_valid) check_status(SZ_ERROR_SRC_TRUNCATED, what);
+      }
+    }
+    j["type"] = "container";
+    j["items"] = count;
+    j["compressed_size"] = uint64_t(size);
+    j["decompressed_size"] = original;
+    j["ratio"] = ratio(original, size);
+    ordered_json list = ordered_json::array();
+    for (uint32_t i = 0; i < count; ++i) {
+      const sz_item& it = items[i];
+      ordered_json e;
+      e["name"] = std::string(it.name, it.name_size);
+      e["kind"] = it.kind == SZ_ITEM_FRAME ? "frame" : "stored";
+      std::vector<uint64_t> shape(it.shape, it.shape + it.ndim);
+      e["shape"] = shape;
+      e["original_offset"] = it.original_offset;
+      e["original_size"] = it.original_size;
+      e["data_offset"] = it.data_offset;
+      e["data_size"] = it.data_size;
+      if (it.kind == SZ_ITEM_FRAME) {
+        ordered_json fj = frame_json(frames[i]);
+        for (auto f = fj.begin(); f != fj.end(); ++f) e[f.key()] = f.value();
+      }
+      list.push_back(e);
+    }
+    j["item_list"] = list;
+    if (json) {
+      *out = j;
+      return;
+    }
+    text << file << ": SplitZip container (format v1), " << count << " items, " << size << " bytes, original "
+         << original << " bytes, ratio " << format_fixed(ratio(original, size), 4) << "\n";
+    text << "  " << pad("#", 3, true) << "  " << pad("kind", 6) << "  " << pad("dtype", 8) << "  "
+         << pad("shape", 16) << "  " << pad("original", 10, true) << "  " << pad("stored", 10, true) << "  "
+         << pad("ratio", 7, true) << "  " << pad("escapes", 9, true) << "  " << pad("chunks c/r", 11) << "  "
+         << "name\n";
+    for (uint32_t i = 0; i < count; ++i) {
+      const sz_item& it = items[i];
+      bool frame = it.kind == SZ_ITEM_FRAME;
+      const sz_frame_info& f = frames[i];
+      std::string esc = "-", chunks = "-", cb;
+      if (frame) {
+        esc = format_fixed(f.n_values ? 100.0 * double(f.escapes) / double(f.n_values) : 0.0, 3) + "%";
+        chunks = std::to_string(f.coded_chunks) + "/" + std::to_string(f.raw_chunks);
+      }
+      text << "  " << pad(std::to_string(i), 3, true) << "  " << pad(frame ? "frame" : "stored", 6) << "  "
+           << pad(frame ? dtype_str(it.dtype) : "-", 8) << "  " << pad(shape_text(it), 16) << "  "
+           << pad(std::to_string(it.original_size), 10, true) << "  " << pad(std::to_string(it.data_size), 10, true)
+           << "  " << pad(format_fixed(ratio(it.original_size, it.data_size), 4), 7, true) << "  "
+           << pad(esc, 9, true) << "  " << pad(chunks, 11) << "  " << std::string(it.name, it.name_size) << "\n";
+    }
+    // Frame parameters, stated once for each distinct combination (per item in --json).
+    std::vector<std::string> seen;
+    for (uint32_t i = 0; i < count; ++i) {
+      if (items[i].kind != SZ_ITEM_FRAME) continue;
+      const sz_frame_info& f = frames[i];
+      std::string line = "frames: chunk " + std::to_string(uint64_t(1) << f.chunk_log2) + " values, flags " +
+                         flags_text(f.flags) + ", " + dtype_str(f.dtype) + " codebook " + codebook_text(f.codebook);
+      bool dup = false;
+      for (const std::string& l : seen) dup = dup || l == line;
+      if (dup) continue;
+      seen.push_back(line);
+      text << "  " << line << "\n";
+    }
+    return;
+  }
+  if (size >= 4 && p[0] == 'S' && p[1] == 'P' && p[2] == 'Z' && p[3] == 'B') {
+    sz_codebook cb;
+    check_status(sz_codebook_deserialize(p, size, &cb), file);
+    j["type"] = "codebook";
+    j["codebook"] = codebook_json(cb);
+    if (json) {
+      *out = j;
+      return;
+    }
+    text << file << ": SplitZip codebook\n"
+         << "  dtype         " << dtype_str(cb.dtype) << "\n"
+         << "  codebook      " << codebook_text(cb) << "\n";
+    return;
+  }
+  if (size < 4) check_status(SZ_ERROR_SRC_TRUNCATED, file + ": not a SplitZip file");
+  throw CliError(file + ": not a SplitZip file: " + status_text(SZ_ERROR_BAD_MAGIC));
+}
+
+}  // namespace
+
+Command add_info_command(CLI::App& app) {
+  struct Options {
+    std::vector<std::string> files;
+    bool json = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "info", "Show what a SplitZip frame, container or codebook file holds: dtype, values, sizes, ratio, escapes, "
+              "chunk modes, flags, codebook; one line per item for containers");
+  sub->add_option("files", o->files, "SplitZip files (\"-\": stdin)")->required();
+  sub->add_flag("--json", o->json, "Print JSON (an object for one file, an array for several)");
+  auto run = [o]() -> int {
+    ordered_json all = ordered_json::array();
+    for (const std::string& f : o->files) {
+      std::ostringstream text;
+      ordered_json j;
+      info_file(f, o->json, text, &j);
+      if (o->json) {
+        all.push_back(j);
+      } else {
+        std::fputs(text.str().c_str(), stdout);
+      }
+    }
+    if (o->json) {
+      std::string s = (all.size() == 1 ? all[0] : all).dump(2);
+      std::fputs((s + "\n").c_str(), stdout);
+    }
+    return 0;
+  };
+  return {sub, run};
+}
+
+}  // namespace splitzip_cli

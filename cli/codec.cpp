@@ -1,0 +1,183 @@
+// codec.cpp — whole-file compression / decompression (see codec.h).
+#include "codec.h"
+
+#include <cstring>
+
+namespace splitzip_cli {
+
+sz_tensor_kind parse_kind(const std::string& name) {
+  if (name == "k" || name == "key" || name == "K") return SZ_KIND_KEY;
+  if (name == "v" || name == "value" || name == "V") return SZ_KIND_VALUE;
+  if (name == "generic" || name == "kv") return SZ_KIND_GENERIC;
+  throw CliError("unknown tensor kind '" + name + "' (use k, v or generic)");
+}
+
+sz_codebook load_codebook_file(const std::string& path) {
+  Buffer bytes = read_input(path);
+  sz_codebook cb;
+  sz_status st = sz_codebook_deserialize(bytes.data(), bytes.size(), &cb);
+  if (st != SZ_OK) throw CliError(display_name(path) + ": not a valid codebook file: " + status_text(st));
+  return cb;
+}
+
+sz_codebook CodebookChoice::for_dtype(sz_dtype dtype) const {
+  if (user && user->dtype == uint8_t(dtype)) return *user;
+  sz_codebook cb;
+  check_status(sz_default_codebook(dtype, kind, &cb),
+               std::string("no default codebook for ") + sz_dtype_name(dtype));
+  return cb;
+}
+
+uint64_t Compressed::size() const {
+  uint64_t total = 0;
+  for (const Buffer& b : parts) total += b.size();
+  return total;
+}
+
+static uint64_t align64(uint64_t x) { return (x + SZ_CONTAINER_ALIGN - 1) / SZ_CONTAINER_ALIGN * SZ_CONTAINER_ALIGN; }
+
+static size_t compress_frame(const uint8_t* src, const Segment& seg, const CodebookChoice& codebooks,
+                             const sz_params& params, uint8_t* dst, size_t capacity, const std::string& what) {
+  uint64_t n = seg.size / sz_dtype_size(seg.dtype);
+  sz_codebook cb = codebooks.for_dtype(seg.dtype);
+  size_t written = 0;
+  check_status(sz_compress(src, n, seg.dtype, &cb, &params, dst, capacity, &written), what);
+  return written;
+}
+
+Compressed compress_plan(const uint8_t* data, size_t size, const InputPlan& plan, const CodebookChoice& codebooks,
+                         const sz_params& params, const std::string& file, Progress* progress) {
+  (void)size;
+  if (codebooks.user) {
+    bool used = false;
+    for (const Segment& s : plan.segments) used = used || (s.is_frame && uint8_t(s.dtype) == codebooks.user->dtype);
+    if (!used) {
+      std::string have;
+      for (const Segment& s : plan.segments)
+        if (s.is_frame) have = sz_dtype_name(s.dtype);
+      throw CliError(file + ": the codebook is for " + sz_dtype_name(sz_dtype(codebooks.user->dtype)) +
+                     " but the input holds " + (have.empty() ? std::string("no floating tensors") : have + " data"));
+    }
+  }
+  uint64_t total_in = 0;
+  for (const Segment& s : plan.segments) total_in += s.size;
+  if (progress) progress->phase("compressing", file, total_in);
+
+  Compressed out;
+  if (!plan.container()) {
+    const Segment& s = plan.segments.at(0);
+    uint64_t n = s.size / sz_dtype_size(s.dtype);
+    Buffer frame{size_t(sz_compress_bound(n, s.dtype))};
+    frame.shrink(compress_frame(data + s.offset, s, codebooks, params, frame.data(), frame.size(), file));
+    if (progress) progress->advance(s.size);
+    out.parts.push_back(std::move(frame));
+    return out;
+  }
+
+  // Container: header, then every item at a 64-byte aligned offset, then index and footer.
+  uint64_t capacity = SZ_CONTAINER_HEADER_SIZE;
+  for (const Segment& s : plan.segments) {
+    capacity = align64(capacity);
+    capacity += s.is_frame ? sz_compress_bound(s.size / sz_dtype_size(s.dtype), s.dtype) : s.size;
+  }
+  Buffer body{size_t(capacity)};
+  check_status(sz_container_write_header(body.data(), body.size()), file);
+  std::vector<sz_item> items;
+  uint64_t pos = SZ_CONTAINER_HEADER_SIZE;
+  for (const Segment& s : plan.segments) {
+    uint64_t start = align64(pos);
+    std::memset(body.data() + pos, 0, size_t(start - pos));
+    sz_item it;
+    std::memset(&it, 0, sizeof it);
+    it.kind = uint8_t(s.is_frame ? SZ_ITEM_FRAME : SZ_ITEM_STORED);
+    it.dtype = uint8_t(s.is_frame ? s.dtype : 0);
+    it.ndim = uint8_t(s.has_shape ? s.shape.size() : 0);
+    for (size_t d = 0; d < it.ndim; ++d) it.shape[d] = s.shape[d];
+    it.name = s.name.data();
+    it.name_size = uint16_t(s.name.size());
+    it.original_offset = s.offset;
+    it.original_size = s.size;
+    it.data_offset = start;
+    if (s.is_frame) {
+      it.data_size = compress_frame(data + s.offset, s, codebooks, params, body.data() + start,
+                                    size_t(capacity - start), file + ": tensor '" + s.name + "'");
+    } else {
+      if (s.size) std::memcpy(body.data() + start, data + s.offset, size_t(s.size));
+      it.data_size = s.size;
+    }
+    pos = start + it.data_size;
+    items.push_back(it);
+    if (progress) progress->advance(s.size);
+  }
+  body.shrink(size_t(pos));
+  uint64_t index_size = 0;
+  check_status(sz_container_index_size(items.data(), uint32_t(items.size()), &index_size), file + ": container index");
+  Buffer index{size_t(index_size)};
+  size_t written = 0;
+  check_status(sz_container_write_index(items.data(), uint32_t(items.size()), pos, index.data(), index.size(),
+                                        &written),
+               file + ": container index");
+  index.shrink(written);
+  out.parts.push_back(std::move(body));
+  out.parts.push_back(std::move(index));
+  return out;
+}
+
+Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const std::string& file,
+                      Progress* progress) {
+  if (sz_is_frame(data, size)) {
+    sz_frame_info info;
+    check_status(sz_frame_info_get(data, size, &info), file);
+    if (info.frame_size > size) check_status(SZ_ERROR_SRC_TRUNCATED, file);
+    if (progress) progress->phase("decompressing", file, info.decompressed_size);
+    Buffer out{size_t(info.decompressed_size)};
+    size_t written = 0;
+    check_status(sz_decompress(data, size, out.data(), out.size(), &written, threads), file);
+    if (written != out.size()) check_status(SZ_ERROR_INTERNAL, file);
+    if (info.frame_size != size)
+      throw CliError(file + ": " + std::to_string(size - info.frame_size) + " unexpected bytes after the frame");
+    if (progress) progress->advance(written);
+    return out;
+  }
+  if (sz_is_container(data, size)) {
+    uint32_t count = 0;
+    check_status(sz_container_open(data, size, &count), file);
+    std::vector<sz_item> items(count);
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+      check_status(sz_container_item(data, size, i, &items[i]), file + ": item " + std::to_string(i));
+      total += items[i].original_size;
+    }
+    if (progress) progress->phase("decompressing", file, total);
+    Buffer out{size_t(total)};
+    for (uint32_t i = 0; i < count; ++i) {
+      const sz_item& it = items[i];
+      std::string what = file + ": item '" + std::string(it.name, it.name_size) + "'";
+      // sz_container_open checked that items lie inside the container and original ranges tile [0, total).
+      if (it.original_offset + it.original_size > total || it.data_offset + it.data_size > size)
+        check_status(SZ_ERROR_CORRUPT, what);
+      const uint8_t* src = data + it.data_offset;
+      uint8_t* dst = out.data() + it.original_offset;
+      if (it.kind == SZ_ITEM_STORED) {
+        if (it.data_size != it.original_size) check_status(SZ_ERROR_CORRUPT, what);
+        if (it.data_size) std::memcpy(dst, src, size_t(it.data_size));
+      } else {
+        sz_frame_info info;
+        check_status(sz_frame_info_get(src, size_t(it.data_size), &info), what);
+        if (info.dtype != it.dtype || info.frame_size != it.data_size ||
+            info.decompressed_size != it.original_size)
+          check_status(SZ_ERROR_CORRUPT, what);
+        size_t written = 0;
+        check_status(sz_decompress(src, size_t(it.data_size), dst, size_t(it.original_size), &written, threads),
+                     what);
+        if (written != it.original_size) check_status(SZ_ERROR_CORRUPT, what);
+      }
+      if (progress) progress->advance(it.original_size);
+    }
+    return out;
+  }
+  if (size < 4) check_status(SZ_ERROR_SRC_TRUNCATED, file + ": not a SplitZip file");
+  throw CliError(file + ": not a SplitZip file: " + status_text(SZ_ERROR_BAD_MAGIC));
+}
+
+}  // namespace splitzip_cli
