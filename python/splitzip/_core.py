@@ -239,7 +239,7 @@ def _codebook_arg(codebook: Any, did: int):
 
 def calibrate(tensors: Any, dtype: Any = None) -> Codebook:
     """Builds the codebook that minimises the expected frame size for data like `tensors` (one tensor or an iterable
-    of tensors of one dtype). Device tensors are copied to the host: calibration is an offline step."""
+    of tensors of one dtype). Device tensors, and strided numpy views, are copied: calibration is an offline step."""
     if isinstance(tensors, (list, tuple)) or (hasattr(tensors, "__iter__") and not hasattr(tensors, "__dlpack__")
                                               and not isinstance(tensors, (np.ndarray, bytes, bytearray))):
         items = list(tensors)
@@ -250,6 +250,8 @@ def calibrate(tensors: Any, dtype: Any = None) -> Codebook:
     did = None
     arrays = []
     for i, x in enumerate(items):
+        if isinstance(x, np.ndarray) and not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)  # calibration only reads: a strided view is copied
         t = _Tensor(x, f"tensors[{i}]")
         d = t.format_dtype(dtype, f"tensors[{i}]")
         if did is not None and d != did:
@@ -305,8 +307,12 @@ def compress(tensor: Any, codebook: Any = None, chunk: int | None = None, thread
     flags = _ext.FLAG_CHECKSUMS if checksum else 0
     if t.device == "cuda":
         return _cuda_compress(t, n, did, cb, log2, flags)
+    return _compress_host(t.bytes, n, did, cb, log2, flags, threads)
+
+
+def _compress_host(src: np.ndarray, n: int, did: int, cb, log2: int, flags: int, threads) -> np.ndarray:
     dst = np.empty(_ext.compress_bound(n, did), dtype=np.uint8)
-    status, size = _ext.compress(t.bytes, n, did, cb, log2, flags, _threads(threads), dst)
+    status, size = _ext.compress(src, n, did, cb, log2, flags, _threads(threads), dst)
     check(status, "compress")
     dst.resize((size,), refcheck=False)  # shrinks in place (realloc), no copy of the frame
     return dst
@@ -456,8 +462,8 @@ def compress_pages(pages: Sequence[Any], codebook: Any = None, chunk: int | None
         return _cuda_compress_pages(ts, page_values, did, _codebook_arg(codebook, did), _chunk_log2(chunk),
                                     _ext.FLAG_CHECKSUMS if checksum else 0)
     gathered = np.concatenate([p.bytes for p in ts]) if len(ts) > 1 else ts[0].bytes
-    return compress(gathered, codebook=codebook, chunk=chunk, threads=threads, checksum=checksum,
-                    dtype=_DTYPE_NAMES[did])
+    return _compress_host(gathered, page_values * len(ts), did, _codebook_arg(codebook, did), _chunk_log2(chunk),
+                          _ext.FLAG_CHECKSUMS if checksum else 0, threads)
 
 
 def decompress_pages(buffer: Any, pages: Sequence[Any], *, threads: int | None = None, status: Any = None) -> None:
