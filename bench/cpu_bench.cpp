@@ -42,6 +42,8 @@ struct Options {
   std::string codebook = "default";
   std::string csv, json;
   bool whole_only = false;
+  std::vector<std::string> codecs{"memcpy", "splitzip", "zstd", "lz4"};
+  bool wants(const char* c) const { return std::find(codecs.begin(), codecs.end(), c) != codecs.end(); }
 };
 
 struct Part {
@@ -135,7 +137,7 @@ int bench_part(const Options& opt, const std::string& file, const Part& part, sz
   base.raw_bytes = raw;
 
   // memcpy: the speed limit of a pass that reads and writes every byte once.
-  {
+  if (opt.wants("memcpy")) {
     std::vector<uint8_t> dst(raw);
     const double t = median_seconds([&] { std::memcpy(dst.data(), src, raw); }, opt.repeats, opt.min_time);
     Row r = base;
@@ -146,7 +148,7 @@ int bench_part(const Options& opt, const std::string& file, const Part& part, sz
   }
 
   // SplitZip, fast path, for every thread count, with and without chunk checksums.
-  {
+  if (opt.wants("splitzip")) {
     std::string spec = "self";
     if (opt.codebook == "default") {
       spec = part.kind == SZ_KIND_KEY ? "default:key" : part.kind == SZ_KIND_VALUE ? "default:value" : "default:generic";
@@ -202,7 +204,7 @@ int bench_part(const Options& opt, const std::string& file, const Part& part, sz
   }
 
   // zstd at the requested levels, one thread, reusing contexts as a server would.
-  {
+  if (opt.wants("zstd")) {
     std::vector<uint8_t> dst(ZSTD_compressBound(raw));
     std::vector<uint8_t> back(raw);
     ZSTD_CCtx* cctx = ZSTD_createCCtx();
@@ -232,7 +234,7 @@ int bench_part(const Options& opt, const std::string& file, const Part& part, sz
   }
 
   // lz4 (default acceleration), one thread.
-  if (raw <= (size_t)LZ4_MAX_INPUT_SIZE) {
+  if (opt.wants("lz4") && raw <= (size_t)LZ4_MAX_INPUT_SIZE) {
     std::vector<uint8_t> dst((size_t)LZ4_compressBound((int)raw));
     std::vector<uint8_t> back(raw);
     int csize = LZ4_compress_default((const char*)src, (char*)dst.data(), (int)raw, (int)dst.size());
@@ -314,6 +316,7 @@ int main(int argc, char** argv) {
   app.add_option("--min-time", opt.min_time, "seconds each repeat runs at least");
   app.add_option("--codebook", opt.codebook,
                  "default (the library's K/V/generic codebook), self (calibrated on each part) or a codebook spec");
+  app.add_option("--codecs", opt.codecs, "codecs to run: memcpy,splitzip,zstd,lz4")->delimiter(',');
   app.add_flag("--whole-only", opt.whole_only, "only the whole file, no K/V split");
   app.add_option("--csv", opt.csv, "write the rows as CSV");
   app.add_option("--json", opt.json, "write the rows as JSON");
