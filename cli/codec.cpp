@@ -135,7 +135,7 @@ Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const 
     check_status(sz_decompress(data, size, out.data(), out.size(), &written, threads), file);
     if (written != out.size()) check_status(SZ_ERROR_INTERNAL, file);
     if (info.frame_size != size)
-      throw CliError(file + ": " + std::to_string(size - info.frame_size) + " unexpected bytes after the frame");
+      throw CliError(file + ": trailing garbage after the frame (" + std::to_string(size - info.frame_size) + " bytes)");
     if (progress) progress->advance(written);
     return out;
   }

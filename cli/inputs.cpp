@@ -203,8 +203,7 @@ NpyHeader parse_npy_header(const uint8_t* data, size_t size, const std::string& 
     std::string key = lit.string();
     lit.expect(':');
     if (key == "descr") {
-      if (lit.peek() != '\'' && lit.peek() != '"')
-        throw CliError(file + ": structured .npy dtypes are not supported");
+      if (lit.peek() == '[') throw CliError(file + ": structured .npy dtypes are not supported");
       h.descr = lit.string();
       have_descr = true;
     } else if (key == "fortran_order") {
@@ -320,8 +319,11 @@ InputPlan plan_safetensors(const uint8_t* data, size_t size, const std::string& 
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(data + 8, data + 8 + n);
-  } catch (const nlohmann::json::exception& e) {
-    throw CliError(file + ": .safetensors header is not valid JSON (" + e.what() + ")");
+  } catch (const nlohmann::json::parse_error& e) {
+    throw CliError(file + ": .safetensors header is not valid JSON (syntax error at byte " +
+                   std::to_string(8 + e.byte - 1) + ")");
+  } catch (const nlohmann::json::exception&) {
+    throw CliError(file + ": .safetensors header is not valid JSON");
   }
   if (!header.is_object()) throw CliError(file + ": .safetensors header is not a JSON object");
   uint64_t base = 8 + n;
@@ -376,7 +378,9 @@ InputPlan plan_safetensors(const uint8_t* data, size_t size, const std::string& 
     tensors.push_back(std::move(s));
   }
   std::stable_sort(tensors.begin(), tensors.end(),
-                   [](const Segment& a, const Segment& b) { return a.offset < b.offset; });
+                   [](const Segment& a, const Segment& b) {
+                     return a.offset != b.offset ? a.offset < b.offset : a.size < b.size;  // empty tensors first
+                   });
   plan.segments.push_back(head);
   uint64_t pos = base;
   std::set<std::string> names = {head.name};

@@ -34,6 +34,18 @@ int main(int argc, char** argv) {
   add_transfer_commands(app);
 #endif
 
+  // CLI11 would call an unknown command a missing one; name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+      known = known || sub->check_name(argv[1]);
+    if (!known) {
+      std::fprintf(stderr, "splitzip: error: unknown command '%s'\n", argv[1]);
+      std::fprintf(stderr, "Run 'splitzip --help' for the list of commands.\n");
+      return 2;
+    }
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,648 @@
+#!/usr/bin/env python3
+"""Expected-output tests of the splitzip command-line tool (Python standard library only).
+
+Each case runs the tool on small inputs that this script generates deterministically (raw tensors of every dtype,
+.npy files, .safetensors files), checks round trips byte for byte, checks that failures leave no output file behind,
+and compares a transcript of the commands it ran (stdout, stderr, exit codes) with tests/cli/expected/<case>.txt.
+
+    cli_tests.py --splitzip build/cli/splitzip --work /tmp/w --case npy            # one case
+    cli_tests.py --splitzip build/cli/splitzip --work /tmp/w --case all            # every case
+    cli_tests.py ... --update                                                     # rewrite expected/*.txt
+
+Exit codes: 0 pass, 1 fail, 77 skipped (ctest SKIP_RETURN_CODE), e.g. when ../shared/data is absent.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+EXPECTED_DIR = os.path.join(HERE, "expected")
+
+SKIP = 77
+
+
+class Failure(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+# ---- deterministic data ------------------------------------------------------------------------------------------
+
+class Lcg:
+    """64-bit LCG (Knuth's MMIX constants); the high 32 bits of each step are the output."""
+
+    def __init__(self, seed):
+        self.state = (seed * 0x9E3779B97F4A7C15 + 1) & 0xFFFFFFFFFFFFFFFF
+
+    def next32(self):
+        self.state = (self.state * 6364136223846793005 + 1442695040888963407) & 0xFFFFFFFFFFFFFFFF
+        return self.state >> 32
+
+
+# (width bits, exponent bits, mantissa bits, centre exponent) per dtype
+DTYPES = {
+    "bf16": (16, 8, 7, 126),
+    "fp16": (16, 5, 10, 14),
+    "fp32": (32, 8, 23, 126),
+    "fp8_e4m3": (8, 4, 3, 7),
+    "fp8_e5m2": (8, 5, 2, 15),
+}
+
+
+def gen_values(dtype, n, seed):
+    """KV-like values: exponents fall off geometrically below a centre exponent, 1 in 64 is a random exponent
+    (an outlier that will mostly be an escape), sign and mantissa are random. Integer arithmetic only, so the bytes
+    are the same on every machine."""
+    width, ebits, mbits, centre = DTYPES[dtype]
+    rng = Lcg(seed)
+    out = bytearray()
+    emax = (1 << ebits) - 1
+    for _ in range(n):
+        r = rng.next32()
+        s = rng.next32()
+        if (r & 63) == 0:
+            e = s % (emax + 1)
+        else:
+            bits = (r >> 6) | (1 << 20)
+            tz = (bits & -bits).bit_length() - 1
+            e = max(0, centre + 1 - min(tz, centre))
+        mant = s & ((1 << mbits) - 1)
+        sign = (s >> 31) & 1
+        v = (sign << (width - 1)) | (e << mbits) | mant
+        out += v.to_bytes(width // 8, "little")
+    return bytes(out)
+
+
+def npy_bytes(descr, shape, data, version=1, fortran=False):
+    if len(shape) == 1:
+        shape_txt = "(%d,)" % shape[0]
+    else:
+        shape_txt = "(" + ", ".join(str(d) for d in shape) + ")"
+    header = "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (descr, "True" if fortran else "False", shape_txt)
+    prefix = 10 if version == 1 else 12
+    total = prefix + len(header) + 1
+    header += " " * ((64 - total % 64) % 64) + "\n"
+    if version == 1:
+        head = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header))
+    else:
+        head = b"\x93NUMPY" + bytes([version, 0]) + struct.pack("<I", len(header))
+    return head + header.encode("latin-1") + data
+
+
+def safetensors_bytes(tensors, metadata=None, gap_after=None):
+    """tensors: list of (name, dtype, shape, data). gap_after: name of a tensor followed by 8 unreferenced bytes."""
+    header = {}
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    body = bytearray()
+    for name, dtype, shape, data in tensors:
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [len(body), len(body) + len(data)]}
+        body += data
+        if name == gap_after:
+            body += b"\xEE" * 8
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text + bytes(body)
+
+
+# ---- running the tool ------------------------------------------------------------------------------------------
+
+class Runner:
+    def __init__(self, exe, work):
+        self.exe = exe
+        self.work = work
+        self.transcript = []
+
+    def norm(self, text):
+        return text.replace(self.work + "/", "").replace(self.work, ".")
+
+    def run(self, args, stdin=None, binary_stdout=False, record=True, env=None):
+        proc = subprocess.run([self.exe] + args, cwd=self.work, input=stdin, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=env, timeout=600)
+        out = proc.stdout
+        err = proc.stderr.decode("utf-8", "replace")
+        if record:
+            self.transcript.append("$ splitzip " + " ".join(self.norm(a) for a in args) +
+                                   (" < (%d bytes)" % len(stdin) if stdin is not None else ""))
+            if binary_stdout:
+                if out:
+                    self.transcript.append("(%d bytes on stdout)" % len(out))
+            else:
+                self.transcript.extend(self.norm(out.decode("utf-8", "replace")).splitlines())
+            self.transcript.extend("stderr: " + l for l in self.norm(err).splitlines())
+            self.transcript.append("exit %d" % proc.returncode)
+        return proc.returncode, (out if binary_stdout else out.decode("utf-8", "replace")), err
+
+    def ok(self, args, **kw):
+        rc, out, err = self.run(args, **kw)
+        if rc != 0:
+            raise Failure("splitzip %s: exit %d\n%s" % (" ".join(args), rc, err))
+        return out
+
+    def fails(self, args, expect_rc=1, **kw):
+        rc, out, err = self.run(args, **kw)
+        if rc != expect_rc:
+            raise Failure("splitzip %s: expected exit %d, got %d\n%s" % (" ".join(args), expect_rc, rc, err))
+        if "splitzip: error: " not in err:
+            raise Failure("splitzip %s: no 'splitzip: error:' line on stderr: %r" % (" ".join(args), err))
+        return err
+
+    def note(self, line):
+        self.transcript.append("# " + line)
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def write(self, name, data):
+        with open(self.path(name), "wb") as f:
+            f.write(data)
+
+    def read(self, name):
+        with open(self.path(name), "rb") as f:
+            return f.read()
+
+
+def check(cond, message):
+    if not cond:
+        raise Failure(message)
+
+
+def same_bytes(r, a, b):
+    check(r.read(a) == r.read(b), "%s and %s differ" % (a, b))
+
+
+def no_leftovers(r, allowed):
+    """The work dir holds exactly `allowed` (no temporary files, no partial outputs)."""
+    names = sorted(os.listdir(r.work))
+    check(names == sorted(allowed), "unexpected files in the work dir: %s (expected %s)" % (names, sorted(allowed)))
+
+
+# ---- an independent model of frame sizes (docs/FORMAT.md §4) ----------------------------------------------------
+
+def model_frame(data, dtype, codebook, chunk_log2=12, checksums=True):
+    """Predicts (frame size, escapes, coded chunks, raw chunks) from the spec alone, for cross-checking `info`."""
+    width, ebits, mbits, _ = DTYPES[dtype]
+    k = codebook["code_bits"]
+    book = set(codebook["values"])
+    wb = width // 8
+    n = len(data) // wb
+    S = 1 << chunk_log2
+    C = (n + S - 1) // S
+    rest = width - ebits
+    size = 64 + 8 * C + (4 * C if checksums else 0) + (n + 7) // 8 * rest
+    escapes = coded = raw = 0
+    for c in range(C):
+        lo, hi = c * S, min(n, (c + 1) * S)
+        x = 0
+        for i in range(lo, hi):
+            v = int.from_bytes(data[i * wb:(i + 1) * wb], "little")
+            if ((v >> mbits) & ((1 << ebits) - 1)) not in book:
+                x += 1
+        L = hi - lo
+        coded_size = (L + 7) // 8 * k + 3 * x
+        raw_size = (L + 7) // 8 * ebits
+        if coded_size <= raw_size:
+            size += coded_size
+            escapes += x
+            coded += 1
+        else:
+            size += raw_size
+            raw += 1
+    return size, escapes, coded, raw
+
+
+# ---- cases -----------------------------------------------------------------------------------------------------
+
+def case_help(r, ctx):
+    """Top-level and per-command help: documents the keep-by-default choice and every option."""
+    r.ok(["--help"])
+    r.ok(["compress", "--help"])
+    r.ok(["decompress", "--help"])
+    out = r.ok(["--version"])
+    check(out.startswith("splitzip "), "--version prints the version")
+
+
+def case_raw_roundtrip(r, ctx):
+    """Raw files of every dtype and awkward sizes round-trip byte for byte, through files and through pipes."""
+    for dtype, (width, _, _, _) in DTYPES.items():
+        for n in (0, 1, 7, 8, 9, 4095, 4096, 4097, 20000):
+            name = "%s_%d.bin" % (dtype, n)
+            r.write(name, gen_values(dtype, n, seed=n * 7 + width))
+            r.ok(["compress", "-q", "--dtype", dtype, name], record=False)
+            os.rename(r.path(name), r.path(name + ".orig"))
+            r.ok(["decompress", "-q", name + ".spz"], record=False)
+            same_bytes(r, name, name + ".orig")
+            for f in (name, name + ".orig", name + ".spz"):
+                os.remove(r.path(f))
+    # Every 16-bit pattern (NaN payloads, +-0, subnormals, infinities) survives, with any chunk size.
+    allbits = b"".join(v.to_bytes(2, "little") for v in range(65536))
+    r.write("all16.bin", allbits)
+    for dtype in ("bf16", "fp16"):
+        for chunk in ("8", "12", "16"):
+            r.ok(["compress", "-q", "-f", "--dtype", dtype, "--chunk-log2", chunk, "all16.bin"], record=False)
+            data = r.ok(["decompress", "-c", "all16.bin.spz"], binary_stdout=True, record=False)
+            check(data == allbits, "all 65536 %s patterns round-trip (chunk_log2 %s)" % (dtype, chunk))
+    # The transcript: one compress with its summary line, then decompress.
+    r.write("v.bin", gen_values("bf16", 10000, seed=5))
+    r.ok(["compress", "--dtype", "bf16", "--no-checksum", "v.bin", "-o", "v.spz"])
+    r.ok(["decompress", "v.spz", "-o", "v.out"])
+    same_bytes(r, "v.bin", "v.out")
+
+
+def case_stdio(r, ctx):
+    """'-' reads stdin, -c writes stdout; the bytes equal those of file-to-file compression."""
+    data = gen_values("fp16", 30000, seed=11)
+    r.write("h.bin", data)
+    r.ok(["compress", "-q", "--dtype", "fp16", "h.bin"])
+    frame = r.ok(["compress", "--dtype", "fp16", "-"], stdin=data, binary_stdout=True)
+    check(frame == r.read("h.bin.spz"), "stdin -> stdout gives the same frame as file -> file")
+    frame2 = r.ok(["compress", "--dtype", "fp16", "-c", "h.bin"], binary_stdout=True)
+    check(frame2 == frame, "-c gives the same frame")
+    plain = r.ok(["decompress", "-"], stdin=frame, binary_stdout=True)
+    check(plain == data, "stdin decompress restores the data")
+    plain = r.ok(["decompress", "-c", "h.bin.spz"], binary_stdout=True)
+    check(plain == data, "decompress -c restores the data")
+    r.ok(["compress", "--dtype", "fp16", "-", "-o", "piped.spz"], stdin=data)
+    same_bytes(r, "piped.spz", "h.bin.spz")
+    # Thread counts never change the bytes.
+    for t in ("2", "0"):
+        r.ok(["compress", "-q", "-f", "--threads", t, "--dtype", "fp16", "h.bin", "-o", "t%s.spz" % t], record=False)
+        same_bytes(r, "t%s.spz" % t, "h.bin.spz")
+
+
+def case_info(r, ctx):
+    """info / info --json agree with a model of the format computed here from docs/FORMAT.md alone."""
+    data = gen_values("bf16", 50000, seed=3)
+    r.write("sample.bin", gen_values("bf16", 50000, seed=4))
+    r.write("x.bin", data)
+    r.ok(["calibrate", "--dtype", "bf16", "sample.bin", "-o", "bf16.spzb"])
+    r.ok(["info", "bf16.spzb"])
+    r.ok(["compress", "-q", "--dtype", "bf16", "--codebook", "bf16.spzb", "--chunk-log2", "10", "x.bin"])
+    r.ok(["info", "x.bin.spz"])
+    info = json.loads(r.ok(["info", "--json", "x.bin.spz"], record=False))
+    size, escapes, coded, raw = model_frame(data, "bf16", info["codebook"], chunk_log2=10)
+    check(info["compressed_size"] == size == os.path.getsize(r.path("x.bin.spz")),
+          "frame size %d, model %d" % (info["compressed_size"], size))
+    check(info["escapes"] == escapes, "escapes %d, model %d" % (info["escapes"], escapes))
+    check((info["coded_chunks"], info["raw_chunks"]) == (coded, raw), "chunk modes differ from the model")
+    check(info["values"] == 50000 and info["dtype"] == "bf16", "values/dtype")
+    # All-escape data: every chunk falls back to raw exponents and the frame stays within the bound.
+    r.write("esc.bin", b"".join(((e << 7) | (e & 0x7F)).to_bytes(2, "little") for e in range(256)) * 40)
+    r.ok(["compress", "-q", "--dtype", "bf16", "--codebook", "bf16.spzb", "esc.bin"])
+    info = json.loads(r.ok(["info", "--json", "esc.bin.spz"]))
+    n = 256 * 40
+    bound = 64 + 12 * ((n + 255) // 256) + (n + 7) // 8 * 16
+    check(info["compressed_size"] <= bound, "all-escape frame %d > bound %d" % (info["compressed_size"], bound))
+
+
+def case_npy(r, ctx):
+    """.npy files (v1, v2, C and Fortran order, every supported descr) become containers and come back identical."""
+    files = [
+        ("f16.npy", npy_bytes("<f2", (4, 8, 16), gen_values("fp16", 512, 1)), []),
+        ("f32.npy", npy_bytes("<f4", (1000,), gen_values("fp32", 1000, 2)), []),
+        ("bf16.npy", npy_bytes("<V2", (3, 5, 64), gen_values("bf16", 960, 3)), []),
+        ("bf16v2.npy", npy_bytes("<u2", (2, 4096), gen_values("bf16", 8192, 4), version=2), ["--dtype", "bf16"]),
+        ("e4m3.npy", npy_bytes("|u1", (64, 33), gen_values("fp8_e4m3", 64 * 33, 5)), ["--dtype", "fp8_e4m3"]),
+        ("e5m2.npy", npy_bytes("|V1", (100,), gen_values("fp8_e5m2", 100, 6)), ["--dtype", "fp8_e5m2"]),
+        ("fortran.npy", npy_bytes("<f2", (7, 9), gen_values("fp16", 63, 7), fortran=True), []),
+        ("scalar.npy", npy_bytes("<f4", (), gen_values("fp32", 1, 8)), []),
+        ("empty.npy", npy_bytes("<f2", (0, 5), b""), []),
+    ]
+    for name, data, extra in files:
+        r.write(name, data)
+        r.ok(["compress"] + extra + [name])
+        os.rename(r.path(name), r.path(name + ".orig"))
+        r.ok(["decompress", "-q", name + ".spz"], record=False)
+        same_bytes(r, name, name + ".orig")
+    r.ok(["info", "f16.npy.spz", "bf16v2.npy.spz"])
+    # Detection by magic: an .npy file without the extension is still an .npy file.
+    r.write("noext", r.read("f32.npy"))
+    r.ok(["compress", "-q", "noext"])
+    check(r.read("noext.spz") == r.read("f32.npy.spz"), "magic detection gives the same container")
+
+
+def case_npy_errors(r, ctx):
+    """Malformed or unsupported .npy files give precise errors and no output file."""
+    base = sorted(os.listdir(r.work))
+    cases = [
+        ("be.npy", npy_bytes(">f2", (4,), b"\0" * 8), []),
+        ("f64.npy", npy_bytes("<f8", (4,), b"\0" * 32), []),
+        ("u2.npy", npy_bytes("<u2", (4,), b"\0" * 8), []),
+        ("mismatch.npy", npy_bytes("<f2", (4,), b"\0" * 8), ["--dtype", "bf16"]),
+        ("short.npy", npy_bytes("<f4", (100,), b"\0" * 396), []),
+        ("badhdr.npy", b"\x93NUMPY\x01\x00\x10\x00{'descr': <f2'}\n", []),
+        ("trunc.npy", b"\x93NUMPY\x01\x00\xff\x00{'descr'", []),
+        ("v9.npy", b"\x93NUMPY\x09\x00" + b"\0" * 20, []),
+    ]
+    for name, data, extra in cases:
+        r.write(name, data)
+        r.fails(["compress"] + extra + [name])
+    no_leftovers(r, base + [c[0] for c in cases])
+
+
+def case_safetensors(r, ctx):
+    """.safetensors: every float tensor becomes a frame named by the tensor, others are stored; identical restore."""
+    tensors = [
+        ("model.layers.0.k", "BF16", (2, 4, 64), gen_values("bf16", 512, 21)),
+        ("model.layers.0.v", "BF16", (2, 4, 64), gen_values("bf16", 512, 22)),
+        ("half", "F16", (300,), gen_values("fp16", 300, 23)),
+        ("single", "F32", (10, 10), gen_values("fp32", 100, 24)),
+        ("e4m3", "F8_E4M3", (5000,), gen_values("fp8_e4m3", 5000, 25)),
+        ("e5m2", "F8_E5M2", (17,), gen_values("fp8_e5m2", 17, 26)),
+        ("ids", "I64", (3,), struct.pack("<3q", 1, -2, 3)),
+        ("mask", "BOOL", (4,), b"\x01\x00\x01\x01"),
+        ("empty", "BF16", (0, 64), b""),
+        ("deep", "F16", (1, 1, 1, 1, 1, 1, 1, 1, 2), gen_values("fp16", 2, 27)),
+    ]
+    r.write("m.safetensors", safetensors_bytes(tensors, metadata={"format": "pt"}, gap_after="half"))
+    r.ok(["compress", "m.safetensors"])
+    r.ok(["info", "m.safetensors.spz"])
+    info = json.loads(r.ok(["info", "--json", "m.safetensors.spz"], record=False))
+    names = [it["name"] for it in info["item_list"]]
+    check("model.layers.0.k" in names and "__header__" in names, "tensor names are item names")
+    kinds = {it["name"]: it["kind"] for it in info["item_list"]}
+    check(kinds["ids"] == "stored" and kinds["single"] == "frame" and kinds["e5m2"] == "frame", "item kinds")
+    os.rename(r.path("m.safetensors"), r.path("orig.safetensors"))
+    r.ok(["decompress", "m.safetensors.spz"])
+    same_bytes(r, "m.safetensors", "orig.safetensors")
+    # Detection without the extension (header sniffing) gives the same container.
+    r.write("model.bin", r.read("orig.safetensors"))
+    r.ok(["compress", "-q", "model.bin"], record=False)
+    check(r.read("model.bin.spz") == r.read("m.safetensors.spz"), "sniffed safetensors gives the same container")
+
+
+def case_safetensors_errors(r, ctx):
+    base = sorted(os.listdir(r.work))
+    good = gen_values("bf16", 8, 1)
+
+    def raw_st(header, body):
+        text = json.dumps(header).encode()
+        return struct.pack("<Q", len(text)) + text + body
+
+    cases = [
+        ("overlap.safetensors", raw_st({"a": {"dtype": "BF16", "shape": [8], "data_offsets": [0, 16]},
+                                        "b": {"dtype": "BF16", "shape": [4], "data_offsets": [8, 16]}}, good)),
+        ("beyond.safetensors", raw_st({"a": {"dtype": "BF16", "shape": [16], "data_offsets": [0, 32]}}, good)),
+        ("shape.safetensors", raw_st({"a": {"dtype": "BF16", "shape": [3], "data_offsets": [0, 16]}}, good)),
+        ("json.safetensors", struct.pack("<Q", 5) + b"{'a':" + good),
+        ("hlen.safetensors", struct.pack("<Q", 1000) + b"{}"),
+        ("tiny.safetensors", b"\x01\x02"),
+    ]
+    for name, data in cases:
+        r.write(name, data)
+        r.fails(["compress", name])
+    no_leftovers(r, base + [c[0] for c in cases])
+
+
+def case_errors(r, ctx):
+    """Bad arguments and bad files: 'splitzip: error: ...', a non-zero exit code, nothing written."""
+    r.write("a.bin", gen_values("bf16", 100, 1))
+    r.write("odd.bin", b"\x01\x02\x03")
+    r.fails(["compress", "a.bin"])                                  # raw needs --dtype
+    r.fails(["compress", "--dtype", "bf17", "a.bin"])               # unknown dtype
+    r.fails(["compress", "--dtype", "bf16", "odd.bin"])             # not a whole number of values
+    r.fails(["compress", "--dtype", "bf16", "missing.bin"])         # no such file
+    r.fails(["compress", "--dtype", "bf16", "--chunk-log2", "7", "a.bin"], expect_rc=2)  # out of range
+    r.fails(["frobnicate"], expect_rc=2)                            # unknown command
+    r.fails(["compress", "--dtype", "bf16", "--kind", "q", "a.bin"])
+    r.fails(["compress", "--dtype", "bf16", "--codebook", "a.bin", "a.bin"])  # not a codebook
+    r.fails(["compress", "--dtype", "bf16", "-o", "x.spz", "a.bin", "odd.bin"])  # -o with two inputs
+    no_leftovers(r, ["a.bin", "odd.bin"])
+    # Existing output: refused without -f (and left untouched), replaced with -f.
+    r.write("a.bin.spz", b"keep me")
+    r.fails(["compress", "--dtype", "bf16", "a.bin"])
+    check(r.read("a.bin.spz") == b"keep me", "an existing output is not touched without -f")
+    r.ok(["compress", "-f", "--dtype", "bf16", "a.bin"])
+    check(r.read("a.bin.spz") != b"keep me", "-f overwrites")
+    # Decompress: unknown suffix, not SplitZip, already SplitZip input to compress.
+    r.fails(["decompress", "a.bin"])
+    r.fails(["decompress", "a.bin", "-o", "a.out"])
+    r.fails(["compress", "--dtype", "bf16", "a.bin.spz"])
+    r.fails(["compress", "--dtype", "bf16", "a.bin", "-o", "a.bin"])
+    r.fails(["info", "a.bin"])
+    r.fails(["info", "odd.bin"])
+    no_leftovers(r, ["a.bin", "odd.bin", "a.bin.spz"])
+    # --rm removes the input after success only.
+    r.write("gone.bin", gen_values("fp32", 10, 2))
+    r.ok(["compress", "-q", "--rm", "--dtype", "fp32", "gone.bin"])
+    check(not os.path.exists(r.path("gone.bin")), "--rm removed the input")
+    r.fails(["compress", "--rm", "--dtype", "fp32", "odd.bin"])
+    check(os.path.exists(r.path("odd.bin")), "a failed --rm run keeps its input")
+
+
+def case_corrupt(r, ctx):
+    """Corrupt and truncated frames/containers are rejected with their status name, and leave no output file; an
+    existing file is not replaced by a failed decompress -f."""
+    data = gen_values("bf16", 9000, 9)
+    r.write("c.bin", data)
+    r.ok(["compress", "-q", "--dtype", "bf16", "c.bin"], record=False)
+    frame = r.read("c.bin.spz")
+    os.remove(r.path("c.bin"))
+    flips = {
+        "magic.spz": 0,            # magic
+        "version.spz": 4,          # version
+        "header.spz": 20,          # header checksum catches it
+        "rest.spz": len(frame) - 2000,  # inside the rest/exponent data: a chunk checksum catches it
+    }
+    for name, pos in flips.items():
+        b = bytearray(frame)
+        b[pos] ^= 0x10
+        r.write(name, bytes(b))
+        r.fails(["decompress", name])
+    r.write("trunc.spz", frame[:-1])
+    r.fails(["decompress", "trunc.spz"])
+    r.write("tiny.spz", frame[:2])
+    r.fails(["decompress", "tiny.spz"])
+    r.write("empty.spz", b"")
+    r.fails(["decompress", "empty.spz"])
+    r.write("extra.spz", frame + b"\0")
+    r.fails(["decompress", "extra.spz"])
+    allowed = ["c.bin.spz"] + list(flips) + ["trunc.spz", "tiny.spz", "empty.spz", "extra.spz"]
+    no_leftovers(r, allowed)
+    r.write("rest", b"precious")
+    r.fails(["decompress", "-f", "rest.spz"])
+    check(r.read("rest") == b"precious", "a failed decompress -f leaves the existing file alone")
+    r.fails(["decompress", "-t", "rest.spz"])
+    r.ok(["decompress", "-t", "c.bin.spz"])
+    # A container with a corrupted item and one with a broken index.
+    r.write("t.safetensors", safetensors_bytes([("k", "BF16", (4096,), gen_values("bf16", 4096, 1))]))
+    r.ok(["compress", "-q", "t.safetensors"], record=False)
+    cont = bytearray(r.read("t.safetensors.spz"))
+    cont[len(cont) - 8000] ^= 1
+    r.write("item.spz", bytes(cont))
+    r.fails(["decompress", "item.spz", "-o", "item.out"])
+    cont = bytearray(r.read("t.safetensors.spz"))
+    cont[-40] ^= 1
+    r.write("index.spz", bytes(cont))
+    r.fails(["decompress", "index.spz", "-o", "index.out"])
+    r.fails(["info", "index.spz"])
+    check(not os.path.exists(r.path("item.out")) and not os.path.exists(r.path("index.out")), "no partial outputs")
+
+
+def case_interrupt(r, ctx):
+    """SIGINT while the tool waits on stdin removes its temporary output file."""
+    proc = subprocess.Popen([r.exe, "compress", "--dtype", "bf16", "-", "-o", "int.spz"], cwd=r.work,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write(b"\0" * 4096)
+    proc.stdin.flush()
+    deadline = time.time() + 20
+    while time.time() < deadline and not any(n.startswith(".int.spz.tmp") for n in os.listdir(r.work)):
+        time.sleep(0.05)
+    check(any(n.startswith(".int.spz.tmp") for n in os.listdir(r.work)), "the temporary output file appears")
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=20)
+    proc.stdin.close()
+    proc.stdout.close()
+    proc.stderr.close()
+    check(proc.returncode != 0, "interrupted run fails")
+    no_leftovers(r, [])
+
+
+def case_calibrate(r, ctx):
+    """calibrate over raw, .npy and .safetensors samples; the codebook is used by compress; dtype mismatches fail."""
+    r.write("s1.bin", gen_values("fp8_e4m3", 20000, 31))
+    r.write("s2.npy", npy_bytes("|u1", (10000,), gen_values("fp8_e4m3", 10000, 32)))
+    r.write("s3.safetensors", safetensors_bytes([("x", "F8_E4M3", (5000,), gen_values("fp8_e4m3", 5000, 33)),
+                                                 ("y", "BF16", (100,), gen_values("bf16", 100, 34))]))
+    r.ok(["calibrate", "--dtype", "fp8_e4m3", "s1.bin", "s2.npy", "s3.safetensors", "-o", "e4m3.spzb"])
+    r.ok(["info", "e4m3.spzb"])
+    r.fails(["calibrate", "--dtype", "fp8_e4m3", "s1.bin", "-o", "e4m3.spzb"])  # exists
+    r.fails(["calibrate", "s3.safetensors", "-o", "mixed.spzb"])                 # two dtypes, no --dtype
+    r.fails(["calibrate", "--dtype", "bf16", "s2.npy", "-o", "bf.spzb"])         # |u1 is not 2 bytes
+    r.write("d.bin", gen_values("fp8_e4m3", 8000, 35))
+    r.ok(["compress", "--dtype", "fp8_e4m3", "--codebook", "e4m3.spzb", "d.bin"])
+    r.fails(["compress", "--dtype", "bf16", "--codebook", "e4m3.spzb", "s1.bin", "-o", "wrong.spz"])
+    no_leftovers(r, ["s1.bin", "s2.npy", "s3.safetensors", "e4m3.spzb", "d.bin", "d.bin.spz"])
+
+
+def bench_rows(out):
+    rows = [l for l in out.splitlines() if " cpu x" in l or " gpu" in l]
+    check(rows, "bench printed rows:\n" + out)
+    for l in rows:
+        check(l.rstrip().endswith("yes"), "bench row is bit-exact: " + l)
+    return rows
+
+
+def case_bench_repo_data(r, ctx):
+    """The README's main job on the KV slice shipped in data/: bit-exact, and a real compression ratio."""
+    path = os.path.join(REPO, "data", "kv_code_bf16_slice.bin")
+    if not os.path.exists(path):
+        raise Skip("data/kv_code_bf16_slice.bin is absent")
+    out = r.ok(["bench", "--iters", "1", "--cpu", "--threads", "1,2", "--dtype", "bf16", path], record=False)
+    rows = bench_rows(out)
+    ratio = float(rows[0].split()[3])
+    check(ratio > 1.2, "real BF16 KV compresses (ratio %.4f)" % ratio)
+    shutil.copy(path, r.path("kv.bin"))
+    r.ok(["compress", "-q", "--dtype", "bf16", "kv.bin"], record=False)
+    os.rename(r.path("kv.bin"), r.path("kv.orig"))
+    r.ok(["decompress", "-q", "kv.bin.spz"], record=False)
+    same_bytes(r, "kv.bin", "kv.orig")
+
+
+def case_bench_shared_data(r, ctx):
+    """bench and round trips on every real KV file in ../shared/data/kv (skipped when absent)."""
+    base = ctx.shared or os.path.join(os.path.dirname(REPO), "shared", "data")
+    kv = os.path.join(base, "kv", "trained-d512")
+    if not os.path.isdir(kv):
+        raise Skip("%s is absent: no shared KV data on this machine" % kv)
+    args = []
+    for name, dtype in (("kv_code_bf16.bin", "bf16"), ("kv_prose_bf16.bin", "bf16"),
+                        ("kv_code_e4m3.bin", "fp8_e4m3"), ("kv_code_e5m2.bin", "fp8_e5m2")):
+        p = os.path.join(kv, name)
+        if os.path.exists(p):
+            args.append(p + ":" + dtype)
+    if not args:
+        raise Skip("no KV files in %s" % kv)
+    out = r.ok(["bench", "--iters", "1", "--cpu"] + args, record=False)
+    bench_rows(out)
+    sys.stdout.write(out)
+
+
+CASES = {
+    "help": case_help,
+    "raw_roundtrip": case_raw_roundtrip,
+    "stdio": case_stdio,
+    "info": case_info,
+    "npy": case_npy,
+    "npy_errors": case_npy_errors,
+    "safetensors": case_safetensors,
+    "safetensors_errors": case_safetensors_errors,
+    "errors": case_errors,
+    "corrupt": case_corrupt,
+    "interrupt": case_interrupt,
+    "calibrate": case_calibrate,
+    "bench_repo_data": case_bench_repo_data,
+    "bench_shared_data": case_bench_shared_data,
+}
+
+
+def run_case(name, args):
+    work = os.path.join(os.path.abspath(args.work), name)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    r = Runner(os.path.abspath(args.splitzip), work)
+    try:
+        CASES[name](r, args)
+    except Skip as e:
+        print("SKIP %s: %s" % (name, e))
+        return SKIP
+    except (Failure, subprocess.TimeoutExpired) as e:
+        print("FAIL %s: %s" % (name, e))
+        return 1
+    expected_path = os.path.join(EXPECTED_DIR, name + ".txt")
+    got = "\n".join(r.transcript) + "\n" if r.transcript else ""
+    if args.update:
+        if got:
+            with open(expected_path, "w") as f:
+                f.write(got)
+        print("UPDATED %s" % name)
+        return 0
+    if got:
+        if not os.path.exists(expected_path):
+            print("FAIL %s: no expected output %s (run with --update)" % (name, expected_path))
+            sys.stdout.write(got)
+            return 1
+        with open(expected_path) as f:
+            want = f.read()
+        if want != got:
+            import difflib
+            print("FAIL %s: output differs from %s" % (name, expected_path))
+            sys.stdout.writelines(difflib.unified_diff(want.splitlines(True), got.splitlines(True), "expected", "got"))
+            return 1
+    shutil.rmtree(work, ignore_errors=True)
+    print("PASS %s" % name)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--splitzip", required=True, help="the splitzip executable")
+    ap.add_argument("--work", required=True, help="scratch directory")
+    ap.add_argument("--case", default="all", help="one of: all, " + ", ".join(CASES))
+    ap.add_argument("--shared", default=None, help="the shared data folder (default: ../shared/data of the repo)")
+    ap.add_argument("--update", action="store_true", help="rewrite the expected outputs")
+    args = ap.parse_args()
+    names = list(CASES) if args.case == "all" else [args.case]
+    for n in names:
+        if n not in CASES:
+            ap.error("unknown case %s" % n)
+    results = [run_case(n, args) for n in names]
+    if any(x == 1 for x in results):
+        return 1
+    if len(names) == 1 and results[0] == SKIP:
+        return SKIP
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
