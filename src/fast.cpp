@@ -1,11 +1,33 @@
-// fast.cpp — the fast CPU codec (first version: forwards to the reference codec; the vectorised path follows).
+// fast.cpp — the fast CPU codec: sz_compress / sz_decompress. Same frames as the reference codec (reference.cpp),
+// byte for byte, for every input and thread count; only faster.
+//
+// Structure
+//   - Per-chunk kernels: BF16 has AVX2 kernels (fast_avx2.cpp, picked at run time) and a portable path; the other
+//     dtypes use portable loops templated on the dtype and code width. Values whose exponent is not in the codebook
+//     are listed in per-chunk scratch while the codes are written (their code is 0), then appended as escape lists;
+//     a chunk whose coded record would be larger than its raw exponents is re-packed raw (§4.7).
+//   - Threads (encode): chunks are cut into contiguous ranges, one per thread. Rest fields go straight to their
+//     fixed place. Thread t writes its records from the offset they would have if every earlier chunk were stored
+//     raw (an upper bound, so ranges never collide); after the join each range is moved down to its exact offset
+//     (prefix sum of the range sizes) and its index entries are shifted. A single thread writes in place and checks
+//     the capacity record by record, so SZ_ERROR_DST_TOO_SMALL means exactly "the frame does not fit".
+//   - Threads (decode): chunk ranges decode independently; the error reported is that of the first failing chunk,
+//     as the reference (which goes chunk by chunk) would report it.
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
+#include <thread>
+#include <vector>
+
 #include "internal.h"
+#include "kernels.h"
 
 namespace splitzip {
 namespace detail {
+
+using namespace layout;
+using kernels::CodeTables;
 
 static bool cpu_has_avx2() {
 #if defined(SPLITZIP_HAVE_AVX2_TU) && (defined(__GNUC__) || defined(__clang__))
@@ -17,28 +39,556 @@ static bool cpu_has_avx2() {
 }
 
 Isa selected_isa() {
+  static const bool avx2 = cpu_has_avx2();
   const char* env = getenv("SPLITZIP_CPU_ISA");
-  const bool avx2 = cpu_has_avx2();
   if (env != nullptr && strcmp(env, "portable") == 0) return Isa::kPortable;
   return avx2 ? Isa::kAvx2 : Isa::kPortable;
 }
 
 const char* isa_name(Isa isa) { return isa == Isa::kAvx2 ? "avx2" : "portable"; }
 
+namespace {
+
+constexpr size_t kMaxChunk = (size_t)1 << kMaxChunkLog2;
+// Below this many input bytes per thread, extra threads cost more than they gain.
+constexpr uint64_t kMinBytesPerThread = (uint64_t)1 << 20;
+
+void build_tables(const uint8_t* values, unsigned count, unsigned k, CodeTables* t) {
+  memset(t, 0, sizeof *t);
+  memset(t->code_of, 0xFF, sizeof t->code_of);
+  t->k = (uint8_t)k;
+  t->count = (uint8_t)count;
+  for (unsigned i = 0; i < count; ++i) {
+    const unsigned e = values[i];
+    t->code_of[e] = (uint8_t)i;
+    t->exp_of[i] = (uint8_t)e;
+    const unsigned hi = e >> 4;
+    unsigned h = 0;
+    while (h < t->n_nibbles && t->nibbles[h] != hi) ++h;
+    if (h == t->n_nibbles) t->nibbles[t->n_nibbles++] = (uint8_t)hi;
+    t->nibble_lut[h][e & 15] = (uint8_t)(i + 1);
+  }
+}
+
+// ---- bit streams of §3 (LSB-first, groups of 8 fields of b bits = b bytes) ----------------------------------------
+struct BitWriter {
+  uint8_t* p;
+  uint64_t acc = 0;
+  unsigned bits = 0;
+  explicit BitWriter(uint8_t* out) : p(out) {}
+  inline void put(uint32_t v, unsigned b) {  // b <= 24
+    acc |= (uint64_t)v << bits;
+    bits += b;
+    if (bits >= 32) {
+      store_u32(p, (uint32_t)acc);
+      p += 4;
+      acc >>= 32;
+      bits -= 32;
+    }
+  }
+  inline void flush() {  // bits is a multiple of 8 at a group boundary
+    while (bits > 0) {
+      *p++ = (uint8_t)acc;
+      acc >>= 8;
+      bits = bits >= 8 ? bits - 8 : 0;
+    }
+  }
+};
+
+struct BitReader {
+  const uint8_t* p;
+  const uint8_t* end;
+  uint64_t acc = 0;
+  unsigned bits = 0;
+  BitReader(const uint8_t* begin, const uint8_t* stop) : p(begin), end(stop) {}
+  inline uint32_t get(unsigned b) {  // b <= 24
+    if (bits < b) {
+      while (bits <= 56 && p < end) {
+        acc |= (uint64_t)*p++ << bits;
+        bits += 8;
+      }
+    }
+    const uint32_t v = (uint32_t)(acc & ((1ull << b) - 1));
+    acc >>= b;
+    bits -= b;
+    return v;
+  }
+};
+
+inline uint32_t field_at(const uint8_t* base, uint64_t j, unsigned b) {  // one field, b <= 24
+  const uint64_t bit = j * b;
+  const uint8_t* p = base + bit / 8;
+  const unsigned shift = (unsigned)(bit % 8);
+  const unsigned nbytes = (shift + b + 7) / 8;
+  uint64_t v = 0;
+  for (unsigned i = 0; i < nbytes; ++i) v |= (uint64_t)p[i] << (8 * i);
+  return (uint32_t)((v >> shift) & ((1ull << b) - 1));
+}
+
+template <unsigned VB>
+inline uint32_t load_value(const uint8_t* p) {
+  if (VB == 1) return p[0];
+  if (VB == 2) return load_u16(p);
+  return load_u32(p);
+}
+template <unsigned VB>
+inline void store_value(uint8_t* p, uint32_t v) {
+  if (VB == 1) {
+    p[0] = (uint8_t)v;
+  } else if (VB == 2) {
+    store_u16(p, (uint16_t)v);
+  } else {
+    store_u32(p, v);
+  }
+}
+
+// ---- per-call context ------------------------------------------------------------------------------------------
+struct EncodeCtx {
+  const uint8_t* src;
+  uint64_t n;
+  DtypeTraits t;
+  unsigned dtype, vb, k, chunk_log2;
+  bool checksums;
+  bool avx2;
+  CodeTables tables;
+  uint8_t* dst;
+  FrameOffsets off;  // exponents = start of the exponent section
+};
+
+// Portable encode of values [j0, j1) of a chunk (j0 a multiple of 8): rest fields into rest (the chunk's rest
+// slice), codes into codes (the chunk's code area), escapes into pos/exps from index x. Returns the new x.
+template <unsigned DT, unsigned K>
+size_t encode_portable(const EncodeCtx& c, const uint8_t* values, size_t j0, size_t j1, uint8_t* rest,
+                       uint8_t* codes, uint16_t* pos, uint8_t* exps, size_t x) {
+  constexpr DtypeTraits t = DT == 1 ? DtypeTraits{16, 8, 8, 7}
+                          : DT == 2 ? DtypeTraits{16, 5, 11, 10}
+                          : DT == 3 ? DtypeTraits{32, 8, 24, 23}
+                          : DT == 4 ? DtypeTraits{8, 4, 4, 3}
+                                    : DtypeTraits{8, 5, 3, 2};
+  constexpr unsigned VB = t.value_bits / 8;
+  const uint8_t* code_of = c.tables.code_of;
+  BitWriter rw(rest + j0 / 8 * t.rest_bits);
+  BitWriter cw(codes + j0 / 8 * K);
+  for (size_t j = j0; j < j1; ++j) {
+    const uint32_t v = load_value<VB>(values + j * VB);
+    const uint32_t e = exponent_of(v, t);
+    const uint32_t r = rest_of(v, t);
+    if (t.rest_bits == 8) {
+      rest[j] = (uint8_t)r;
+    } else {
+      rw.put(r, t.rest_bits);
+    }
+    uint32_t code = code_of[e];
+    if (code == 0xFF) {
+      pos[x] = (uint16_t)j;
+      exps[x] = (uint8_t)e;
+      ++x;
+      code = 0;
+    }
+    cw.put(code, K);
+  }
+  // Pad the last group with zero fields (only the last chunk can end inside a group).
+  for (size_t j = j1; j % 8 != 0; ++j) {
+    if (t.rest_bits != 8) rw.put(0, t.rest_bits);
+    cw.put(0, K);
+  }
+  if (t.rest_bits == 8)
+    for (size_t j = j1; j % 8 != 0; ++j) rest[j] = 0;
+  rw.flush();
+  cw.flush();
+  return x;
+}
+
+template <unsigned DT>
+size_t encode_portable_k(const EncodeCtx& c, const uint8_t* values, size_t j0, size_t j1, uint8_t* rest,
+                         uint8_t* codes, uint16_t* pos, uint8_t* exps, size_t x) {
+  switch (c.k) {
+    case 1: return encode_portable<DT, 1>(c, values, j0, j1, rest, codes, pos, exps, x);
+    case 2: return encode_portable<DT, 2>(c, values, j0, j1, rest, codes, pos, exps, x);
+    case 3: return encode_portable<DT, 3>(c, values, j0, j1, rest, codes, pos, exps, x);
+    default: return encode_portable<DT, 4>(c, values, j0, j1, rest, codes, pos, exps, x);
+  }
+}
+
+size_t encode_values(const EncodeCtx& c, const uint8_t* values, size_t j0, size_t j1, uint8_t* rest, uint8_t* codes,
+                     uint16_t* pos, uint8_t* exps, size_t x) {
+  switch (c.dtype) {
+    case 1: return encode_portable_k<1>(c, values, j0, j1, rest, codes, pos, exps, x);
+    case 2: return encode_portable_k<2>(c, values, j0, j1, rest, codes, pos, exps, x);
+    case 3: return encode_portable_k<3>(c, values, j0, j1, rest, codes, pos, exps, x);
+    case 4: return encode_portable_k<4>(c, values, j0, j1, rest, codes, pos, exps, x);
+    default: return encode_portable_k<5>(c, values, j0, j1, rest, codes, pos, exps, x);
+  }
+}
+
+// Raw exponent record (§4.5 mode 1).
+void write_raw_exponents(const EncodeCtx& c, const uint8_t* values, size_t len, uint8_t* record) {
+  BitWriter w(record);
+  for (size_t j = 0; j < len; ++j) {
+    uint32_t v;
+    if (c.vb == 1) v = values[j];
+    else if (c.vb == 2) v = load_u16(values + 2 * j);
+    else v = load_u32(values + 4 * j);
+    w.put(exponent_of(v, c.t), c.t.exponent_bits);
+  }
+  for (size_t j = len; j % 8 != 0; ++j) w.put(0, c.t.exponent_bits);
+  w.flush();
+}
+
+struct Scratch {
+  uint16_t pos[kMaxChunk];
+  uint8_t exps[kMaxChunk];
+};
+
+// Encodes chunks [c0, c1): records from `out` on, never past `limit`. Index entries hold offsets relative to `out`
+// (the caller shifts them). *used receives the bytes written.
+sz_status encode_range(const EncodeCtx& c, uint64_t c0, uint64_t c1, uint8_t* out, const uint8_t* limit,
+                       uint64_t* used) {
+  Scratch* s = new (std::nothrow) Scratch;
+  if (s == nullptr) return SZ_ERROR_OUT_OF_MEMORY;
+  const uint64_t S = (uint64_t)1 << c.chunk_log2;
+  uint8_t* cursor = out;
+  sz_status status = SZ_OK;
+  for (uint64_t ci = c0; ci < c1; ++ci) {
+    const size_t len = (size_t)chunk_len(c.n, c.chunk_log2, ci);
+    const uint8_t* values = c.src + ci * S * c.vb;
+    uint8_t* rest = c.dst + c.off.rest + ci * S / 8 * c.t.rest_bits;
+    const uint64_t g = packed_bytes(len, c.k);
+    const uint64_t raw = packed_bytes(len, c.t.exponent_bits);
+    if ((uint64_t)(limit - cursor) < g) {
+      status = SZ_ERROR_DST_TOO_SMALL;
+      break;
+    }
+    size_t x = 0, j = 0;
+#if defined(SPLITZIP_HAVE_AVX2_TU)
+    if (c.avx2 && c.dtype == SZ_DTYPE_BF16) {
+      j = len & ~(size_t)31;
+      x = kernels::avx2::encode_bf16(values, j, rest, cursor, c.tables, s->pos, s->exps, 0);
+    }
+#endif
+    if (j < len) x = encode_values(c, values, j, len, rest, cursor, s->pos, s->exps, x);
+    const uint64_t coded = g + kEscapeBytes * x;
+    uint64_t mode, size;
+    if (coded <= raw) {
+      mode = kModeCoded;
+      size = coded;
+      if ((uint64_t)(limit - cursor) < size) {
+        status = SZ_ERROR_DST_TOO_SMALL;
+        break;
+      }
+      uint8_t* p = cursor + g;
+      for (size_t i = 0; i < x; ++i) store_u16(p + 2 * i, s->pos[i]);
+      memcpy(p + 2 * x, s->exps, x);
+    } else {
+      mode = kModeRaw;
+      size = raw;
+      if ((uint64_t)(limit - cursor) < size) {
+        status = SZ_ERROR_DST_TOO_SMALL;
+        break;
+      }
+      write_raw_exponents(c, values, len, cursor);
+    }
+    cursor += size;
+    store_u64(c.dst + c.off.index + kIndexEntrySize * ci, (uint64_t)(cursor - out) | (mode << kIndexModeShift));
+    if (c.checksums) {
+      const size_t bytes = len * c.vb;
+#if defined(SPLITZIP_HAVE_AVX2_TU)
+      const uint32_t h = c.avx2 ? kernels::avx2::h32(values, bytes) : h32(values, bytes);
+#else
+      const uint32_t h = h32(values, bytes);
+#endif
+      store_u32(c.dst + c.off.checksums + kChecksumEntrySize * ci, h);
+    }
+  }
+  delete s;
+  *used = (uint64_t)(cursor - out);
+  return status;
+}
+
+unsigned resolve_threads(unsigned requested, uint64_t bytes, uint64_t chunks) {
+  unsigned t = requested;
+  if (t == 0) {
+    t = std::thread::hardware_concurrency();
+    if (t == 0) t = 1;
+  }
+  const uint64_t by_size = std::max<uint64_t>(1, bytes / kMinBytesPerThread);
+  return (unsigned)std::max<uint64_t>(1, std::min<uint64_t>({(uint64_t)t, by_size, chunks}));
+}
+
+// Runs fn(i) for i in [0, n) on n threads (the calling thread takes i = 0). If a thread cannot be started, its
+// work runs on the calling thread.
+template <class Fn>
+void run_parallel(unsigned n, Fn fn) {
+  std::vector<std::thread> pool;
+  std::vector<unsigned> inline_work;
+  try {
+    pool.reserve(n);
+  } catch (...) {
+  }
+  for (unsigned i = 1; i < n; ++i) {
+    bool started = false;
+    try {
+      pool.emplace_back(fn, i);
+      started = true;
+    } catch (...) {
+    }
+    if (!started) {
+      try {
+        inline_work.push_back(i);
+      } catch (...) {
+        fn(i);
+      }
+    }
+  }
+  fn(0);
+  for (unsigned i : inline_work) fn(i);
+  for (std::thread& th : pool) th.join();
+}
+
+// ---- decode ------------------------------------------------------------------------------------------------------
+struct DecodeCtx {
+  const uint8_t* src;
+  const FrameHeader* h;
+  uint8_t* dst;
+  unsigned vb;
+  bool avx2;
+  CodeTables tables;
+};
+
+template <unsigned DT>
+bool decode_values_portable(const DecodeCtx& d, const uint8_t* rest, const uint8_t* codes, size_t j0, size_t j1,
+                            uint8_t* out) {
+  constexpr DtypeTraits t = DT == 1 ? DtypeTraits{16, 8, 8, 7}
+                          : DT == 2 ? DtypeTraits{16, 5, 11, 10}
+                          : DT == 3 ? DtypeTraits{32, 8, 24, 23}
+                          : DT == 4 ? DtypeTraits{8, 4, 4, 3}
+                                    : DtypeTraits{8, 5, 3, 2};
+  constexpr unsigned VB = t.value_bits / 8;
+  const unsigned k = d.tables.k, count = d.tables.count;
+  const uint8_t* exp_of = d.tables.exp_of;
+  BitReader cr(codes + j0 / 8 * k, codes + packed_bytes(j1, k));
+  BitReader rr(rest + j0 / 8 * t.rest_bits, rest + packed_bytes(j1, t.rest_bits));
+  bool ok = true;
+  for (size_t j = j0; j < j1; ++j) {
+    const uint32_t code = cr.get(k);
+    ok &= code < count;
+    const uint32_t r = t.rest_bits == 8 ? rest[j] : rr.get(t.rest_bits);
+    store_value<VB>(out + j * VB, join(exp_of[code & 15], r, t));
+  }
+  return ok;
+}
+
+bool decode_values(const DecodeCtx& d, const uint8_t* rest, const uint8_t* codes, size_t j0, size_t j1,
+                   uint8_t* out) {
+  switch (d.h->dtype) {
+    case 1: return decode_values_portable<1>(d, rest, codes, j0, j1, out);
+    case 2: return decode_values_portable<2>(d, rest, codes, j0, j1, out);
+    case 3: return decode_values_portable<3>(d, rest, codes, j0, j1, out);
+    case 4: return decode_values_portable<4>(d, rest, codes, j0, j1, out);
+    default: return decode_values_portable<5>(d, rest, codes, j0, j1, out);
+  }
+}
+
+inline void store_joined(const DecodeCtx& d, uint8_t* out, size_t j, uint32_t e, uint32_t r) {
+  const uint32_t v = join(e, r, d.h->t);
+  if (d.vb == 1) out[j] = (uint8_t)v;
+  else if (d.vb == 2) store_u16(out + 2 * j, (uint16_t)v);
+  else store_u32(out + 4 * j, v);
+}
+
+// Validates and decodes chunk ci (its index entry already passed check_chunk_index).
+sz_status decode_chunk(const DecodeCtx& d, uint64_t ci) {
+  const FrameHeader& h = *d.h;
+  const DtypeTraits t = h.t;
+  const uint64_t S = (uint64_t)1 << h.chunk_log2;
+  const uint8_t* index = d.src + h.off.index;
+  const uint64_t entry = load_u64(index + kIndexEntrySize * ci);
+  const uint64_t end = entry & kIndexEndMask;
+  const uint64_t begin = ci == 0 ? 0 : (load_u64(index + kIndexEntrySize * (ci - 1)) & kIndexEndMask);
+  const uint64_t mode = entry >> kIndexModeShift;
+  const size_t len = (size_t)chunk_len(h.n, h.chunk_log2, ci);
+  const uint8_t* record = d.src + h.off.exponents + begin;
+  const uint8_t* rest = d.src + h.off.rest + ci * S / 8 * t.rest_bits;
+  uint8_t* out = d.dst + ci * S * d.vb;
+  const bool last = ci + 1 == h.chunks;
+
+  // Padding bits of the rest section (its last group lies in the last chunk).
+  if (last && len % 8 != 0)
+    for (size_t j = len; j % 8 != 0; ++j)
+      if (field_at(rest, j, t.rest_bits) != 0) return SZ_ERROR_CORRUPT;
+
+  if (mode == kModeRaw) {
+    BitReader er(record, record + packed_bytes(len, t.exponent_bits));
+    BitReader rr(rest, rest + packed_bytes(len, t.rest_bits));
+    for (size_t j = 0; j < len; ++j) {
+      const uint32_t e = er.get(t.exponent_bits);
+      const uint32_t r = t.rest_bits == 8 ? rest[j] : rr.get(t.rest_bits);
+      store_joined(d, out, j, e, r);
+    }
+    for (size_t j = len; j % 8 != 0; ++j)
+      if (field_at(record, j, t.exponent_bits) != 0) return SZ_ERROR_CORRUPT;
+  } else {
+    const unsigned k = h.code_bits;
+    const uint64_t g = packed_bytes(len, k);
+    const size_t x = (size_t)((end - begin - g) / kEscapeBytes);
+    const uint8_t* positions = record + g;
+    const uint8_t* exps = positions + 2 * x;
+    // Escape lists first: positions strictly increasing and inside the chunk, exponents outside the codebook.
+    uint32_t prev = 0;
+    for (size_t i = 0; i < x; ++i) {
+      const uint32_t p = load_u16(positions + 2 * i);
+      if (p >= len || (i > 0 && p <= prev)) return SZ_ERROR_CORRUPT;
+      const uint32_t e = exps[i];
+      if (e >= (1u << t.exponent_bits) || d.tables.code_of[e] != 0xFF) return SZ_ERROR_CORRUPT;
+      prev = p;
+    }
+    size_t j = 0;
+    bool ok = true;
+#if defined(SPLITZIP_HAVE_AVX2_TU)
+    if (d.avx2 && h.dtype == SZ_DTYPE_BF16) {
+      j = len & ~(size_t)31;
+      ok = kernels::avx2::decode_bf16(rest, record, j, d.tables, out);
+    }
+#endif
+    if (j < len) ok &= decode_values(d, rest, record, j, len, out);
+    if (!ok) return SZ_ERROR_CORRUPT;
+    for (size_t j2 = len; j2 % 8 != 0; ++j2)
+      if (field_at(record, j2, k) != 0) return SZ_ERROR_CORRUPT;
+    for (size_t i = 0; i < x; ++i) {
+      const uint32_t p = load_u16(positions + 2 * i);
+      if (field_at(record, p, k) != 0) return SZ_ERROR_CORRUPT;
+      const uint32_t r = t.rest_bits == 8 ? rest[p] : field_at(rest, p, t.rest_bits);
+      store_joined(d, out, p, exps[i], r);
+    }
+  }
+  if (h.checksums) {
+    const size_t bytes = len * d.vb;
+#if defined(SPLITZIP_HAVE_AVX2_TU)
+    const uint32_t hv = d.avx2 ? kernels::avx2::h32(out, bytes) : h32(out, bytes);
+#else
+    const uint32_t hv = h32(out, bytes);
+#endif
+    if (hv != load_u32(d.src + h.off.checksums + kChecksumEntrySize * ci)) return SZ_ERROR_CHECKSUM;
+  }
+  return SZ_OK;
+}
+
+}  // namespace
 }  // namespace detail
 }  // namespace splitzip
 
+using namespace splitzip;
+using namespace splitzip::layout;
+using namespace splitzip::detail;
+
 extern "C" {
 
-SZ_API sz_status sz_compress(const void* src, uint64_t n, sz_dtype dtype, const sz_codebook* codebook,
-                             const sz_params* params, void* dst, size_t dst_capacity, size_t* dst_size) {
-  return sz_compress_reference(src, n, dtype, codebook, params, dst, dst_capacity, dst_size);
+SZ_API sz_status sz_compress(const void* src_v, uint64_t n, sz_dtype dtype, const sz_codebook* codebook,
+                             const sz_params* params, void* dst_v, size_t dst_capacity, size_t* dst_size) {
+  sz_codebook cb;
+  sz_params p;
+  sz_status s = check_compress_args(src_v, n, dtype, codebook, params, dst_v, dst_size, &cb, &p);
+  if (s != SZ_OK) return s;
+  EncodeCtx c;
+  c.src = (const uint8_t*)src_v;
+  c.n = n;
+  c.dtype = (unsigned)dtype;
+  c.t = dtype_traits(c.dtype);
+  c.vb = c.t.value_bits / 8;
+  c.k = cb.code_bits;
+  c.chunk_log2 = p.chunk_log2;
+  c.checksums = (p.flags & kFlagChecksums) != 0;
+  c.avx2 = selected_isa() == Isa::kAvx2;
+  build_tables(cb.values, cb.count, cb.code_bits, &c.tables);
+  c.dst = (uint8_t*)dst_v;
+  c.off = frame_offsets(n, p.chunk_log2, c.checksums, c.t, 0);
+  const uint64_t chunks = n_chunks(n, p.chunk_log2);
+  // The smallest possible frame (every record at least its codes) must fit before anything is written.
+  if (c.off.exponents + packed_bytes(n, c.k) > (uint64_t)dst_capacity) return SZ_ERROR_DST_TOO_SMALL;
+
+  const uint64_t raw_all = packed_bytes(n, c.t.exponent_bits);  // every record at most its raw size
+  unsigned threads = resolve_threads(p.threads, n * c.vb, chunks);
+  if (c.off.exponents + raw_all > (uint64_t)dst_capacity) threads = 1;  // exact capacity checks, in place
+  uint8_t* exp_base = c.dst + c.off.exponents;
+  uint64_t exp_size = 0;
+  if (threads <= 1) {
+    s = encode_range(c, 0, chunks, exp_base, c.dst + dst_capacity, &exp_size);
+    if (s != SZ_OK) return s;
+  } else {
+    const uint64_t S = (uint64_t)1 << p.chunk_log2;
+    std::vector<uint64_t> first(threads + 1), used(threads, 0);
+    std::vector<sz_status> status(threads, SZ_OK);
+    for (unsigned i = 0; i <= threads; ++i) first[i] = chunks * i / threads;
+    auto provisional = [&](unsigned i) {  // where range i's records would start if all earlier ones were raw
+      return first[i] * (S / 8) * c.t.exponent_bits;
+    };
+    run_parallel(threads, [&](unsigned i) {
+      status[i] = encode_range(c, first[i], first[i + 1], exp_base + provisional(i),
+                               exp_base + (i + 1 < threads ? provisional(i + 1) : raw_all), &used[i]);
+    });
+    for (unsigned i = 0; i < threads; ++i)
+      if (status[i] != SZ_OK) return status[i];
+    for (unsigned i = 0; i < threads; ++i) {
+      if (i > 0 && exp_size != provisional(i)) memmove(exp_base + exp_size, exp_base + provisional(i), used[i]);
+      if (exp_size != 0) {
+        for (uint64_t ci = first[i]; ci < first[i + 1]; ++ci) {
+          uint8_t* e = c.dst + c.off.index + kIndexEntrySize * ci;
+          store_u64(e, load_u64(e) + exp_size);  // end fits in 62 bits: no carry into the mode bits
+        }
+      }
+      exp_size += used[i];
+    }
+  }
+  write_frame_header(c.dst, cb, p.chunk_log2, p.flags, n, exp_size);
+  *dst_size = (size_t)(c.off.exponents + exp_size);
+  return SZ_OK;
 }
 
-SZ_API sz_status sz_decompress(const void* src, size_t src_size, void* dst, size_t dst_capacity, size_t* dst_size,
+SZ_API sz_status sz_decompress(const void* src_v, size_t src_size, void* dst_v, size_t dst_capacity, size_t* dst_size,
                                unsigned threads) {
-  (void)threads;
-  return sz_decompress_reference(src, src_size, dst, dst_capacity, dst_size);
+  if (src_v == nullptr || dst_size == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  const uint8_t* src = (const uint8_t*)src_v;
+  FrameHeader h;
+  sz_status s = parse_frame_header(src, src_size, &h);
+  if (s != SZ_OK) return s;
+  DecodeCtx d;
+  d.src = src;
+  d.h = &h;
+  d.dst = (uint8_t*)dst_v;
+  d.vb = h.t.value_bits / 8;
+  const uint64_t out_size = h.n * d.vb;
+  if (out_size > (uint64_t)dst_capacity) return SZ_ERROR_DST_TOO_SMALL;
+  if (d.dst == nullptr && out_size != 0) return SZ_ERROR_INVALID_ARGUMENT;
+  s = check_chunk_index(src, h);
+  if (s != SZ_OK) return s;
+  d.avx2 = selected_isa() == Isa::kAvx2;
+  build_tables(h.codebook, h.count, h.code_bits, &d.tables);
+
+  const unsigned nt = resolve_threads(threads, out_size, h.chunks);
+  if (nt <= 1) {
+    for (uint64_t ci = 0; ci < h.chunks; ++ci) {
+      s = decode_chunk(d, ci);
+      if (s != SZ_OK) return s;
+    }
+  } else {
+    std::vector<uint64_t> first(nt + 1), failed(nt, ~(uint64_t)0);
+    std::vector<sz_status> status(nt, SZ_OK);
+    for (unsigned i = 0; i <= nt; ++i) first[i] = h.chunks * i / nt;
+    run_parallel(nt, [&](unsigned i) {
+      for (uint64_t ci = first[i]; ci < first[i + 1]; ++ci) {
+        const sz_status cs = decode_chunk(d, ci);
+        if (cs != SZ_OK) {
+          status[i] = cs;
+          failed[i] = ci;
+          return;
+        }
+      }
+    });
+    for (unsigned i = 0; i < nt; ++i)  // ranges are in chunk order: the first failing range has the first failure
+      if (status[i] != SZ_OK) return status[i];
+  }
+  *dst_size = (size_t)out_size;
+  return SZ_OK;
 }
 
 }  // extern "C"
