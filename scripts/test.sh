@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds splitzip and runs every test that this machine can run:
+#   1. Release build (CUDA code compiled when nvcc is found) + ctest (unit, golden, CLI, regression, transfer;
+#      GPU tests run only where a GPU is visible and say so when skipped)
+#   2. ASan + UBSan build of the library and tests + ctest
+#   3. libFuzzer run of the decode and round-trip targets (SPLITZIP_FUZZ_SECONDS, default 60, total)
+#   4. Python module: pip install into a virtual environment + pytest
+# Installs its own dependencies (Debian packages via apt-get, Python packages via pip into .venv).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -d /usr/local/cuda/bin ] && export PATH="/usr/local/cuda/bin:$PATH"
+JOBS=$(nproc)
+t0=$(date +%s)
+stamp() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
+
+stamp "dependencies"
+bash scripts/deps.sh
+
+stamp "release build"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPLITZIP_WERROR=ON >/dev/null
+cmake --build build -- -j"$JOBS"
+stamp "release tests"
+ctest --test-dir build --output-on-failure -j"$JOBS"
+
+stamp "asan+ubsan build"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPLITZIP_SANITIZE=ON \
+      -DSPLITZIP_ENABLE_CUDA=OFF -DSPLITZIP_BUILD_BENCH=OFF >/dev/null
+cmake --build build-asan -- -j"$JOBS"
+stamp "asan+ubsan tests"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$JOBS"
+
+stamp "fuzz"
+bash fuzz/run.sh "${SPLITZIP_FUZZ_SECONDS:-60}"
+
+stamp "python"
+python3 -m venv .venv
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q pytest numpy ml_dtypes
+.venv/bin/pip install -q . -Ccmake.define.SPLITZIP_ENABLE_CUDA=OFF
+SPLITZIP_CLI="$PWD/build/cli/splitzip" .venv/bin/pytest -q python/tests
+
+stamp "all tests passed"
