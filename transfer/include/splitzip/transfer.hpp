@@ -1,0 +1,149 @@
+// transfer.hpp — moving tensors between processes over UCX, compressed with SplitZip on the way.
+//
+// A sender opens a UCX (ucp) endpoint to a listening receiver, offers a handshake (protocol version, format
+// version, mode, optional shared token, the tensor list with names, dtypes, sizes and codebooks) and, once the
+// receiver accepts, streams every tensor as a sequence of messages of `chunk_values` values each. In compressed
+// mode a message carries one SplitZip frame (docs/FORMAT.md) with per-chunk checksums; in raw mode it carries the
+// bytes as they are, with an XXH3 check. Every message has a checked 48-byte header (transfer/PROTOCOL.md).
+//
+// The pipeline: the sender's codec threads encode message i+1.. while message i is on the wire, and the receiver's
+// codec threads decode and verify message i-1 meanwhile. A credit window bounds the messages in flight, so memory
+// is bounded on both sides whatever the tensor sizes. A token bucket can cap the sender's wire rate so that a
+// loopback link can emulate a slower network.
+//
+// Errors are sz_status codes plus a one-line message; nothing here throws, aborts or prints.
+//   SZ_ERROR_IO               the network: cannot connect, peer gone, timeout, refused by the peer
+//   SZ_ERROR_CORRUPT          the peer sent something that does not follow the protocol
+//   SZ_ERROR_CHECKSUM         a message or chunk failed its integrity check
+//   SZ_ERROR_INVALID_ARGUMENT a bad option, a name or size outside the configured limits, a token mismatch
+//   SZ_ERROR_UNSUPPORTED_VERSION the peer speaks another protocol or format version
+#pragma once
+
+#include <stdint.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "splitzip/splitzip.h"
+
+namespace splitzip {
+namespace transfer {
+
+/** Version of the transfer protocol (transfer/PROTOCOL.md), sent in the handshake. */
+constexpr uint16_t kProtocolVersion = 1;
+
+/** One tensor to send: `size` bytes of little-endian values of `dtype` in host memory. */
+struct Tensor {
+  std::string name;
+  sz_dtype dtype = SZ_DTYPE_BF16;
+  const void* data = nullptr;
+  uint64_t size = 0;
+};
+
+/** Test hooks of the sender (fault injection). Empty in normal use. */
+struct SendFaults {
+  /** Called on each message payload (after encoding, before sending); may modify it. */
+  std::function<void(uint64_t seq, uint8_t* payload, size_t size)> tamper;
+  /** After this many chunk messages have been handed to UCX, call this (for example `_exit`). 0 = never. */
+  uint64_t die_after_chunks = 0;
+  std::function<void()> die;
+  /** After this many chunk messages, stop sending but keep the connection open (a stalled peer). 0 = never. */
+  uint64_t stall_after_chunks = 0;
+  /** Override the protocol version sent in the handshake (0 = kProtocolVersion). */
+  uint16_t protocol_version = 0;
+};
+
+struct SendOptions {
+  bool raw = false;                  // send the bytes uncompressed through the same path
+  double rate_bytes_per_s = 0;       // token-bucket cap of the wire rate (payload + headers); 0 = no cap
+  unsigned threads = 1;              // codec threads
+  std::string token;                 // shared secret the receiver may require (at most 256 bytes)
+  uint64_t chunk_values = 1u << 20;  // values per message
+  unsigned window = 8;               // messages in flight (sent and not yet consumed by the receiver)
+  double timeout_s = 10;             // a clean error when nothing happens for this long
+  unsigned frame_chunk_log2 = SZ_DEFAULT_CHUNK_LOG2;  // chunk size inside each frame
+  /** Codebook per dtype; NULL entries (or a short vector) pick sz_default_codebook(dtype, SZ_KIND_GENERIC).
+   *  Indexed by dtype id. */
+  std::vector<const sz_codebook*> codebooks;
+  SendFaults faults;
+};
+
+struct SendStats {
+  uint64_t raw_bytes = 0;      // bytes of the tensors
+  uint64_t payload_bytes = 0;  // bytes of message payloads (frames or raw chunks)
+  uint64_t wire_bytes = 0;     // payload plus message headers, handshake included
+  uint64_t messages = 0;       // chunk messages
+  double seconds = 0;          // from the first chunk handed to UCX until the receiver confirmed everything
+  double handshake_seconds = 0;
+  double codec_seconds = 0;    // CPU time of the codec threads, summed
+};
+
+/** Connects to host:port, sends the tensors and waits until the receiver confirms that every byte verified. */
+sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>& tensors, const SendOptions& options,
+               SendStats* stats, std::string* error);
+
+struct ServeOptions {
+  std::string address = "127.0.0.1";  // loopback unless told otherwise
+  uint16_t port = 0;                  // 0 = any free port (see Server::port())
+  std::string out_dir;                // where tensors are written (as out_dir/name); empty with discard
+  bool discard = false;               // decode and verify, then drop the bytes
+  std::string token;                  // when not empty, peers must present exactly this token
+  uint64_t max_tensor_bytes = (uint64_t)64 << 30;
+  uint64_t max_total_bytes = (uint64_t)1 << 40;
+  uint32_t max_tensors = 4096;
+  uint64_t max_message_bytes = (uint64_t)64 << 20;  // the largest chunk message a peer may announce
+  uint32_t max_window = 64;
+  unsigned threads = 1;      // codec threads
+  double timeout_s = 10;     // stall timeout within a session
+  double accept_timeout_s = 0;  // how long serve_one waits for a peer; 0 = forever
+};
+
+struct ReceivedTensor {
+  std::string name;
+  sz_dtype dtype = SZ_DTYPE_BF16;
+  uint64_t size = 0;
+  std::string path;  // empty when discarded
+};
+
+struct SessionStats {
+  bool raw = false;
+  uint64_t raw_bytes = 0;
+  uint64_t wire_bytes = 0;
+  uint64_t messages = 0;
+  double seconds = 0;
+  double codec_seconds = 0;
+  std::vector<ReceivedTensor> tensors;  // only tensors whose every byte verified and (unless discarded) is in place
+};
+
+/** A receiver. open() binds the listener; serve_one() takes one peer and runs its session to the end. */
+class Server {
+ public:
+  Server();
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  sz_status open(const ServeOptions& options, std::string* error);
+  /** The port actually bound (useful with port 0). */
+  uint16_t port() const;
+  /** Waits for one peer (accept_timeout_s) and runs its session. Tensors appear in out_dir only when complete. */
+  sz_status serve_one(SessionStats* stats, std::string* error);
+  void close();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/** Is `name` acceptable as a tensor name (and so as a file name inside the output directory)?
+ *  Rejects empty names, names over 255 bytes, "." and "..", a leading '.', '/', '\\', NUL and control bytes. */
+bool valid_tensor_name(const std::string& name);
+
+/** Constant-time comparison (its duration depends only on expected.size()). */
+bool token_equal(const std::string& expected, const std::string& got);
+
+}  // namespace transfer
+}  // namespace splitzip

@@ -1,0 +1,86 @@
+// protocol.h — the wire protocol of transfer/PROTOCOL.md: message header, handshake, tags.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <string>
+#include <vector>
+
+#include "layout.h"
+#include "splitzip/splitzip.h"
+#include "splitzip/transfer.hpp"
+
+namespace splitzip {
+namespace transfer {
+namespace proto {
+
+constexpr uint32_t kMsgMagic = 0x4D5A5053u;    // "SPZM"
+constexpr uint32_t kHelloMagic = 0x485A5053u;  // "SPZH"
+constexpr size_t kHeaderSize = 48;
+
+enum MsgType : uint8_t { kHello = 1, kHelloAck = 2, kChunk = 3, kCredit = 4, kResult = 5 };
+constexpr uint8_t kFlagPayloadHash = 1;  // payload_hash is H32 of the payload and must be checked
+
+enum Mode : uint8_t { kModeCompressed = 0, kModeRaw = 1 };
+
+// Tags: type in the top byte, the sender's session nonce in the low 32 bits.
+constexpr uint64_t kTagTypeMask = (uint64_t)0xFF << 56;
+inline uint64_t tag_of(uint8_t type, uint32_t session) { return ((uint64_t)type << 56) | session; }
+constexpr uint64_t kTagFull = ~(uint64_t)0;
+// Direction of control messages from receiver to sender uses its own type byte so that it never matches chunks.
+constexpr uint8_t kTagToSender = 0x80;
+
+struct Header {
+  uint8_t type = 0;
+  uint8_t flags = 0;
+  uint64_t seq = 0;
+  uint32_t tensor = 0;
+  uint64_t chunk = 0;
+  uint64_t payload_size = 0;
+  uint32_t payload_hash = 0;
+};
+
+uint32_t h32(const void* data, size_t size);
+uint64_t h64(const void* data, size_t size);
+
+void write_header(uint8_t* dst, const Header& h);
+// Checks magic, header checksum and reserved bytes. SZ_ERROR_BAD_MAGIC / SZ_ERROR_CHECKSUM / SZ_ERROR_CORRUPT.
+sz_status read_header(const uint8_t* src, size_t size, Header* h);
+
+struct TensorEntry {
+  std::string name;
+  uint8_t dtype = 0;
+  uint64_t size = 0;
+  uint8_t codebook[SZ_CODEBOOK_FILE_SIZE] = {};  // serialised codebook (compressed mode), zeros in raw mode
+};
+
+struct Hello {
+  uint16_t protocol_version = 0;
+  uint8_t format_version = 0;
+  uint8_t mode = 0;
+  uint32_t session = 0;
+  uint64_t chunk_values = 0;
+  uint32_t window = 0;
+  std::string token;
+  std::vector<TensorEntry> tensors;
+};
+
+constexpr size_t kMaxToken = 256;
+constexpr size_t kMaxName = 255;
+constexpr size_t kHelloFixed = 32;
+constexpr size_t kTensorEntryFixed = 2 + 1 + 1 + 8 + SZ_CODEBOOK_FILE_SIZE;
+constexpr size_t kMaxHelloBytes = (size_t)4 << 20;  // the receiver's buffer for the handshake
+
+std::vector<uint8_t> encode_hello(const Hello& h);
+// Parses without trusting any count: every length is checked against the bytes present and the limits given
+// before anything is allocated.
+sz_status decode_hello(const uint8_t* p, size_t size, uint32_t max_tensors, Hello* h, std::string* why);
+
+// HELLO_ACK and RESULT payloads: u32 status, u32 text length, text.
+std::vector<uint8_t> encode_status(uint32_t status, const std::string& text);
+sz_status decode_status(const uint8_t* p, size_t size, uint32_t* status, std::string* text);
+
+}  // namespace proto
+}  // namespace transfer
+}  // namespace splitzip

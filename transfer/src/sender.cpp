@@ -1,0 +1,469 @@
+// sender.cpp — the sending side of transfer/PROTOCOL.md.
+//
+// One UCX thread (the caller's) owns the endpoint; `threads` codec threads encode messages into slots. Slots move
+// Free -> Encoding -> Ready -> Sending -> Free. Messages go out strictly in sequence order, only while fewer than
+// `window` messages are unconsumed by the receiver (its CREDIT messages), and only when the token bucket allows.
+#include <string.h>
+
+#include <chrono>
+#include <random>
+#include <unordered_set>
+
+#include "pool.h"
+#include "protocol.h"
+#include "splitzip/transfer.hpp"
+#include "ucx.h"
+
+namespace splitzip {
+namespace transfer {
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Job {
+  uint32_t tensor = 0;
+  uint64_t chunk = 0;
+  const uint8_t* src = nullptr;
+  uint64_t n_values = 0;
+  size_t bytes = 0;
+};
+
+struct Slot {
+  enum State { kFree, kEncoding, kReady, kSending } state = kFree;
+  uint64_t seq = 0;
+  Job job;
+  std::vector<uint8_t> buf;
+  uint8_t header[proto::kHeaderSize];
+  const uint8_t* payload = nullptr;
+  size_t payload_size = 0;
+  sz_status status = SZ_OK;
+  Op op;
+};
+
+sz_status fail(std::string* error, sz_status st, const std::string& msg) {
+  if (error != nullptr) *error = msg;
+  return st;
+}
+
+}  // namespace
+
+sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>& tensors, const SendOptions& opt,
+               SendStats* stats_out, std::string* error) {
+  SendStats stats;
+  std::string dummy;
+  if (error == nullptr) error = &dummy;
+
+  // ---- arguments ----
+  const bool raw = opt.raw;
+  unsigned threads = opt.threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : opt.threads;
+  if (threads > 256) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "--threads must be at most 256");
+  if (opt.window < 1 || opt.window > 1024) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "window must be 1..1024");
+  if (opt.chunk_values < 1 || opt.chunk_values > ((uint64_t)1 << 28))
+    return fail(error, SZ_ERROR_INVALID_ARGUMENT, "chunk values must be 1..2^28");
+  if (opt.token.size() > proto::kMaxToken) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "token longer than 256 bytes");
+  if (opt.frame_chunk_log2 < SZ_MIN_CHUNK_LOG2 || opt.frame_chunk_log2 > SZ_MAX_CHUNK_LOG2)
+    return fail(error, SZ_ERROR_INVALID_ARGUMENT, "frame chunk_log2 out of range");
+  if (!(opt.timeout_s > 0)) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "timeout must be positive");
+  if (opt.rate_bytes_per_s < 0) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "rate must not be negative");
+
+  proto::Hello hello;
+  hello.protocol_version = opt.faults.protocol_version ? opt.faults.protocol_version : kProtocolVersion;
+  hello.format_version = SZ_FORMAT_VERSION;
+  hello.mode = raw ? proto::kModeRaw : proto::kModeCompressed;
+  hello.chunk_values = opt.chunk_values;
+  hello.window = opt.window;
+  hello.token = opt.token;
+  {
+    std::random_device rd;
+    hello.session = rd();
+  }
+  std::vector<sz_codebook> codebooks(tensors.size());
+  std::vector<uint64_t> first_seq(tensors.size() + 1, 0);
+  size_t max_value_bytes = 1;
+  std::unordered_set<std::string> names;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (!valid_tensor_name(t.name)) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "invalid tensor name '" + t.name + "'");
+    if (!names.insert(t.name).second) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "duplicate tensor name " + t.name);
+    const size_t w = sz_dtype_size(t.dtype);
+    if (w == 0) return fail(error, SZ_ERROR_UNSUPPORTED_DTYPE, "tensor " + t.name + ": unknown dtype");
+    if (t.size % w != 0)
+      return fail(error, SZ_ERROR_INVALID_ARGUMENT,
+                  "tensor " + t.name + ": size " + std::to_string(t.size) + " is not a multiple of the dtype size");
+    if (t.size > 0 && t.data == nullptr) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "tensor " + t.name + ": no data");
+    max_value_bytes = std::max(max_value_bytes, w);
+    proto::TensorEntry e;
+    e.name = t.name;
+    e.dtype = (uint8_t)t.dtype;
+    e.size = t.size;
+    if (!raw) {
+      const sz_codebook* given =
+          (size_t)t.dtype < opt.codebooks.size() ? opt.codebooks[(size_t)t.dtype] : nullptr;
+      sz_status st = SZ_OK;
+      if (given != nullptr) {
+        codebooks[i] = *given;
+        st = sz_codebook_validate(&codebooks[i]);
+        if (st == SZ_OK && codebooks[i].dtype != (uint8_t)t.dtype) st = SZ_ERROR_BAD_CODEBOOK;
+      } else {
+        st = sz_default_codebook(t.dtype, SZ_KIND_GENERIC, &codebooks[i]);
+      }
+      if (st == SZ_OK) st = sz_codebook_serialize(&codebooks[i], e.codebook, sizeof e.codebook);
+      if (st != SZ_OK) return fail(error, st, "tensor " + t.name + ": codebook: " + sz_status_name(st));
+    }
+    hello.tensors.push_back(std::move(e));
+    const uint64_t n = t.size / w;
+    first_seq[i + 1] = first_seq[i] + (n + opt.chunk_values - 1) / opt.chunk_values;
+    stats.raw_bytes += t.size;
+  }
+  if (hello.tensors.size() > 0xFFFFFFFFu) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "too many tensors");
+  const uint64_t total = first_seq[tensors.size()];
+  const std::vector<uint8_t> hello_bytes = proto::encode_hello(hello);
+  if (hello_bytes.size() > proto::kMaxHelloBytes)
+    return fail(error, SZ_ERROR_INVALID_ARGUMENT, "tensor list too long for one handshake");
+
+  // ---- connect and handshake ----
+  Ucx ucx;
+  sz_status st = ucx.init(error);
+  if (st != SZ_OK) return st;
+  st = ucx.connect(host, port, error);
+  if (st != SZ_OK) return st;
+
+  const double t_start = now_s();
+  const uint64_t data_tag = proto::tag_of(proto::kChunk, hello.session);
+  const uint64_t ctrl_tag = proto::tag_of(proto::kTagToSender, hello.session);
+
+  uint8_t hello_header[proto::kHeaderSize];
+  {
+    proto::Header h;
+    h.type = proto::kHello;
+    h.flags = proto::kFlagPayloadHash;
+    h.payload_size = hello_bytes.size();
+    h.payload_hash = proto::h32(hello_bytes.data(), hello_bytes.size());
+    proto::write_header(hello_header, h);
+  }
+  Op hello_op;
+  std::vector<uint8_t> ctrl_buf(proto::kHeaderSize + 2048);
+  Op ctrl_op;
+
+  // Everything below that is in flight is cancelled by this before the buffers go away.
+  std::vector<Slot> slots;
+  std::unique_ptr<CodecPool> pool;
+  auto cleanup = [&](bool flush) {
+    if (pool) pool->stop();
+    for (auto& s : slots) ucx.cancel(&s.op);
+    ucx.cancel(&hello_op);
+    ucx.cancel(&ctrl_op);
+    ucx.close_ep(flush, flush ? 2.0 : 0.5);
+  };
+  auto peer_gone = [&]() {
+    return fail(error, SZ_ERROR_IO,
+                "connection to " + host + ":" + std::to_string(port) + " failed: " + ucs_text(ucx.ep_status()));
+  };
+
+  st = ucx.send(proto::tag_of(proto::kHello, hello.session), hello_header, sizeof hello_header, hello_bytes.data(),
+                hello_bytes.size(), &hello_op);
+  if (st != SZ_OK) {
+    cleanup(false);
+    return fail(error, SZ_ERROR_IO, "cannot send the handshake: " + ucs_text(hello_op.status));
+  }
+  stats.wire_bytes += sizeof hello_header + hello_bytes.size();
+  if (ucx.recv(ctrl_tag, proto::kTagFull, ctrl_buf.data(), ctrl_buf.size(), &ctrl_op) != SZ_OK) {
+    cleanup(false);
+    return fail(error, SZ_ERROR_IO, "cannot post a receive: " + ucs_text(ctrl_op.status));
+  }
+
+  // Parses a control message; returns false with *error set on anything unexpected.
+  uint64_t consumed = 0;
+  bool got_result = false;
+  uint32_t result_status = 0;
+  std::string result_text;
+  auto take_ctrl = [&](proto::Header* h, std::string* text, uint32_t* status) -> sz_status {
+    const ucs_status_t us = ucx.reap(&ctrl_op);
+    if (us != UCS_OK) return fail(error, SZ_ERROR_IO, "receive from the receiver failed: " + ucs_text(us));
+    const size_t len = ctrl_op.length;
+    sz_status hs = proto::read_header(ctrl_buf.data(), len, h);
+    if (hs != SZ_OK) return fail(error, SZ_ERROR_CORRUPT, "the receiver sent a malformed message header");
+    if (h->payload_size != len - proto::kHeaderSize)
+      return fail(error, SZ_ERROR_CORRUPT, "the receiver sent a message of the wrong length");
+    const uint8_t* payload = ctrl_buf.data() + proto::kHeaderSize;
+    if ((h->flags & proto::kFlagPayloadHash) && proto::h32(payload, h->payload_size) != h->payload_hash)
+      return fail(error, SZ_ERROR_CHECKSUM, "a message from the receiver failed its check");
+    if (h->type == proto::kHelloAck || h->type == proto::kResult) {
+      if (proto::decode_status(payload, h->payload_size, status, text) != SZ_OK)
+        return fail(error, SZ_ERROR_CORRUPT, "the receiver sent a malformed status");
+    } else if (h->type != proto::kCredit) {
+      return fail(error, SZ_ERROR_CORRUPT, "the receiver sent an unexpected message type");
+    }
+    return SZ_OK;
+  };
+  auto peer_status = [](uint32_t s) { return (s > 0 && s <= SZ_ERROR_INTERNAL) ? (sz_status)s : SZ_ERROR_IO; };
+
+  // Wait for HELLO_ACK.
+  {
+    double last = now_s();
+    for (;;) {
+      ucx.progress();
+      if (hello_op.active && hello_op.done) {
+        if (ucx.reap(&hello_op) != UCS_OK && !ucx.ep_failed()) {
+          cleanup(false);
+          return fail(error, SZ_ERROR_IO, "sending the handshake failed: " + ucs_text(hello_op.status));
+        }
+      }
+      if (ctrl_op.done) {
+        proto::Header h;
+        std::string text;
+        uint32_t status = 0;
+        st = take_ctrl(&h, &text, &status);
+        if (st != SZ_OK) {
+          cleanup(false);
+          return st;
+        }
+        if (h.type != proto::kHelloAck) {
+          cleanup(false);
+          return fail(error, SZ_ERROR_CORRUPT, "the receiver answered the handshake with another message");
+        }
+        if (status != SZ_OK) {
+          cleanup(false);
+          return fail(error, peer_status(status), "the receiver refused the transfer: " + text);
+        }
+        break;
+      }
+      if (ucx.ep_failed()) {
+        cleanup(false);
+        return peer_gone();
+      }
+      if (now_s() - last > opt.timeout_s) {
+        cleanup(false);
+        return fail(error, SZ_ERROR_IO, "no answer to the handshake within " + std::to_string(opt.timeout_s) + " s");
+      }
+      ucx.wait(0.05);
+    }
+    if (ucx.recv(ctrl_tag, proto::kTagFull, ctrl_buf.data(), ctrl_buf.size(), &ctrl_op) != SZ_OK) {
+      cleanup(false);
+      return fail(error, SZ_ERROR_IO, "cannot post a receive");
+    }
+  }
+  stats.handshake_seconds = now_s() - t_start;
+
+  // ---- the pipeline ----
+  const size_t nslots = (size_t)opt.window + threads;
+  const bool tamper = static_cast<bool>(opt.faults.tamper);
+  const size_t slot_capacity =
+      (raw && !tamper) ? 0
+                       : (raw ? (size_t)(opt.chunk_values * max_value_bytes)
+                              : (size_t)SZ_COMPRESS_BOUND(opt.chunk_values, max_value_bytes));
+  slots.resize(nslots);
+  for (auto& s : slots) s.buf.resize(slot_capacity);
+  std::vector<int> slot_of_seq(nslots, -1);  // ring: seq % nslots -> slot, for seqs assigned and not yet sent
+
+  sz_params params = sz_params_default();
+  params.threads = 1;
+  params.chunk_log2 = opt.frame_chunk_log2;
+  params.flags = SZ_FLAG_CHECKSUMS;
+
+  auto encode = [&](unsigned, int si) {
+    Slot& s = slots[(size_t)si];
+    const Job& j = s.job;
+    s.status = SZ_OK;
+    if (raw) {
+      if (tamper) {
+        memcpy(s.buf.data(), j.src, j.bytes);
+        s.payload = s.buf.data();
+      } else {
+        s.payload = j.src;
+      }
+      s.payload_size = j.bytes;
+    } else {
+      size_t out = 0;
+      s.status = sz_compress(j.src, j.n_values, tensors[j.tensor].dtype, &codebooks[j.tensor], &params,
+                             s.buf.data(), s.buf.size(), &out);
+      s.payload = s.buf.data();
+      s.payload_size = out;
+    }
+    proto::Header h;
+    h.type = proto::kChunk;
+    h.flags = raw ? proto::kFlagPayloadHash : 0;
+    h.seq = s.seq;
+    h.tensor = j.tensor;
+    h.chunk = j.chunk;
+    h.payload_size = s.payload_size;
+    h.payload_hash = raw ? proto::h32(s.payload, s.payload_size) : 0;
+    proto::write_header(s.header, h);
+  };
+  pool.reset(new CodecPool(threads, encode, [&ucx] { ucx.wake(); }));
+
+  uint64_t next_job = 0;   // next seq to hand to a codec thread
+  uint64_t next_send = 0;  // next seq to hand to UCX
+  uint32_t job_tensor = 0;
+  const double rate = opt.rate_bytes_per_s;
+  const double bucket_cap =
+      std::max((double)(proto::kHeaderSize + std::max(slot_capacity, (size_t)(opt.chunk_values * max_value_bytes))),
+               rate * 0.002);
+  double tokens = 0;
+  double t_refill = now_s();
+  double last_activity = now_s();
+  const double t_data = now_s();
+  bool stalled = false;
+
+  for (;;) {
+    bool active = ucx.progress();
+    if (ucx.ep_failed()) {
+      cleanup(false);
+      return peer_gone();
+    }
+    // control messages: credits and the final result
+    while (ctrl_op.done) {
+      proto::Header h;
+      std::string text;
+      uint32_t status = 0;
+      st = take_ctrl(&h, &text, &status);
+      if (st != SZ_OK) {
+        cleanup(false);
+        return st;
+      }
+      active = true;
+      if (h.type == proto::kCredit) {
+        if (h.chunk < consumed || h.chunk > next_send) {
+          cleanup(false);
+          return fail(error, SZ_ERROR_CORRUPT, "the receiver sent an impossible credit");
+        }
+        consumed = h.chunk;
+      } else if (h.type == proto::kResult) {
+        got_result = true;
+        result_status = status;
+        result_text = text;
+      } else {
+        cleanup(false);
+        return fail(error, SZ_ERROR_CORRUPT, "unexpected message from the receiver");
+      }
+      if (got_result) break;
+      if (ucx.recv(ctrl_tag, proto::kTagFull, ctrl_buf.data(), ctrl_buf.size(), &ctrl_op) != SZ_OK) {
+        cleanup(false);
+        return fail(error, SZ_ERROR_IO, "cannot post a receive");
+      }
+      ucx.progress();
+    }
+    if (got_result) {
+      if (result_status != SZ_OK) {
+        cleanup(false);
+        return fail(error, peer_status(result_status), "the receiver failed: " + result_text);
+      }
+      if (consumed != total || next_send != total) {
+        cleanup(false);
+        return fail(error, SZ_ERROR_CORRUPT, "the receiver reported success before receiving everything");
+      }
+      break;
+    }
+    // completed sends free their slots
+    for (auto& s : slots) {
+      if (s.state == Slot::kSending && s.op.done) {
+        const ucs_status_t us = ucx.reap(&s.op);
+        if (us != UCS_OK) {
+          cleanup(false);
+          return fail(error, SZ_ERROR_IO, "send failed: " + ucs_text(us));
+        }
+        s.state = Slot::kFree;
+        active = true;
+      }
+    }
+    // finished encodes
+    int done_slot;
+    while (pool->pop_done(&done_slot)) {
+      Slot& s = slots[(size_t)done_slot];
+      if (s.status != SZ_OK) {
+        cleanup(false);
+        return fail(error, s.status, std::string("compression failed: ") + sz_status_name(s.status));
+      }
+      s.state = Slot::kReady;
+      active = true;
+    }
+    // hand new jobs to free slots
+    for (size_t i = 0; i < nslots && next_job < total && next_job < next_send + nslots; ++i) {
+      Slot& s = slots[i];
+      if (s.state != Slot::kFree) continue;
+      while (first_seq[job_tensor + 1] <= next_job) ++job_tensor;
+      const Tensor& t = tensors[job_tensor];
+      const size_t w = sz_dtype_size(t.dtype);
+      const uint64_t c = next_job - first_seq[job_tensor];
+      const uint64_t n_total = t.size / w;
+      const uint64_t begin = c * opt.chunk_values;
+      s.job.tensor = job_tensor;
+      s.job.chunk = c;
+      s.job.n_values = std::min<uint64_t>(opt.chunk_values, n_total - begin);
+      s.job.src = static_cast<const uint8_t*>(t.data) + begin * w;
+      s.job.bytes = (size_t)(s.job.n_values * w);
+      s.seq = next_job;
+      s.state = Slot::kEncoding;
+      slot_of_seq[next_job % nslots] = (int)i;
+      pool->submit((int)i);
+      ++next_job;
+      active = true;
+    }
+    // send in order, within the window and the token bucket
+    double wait_s = 0.05;
+    bool throttled = false;
+    while (!stalled && next_send < next_job && next_send < consumed + opt.window) {
+      const int si = slot_of_seq[next_send % nslots];
+      Slot& s = slots[(size_t)si];
+      if (s.state != Slot::kReady) break;
+      const size_t msg = proto::kHeaderSize + s.payload_size;
+      if (rate > 0) {
+        const double t = now_s();
+        tokens = std::min(bucket_cap, tokens + (t - t_refill) * rate);
+        t_refill = t;
+        if (tokens < (double)msg) {
+          wait_s = std::min(wait_s, ((double)msg - tokens) / rate);
+          throttled = true;
+          break;
+        }
+        tokens -= (double)msg;
+      }
+      if (opt.faults.tamper) opt.faults.tamper(s.seq, const_cast<uint8_t*>(s.payload), s.payload_size);
+      if (ucx.send(data_tag, s.header, proto::kHeaderSize, s.payload, s.payload_size, &s.op) != SZ_OK) {
+        if (ucx.ep_failed()) {
+          cleanup(false);
+          return peer_gone();
+        }
+        cleanup(false);
+        return fail(error, SZ_ERROR_IO, "send failed: " + ucs_text(s.op.status));
+      }
+      s.state = Slot::kSending;
+      stats.payload_bytes += s.payload_size;
+      stats.wire_bytes += msg;
+      ++stats.messages;
+      ++next_send;
+      active = true;
+      if (opt.faults.die_after_chunks != 0 && next_send == opt.faults.die_after_chunks && opt.faults.die) {
+        ucx.progress();
+        opt.faults.die();
+      }
+      if (opt.faults.stall_after_chunks != 0 && next_send == opt.faults.stall_after_chunks) stalled = true;
+    }
+    const double t = now_s();
+    for (const auto& s : slots) {
+      if (s.state == Slot::kEncoding) throttled = true;  // our own codec is busy: not a stalled peer
+    }
+    if (active || throttled) last_activity = t;
+    if (active) continue;
+    if (t - last_activity > opt.timeout_s) {
+      cleanup(false);
+      return fail(error, SZ_ERROR_IO,
+                  "transfer stalled: nothing happened for " + std::to_string(opt.timeout_s) + " s (sent " +
+                      std::to_string(next_send) + " of " + std::to_string(total) + " messages, " +
+                      std::to_string(consumed) + " confirmed)");
+    }
+    ucx.wait(wait_s);
+  }
+  stats.seconds = now_s() - t_data;
+  pool->stop();
+  stats.codec_seconds = pool->cpu_seconds();
+  cleanup(true);
+  if (stats_out != nullptr) *stats_out = stats;
+  return SZ_OK;
+}
+
+}  // namespace transfer
+}  // namespace splitzip

@@ -1,0 +1,348 @@
+// ucx.cpp — see ucx.h.
+#include "ucx.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+
+namespace splitzip {
+namespace transfer {
+
+std::string ucs_text(ucs_status_t status) { return ucs_status_string(status); }
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void conn_cb(ucp_conn_request_h request, void* arg) { static_cast<Ucx*>(arg)->on_conn_request(request); }
+void ep_err_cb(void* arg, ucp_ep_h, ucs_status_t status) { static_cast<Ucx*>(arg)->on_ep_error(status); }
+
+void send_cb(void*, ucs_status_t status, void* user_data) {
+  Op* op = static_cast<Op*>(user_data);
+  op->status = status;
+  op->done = true;
+}
+
+void recv_cb(void*, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data) {
+  Op* op = static_cast<Op*>(user_data);
+  op->status = status;
+  if (info != nullptr && status == UCS_OK) {
+    op->length = info->length;
+    op->sender_tag = info->sender_tag;
+  }
+  op->done = true;
+}
+
+// Resolves host:port into a socket address. `passive` for a listener (numeric addresses only).
+bool resolve(const std::string& host, uint16_t port, bool passive, sockaddr_storage* out, socklen_t* len,
+             std::string* error) {
+  addrinfo hints;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = passive ? (AI_PASSIVE | AI_NUMERICHOST) : 0;
+  addrinfo* res = nullptr;
+  const std::string service = std::to_string(port);
+  const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
+  if (rc != 0 || res == nullptr) {
+    *error = "cannot resolve address '" + host + "': " + gai_strerror(rc);
+    return false;
+  }
+  memcpy(out, res->ai_addr, res->ai_addrlen);
+  *len = res->ai_addrlen;
+  freeaddrinfo(res);
+  return true;
+}
+
+}  // namespace
+
+Ucx::~Ucx() {
+  if (ep_ != nullptr) close_ep(false, 1.0);
+  for (auto r : conn_requests_) ucp_listener_reject(listener_, r);
+  conn_requests_.clear();
+  if (listener_ != nullptr) ucp_listener_destroy(listener_);
+  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+  if (context_ != nullptr) ucp_cleanup(context_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+sz_status Ucx::init(std::string* error) {
+  ucp_config_t* config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+  if (st != UCS_OK) {
+    *error = "UCX configuration: " + ucs_text(st);
+    return SZ_ERROR_IO;
+  }
+  ucp_params_t params;
+  memset(&params, 0, sizeof params);
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  st = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  if (st != UCS_OK) {
+    *error = "UCX init: " + ucs_text(st);
+    return SZ_ERROR_IO;
+  }
+  ucp_worker_params_t wp;
+  memset(&wp, 0, sizeof wp);
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+  st = ucp_worker_create(context_, &wp, &worker_);
+  if (st != UCS_OK) {
+    *error = "UCX worker: " + ucs_text(st);
+    return SZ_ERROR_IO;
+  }
+  st = ucp_worker_get_efd(worker_, &ucx_fd_);
+  if (st != UCS_OK) {
+    *error = "UCX worker event fd: " + ucs_text(st);
+    return SZ_ERROR_IO;
+  }
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    *error = std::string("eventfd: ") + strerror(errno);
+    return SZ_ERROR_IO;
+  }
+  return SZ_OK;
+}
+
+sz_status Ucx::listen(const std::string& address, uint16_t port, uint16_t* bound_port, std::string* error) {
+  sockaddr_storage sa;
+  socklen_t len = 0;
+  if (!resolve(address, port, true, &sa, &len, error)) return SZ_ERROR_INVALID_ARGUMENT;
+  ucp_listener_params_t lp;
+  memset(&lp, 0, sizeof lp);
+  lp.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+  lp.sockaddr.addr = reinterpret_cast<const sockaddr*>(&sa);
+  lp.sockaddr.addrlen = len;
+  lp.conn_handler.cb = conn_cb;
+  lp.conn_handler.arg = this;
+  ucs_status_t st = ucp_listener_create(worker_, &lp, &listener_);
+  if (st != UCS_OK) {
+    *error = "cannot listen on " + address + ":" + std::to_string(port) + ": " + ucs_text(st);
+    return SZ_ERROR_IO;
+  }
+  ucp_listener_attr_t attr;
+  memset(&attr, 0, sizeof attr);
+  attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+  st = ucp_listener_query(listener_, &attr);
+  if (st != UCS_OK) {
+    *error = "UCX listener query: " + ucs_text(st);
+    return SZ_ERROR_IO;
+  }
+  if (attr.sockaddr.ss_family == AF_INET) {
+    *bound_port = ntohs(reinterpret_cast<const sockaddr_in*>(&attr.sockaddr)->sin_port);
+  } else if (attr.sockaddr.ss_family == AF_INET6) {
+    *bound_port = ntohs(reinterpret_cast<const sockaddr_in6*>(&attr.sockaddr)->sin6_port);
+  } else {
+    *error = "UCX listener has an unknown address family";
+    return SZ_ERROR_IO;
+  }
+  return SZ_OK;
+}
+
+sz_status Ucx::connect(const std::string& host, uint16_t port, std::string* error) {
+  sockaddr_storage sa;
+  socklen_t len = 0;
+  if (!resolve(host, port, false, &sa, &len, error)) return SZ_ERROR_INVALID_ARGUMENT;
+  ucp_ep_params_t ep;
+  memset(&ep, 0, sizeof ep);
+  ep.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  ep.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+  ep.sockaddr.addr = reinterpret_cast<const sockaddr*>(&sa);
+  ep.sockaddr.addrlen = len;
+  ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  ep.err_handler.cb = ep_err_cb;
+  ep.err_handler.arg = this;
+  const ucs_status_t st = ucp_ep_create(worker_, &ep, &ep_);
+  if (st != UCS_OK) {
+    ep_ = nullptr;
+    *error = "cannot connect to " + host + ":" + std::to_string(port) + ": " + ucs_text(st);
+    return SZ_ERROR_IO;
+  }
+  ep_failed_ = false;
+  return SZ_OK;
+}
+
+void Ucx::on_conn_request(ucp_conn_request_h request) {
+  if (ep_ != nullptr || conn_requests_.size() >= 16) {
+    ucp_listener_reject(listener_, request);  // one peer at a time
+    return;
+  }
+  conn_requests_.push_back(request);
+}
+
+void Ucx::on_ep_error(ucs_status_t status) {
+  ep_failed_ = true;
+  ep_status_ = status;
+}
+
+sz_status Ucx::accept(std::string* error) {
+  if (conn_requests_.empty()) return SZ_ERROR_INTERNAL;
+  ucp_conn_request_h req = conn_requests_.front();
+  conn_requests_.erase(conn_requests_.begin());
+  ucp_ep_params_t ep;
+  memset(&ep, 0, sizeof ep);
+  ep.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  ep.conn_request = req;
+  ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  ep.err_handler.cb = ep_err_cb;
+  ep.err_handler.arg = this;
+  const ucs_status_t st = ucp_ep_create(worker_, &ep, &ep_);
+  if (st != UCS_OK) {
+    ep_ = nullptr;
+    *error = "cannot accept a connection: " + ucs_text(st);
+    return SZ_ERROR_IO;
+  }
+  ep_failed_ = false;
+  ep_status_ = UCS_OK;
+  for (auto r : conn_requests_) ucp_listener_reject(listener_, r);
+  conn_requests_.clear();
+  return SZ_OK;
+}
+
+sz_status Ucx::send(uint64_t tag, const void* a, size_t a_size, const void* b, size_t b_size, Op* op) {
+  if (ep_ == nullptr || ep_failed_) return SZ_ERROR_IO;
+  *op = Op();
+  ucp_request_param_t p;
+  memset(&p, 0, sizeof p);
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  p.cb.send = send_cb;
+  p.user_data = op;
+  ucs_status_ptr_t r;
+  if (b_size == 0) {
+    r = ucp_tag_send_nbx(ep_, a, a_size, tag, &p);
+  } else {
+    op->iov[0].buffer = const_cast<void*>(a);
+    op->iov[0].length = a_size;
+    op->iov[1].buffer = const_cast<void*>(b);
+    op->iov[1].length = b_size;
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+    p.datatype = ucp_dt_make_iov();
+    r = ucp_tag_send_nbx(ep_, op->iov, 2, tag, &p);
+  }
+  if (UCS_PTR_IS_ERR(r)) {
+    op->status = UCS_PTR_STATUS(r);
+    return SZ_ERROR_IO;
+  }
+  op->active = true;
+  if (r == nullptr) {
+    op->done = true;
+    op->status = UCS_OK;
+  } else {
+    op->request = r;
+  }
+  return SZ_OK;
+}
+
+sz_status Ucx::recv(uint64_t tag, uint64_t mask, void* buffer, size_t capacity, Op* op) {
+  *op = Op();
+  ucp_request_param_t p;
+  memset(&p, 0, sizeof p);
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  p.cb.recv = recv_cb;
+  p.user_data = op;
+  ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, buffer, capacity, tag, mask, &p);
+  if (UCS_PTR_IS_ERR(r)) {
+    op->status = UCS_PTR_STATUS(r);
+    return SZ_ERROR_IO;
+  }
+  op->active = true;
+  if (r == nullptr) {
+    // Not expected with NO_IMM_CMPL; treat as a completion of unknown length, which the caller rejects.
+    op->done = true;
+    op->status = UCS_ERR_NO_MESSAGE;
+  } else {
+    op->request = r;
+  }
+  return SZ_OK;
+}
+
+ucs_status_t Ucx::reap(Op* op) {
+  if (op->request != nullptr) ucp_request_free(op->request);
+  op->request = nullptr;
+  op->active = false;
+  return op->status;
+}
+
+void Ucx::cancel(Op* op) {
+  if (!op->active) return;
+  if (!op->done && op->request != nullptr) {
+    ucp_request_cancel(worker_, op->request);
+    const double deadline = now_s() + 2.0;
+    while (!op->done && now_s() < deadline) {
+      if (!ucp_worker_progress(worker_)) usleep(100);
+    }
+  }
+  if (op->done) {
+    reap(op);
+  } else {
+    // The request would not finish: leave it to UCX (freed on completion); its buffer must outlive the worker,
+    // which the owners guarantee by destroying the worker before their buffers.
+    ucp_request_free(op->request);
+    op->request = nullptr;
+    op->active = false;
+  }
+}
+
+bool Ucx::progress() {
+  bool any = false;
+  while (ucp_worker_progress(worker_) != 0) any = true;
+  return any;
+}
+
+void Ucx::wait(double max_seconds) {
+  if (ucp_worker_progress(worker_) != 0) return;
+  const ucs_status_t st = ucp_worker_arm(worker_);
+  if (st == UCS_ERR_BUSY) return;
+  pollfd fds[2];
+  fds[0].fd = ucx_fd_;
+  fds[0].events = POLLIN;
+  fds[1].fd = wake_fd_;
+  fds[1].events = POLLIN;
+  if (max_seconds < 0) max_seconds = 0;
+  timespec ts;
+  ts.tv_sec = (time_t)max_seconds;
+  ts.tv_nsec = (long)((max_seconds - (double)ts.tv_sec) * 1e9);
+  ppoll(fds, 2, &ts, nullptr);
+  uint64_t v;
+  while (read(wake_fd_, &v, sizeof v) == (ssize_t)sizeof v) {
+  }
+}
+
+void Ucx::wake() {
+  const uint64_t one = 1;
+  ssize_t r = write(wake_fd_, &one, sizeof one);
+  (void)r;
+}
+
+void Ucx::close_ep(bool flush, double timeout_s) {
+  if (ep_ == nullptr) return;
+  ucp_request_param_t p;
+  memset(&p, 0, sizeof p);
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  p.flags = (flush && !ep_failed_) ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
+  ucs_status_ptr_t r = ucp_ep_close_nbx(ep_, &p);
+  ep_ = nullptr;
+  if (r != nullptr && !UCS_PTR_IS_ERR(r)) {
+    const double deadline = now_s() + timeout_s;
+    while (ucp_request_check_status(r) == UCS_INPROGRESS && now_s() < deadline) {
+      if (!ucp_worker_progress(worker_)) usleep(100);
+    }
+    ucp_request_free(r);
+  }
+}
+
+}  // namespace transfer
+}  // namespace splitzip

@@ -1,0 +1,87 @@
+// ucx.h — a small single-threaded wrapper over UCX ucp: one context, one worker, at most one endpoint, an optional
+// listener; tagged sends and receives tracked as Op objects; an event loop that sleeps on the worker's event fd and
+// on an eventfd that other threads (the codec threads) use to wake it.
+//
+// Only the thread that owns the Ucx object calls into UCX (UCS_THREAD_MODE_SINGLE); wake() is the one call that
+// other threads may make.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <string>
+#include <vector>
+
+#include <ucp/api/ucp.h>
+
+#include "splitzip/splitzip.h"
+
+namespace splitzip {
+namespace transfer {
+
+struct Op {
+  void* request = nullptr;   // UCX request handle while in flight
+  bool active = false;       // posted and not yet reaped
+  bool done = false;         // the completion callback ran
+  ucs_status_t status = UCS_OK;
+  size_t length = 0;         // received length (receives)
+  uint64_t sender_tag = 0;   // tag of the matched message (receives)
+  ucp_dt_iov_t iov[2] = {};  // a two-part send (header + payload) refers to this until it completes
+};
+
+class Ucx {
+ public:
+  Ucx() = default;
+  ~Ucx();
+  Ucx(const Ucx&) = delete;
+  Ucx& operator=(const Ucx&) = delete;
+
+  sz_status init(std::string* error);
+  sz_status listen(const std::string& address, uint16_t port, uint16_t* bound_port, std::string* error);
+  sz_status connect(const std::string& host, uint16_t port, std::string* error);
+  // Takes the oldest pending connection request and makes it the endpoint. Further requests are rejected while an
+  // endpoint exists.
+  bool has_conn_request() const { return !conn_requests_.empty(); }
+  sz_status accept(std::string* error);
+
+  // buffers must stay valid until the op is reaped (done and reap()ed) or cancelled.
+  sz_status send(uint64_t tag, const void* a, size_t a_size, const void* b, size_t b_size, Op* op);
+  sz_status recv(uint64_t tag, uint64_t mask, void* buffer, size_t capacity, Op* op);
+  // Frees the request of a completed op; returns its status. Call only when op->done.
+  ucs_status_t reap(Op* op);
+  // Cancels an op in flight and progresses until its callback ran (bounded by a short time).
+  void cancel(Op* op);
+
+  // Progresses the worker until it has nothing more to do. Returns true if anything happened.
+  bool progress();
+  // Sleeps until UCX has an event, wake() was called, or max_seconds passed.
+  void wait(double max_seconds);
+  // Thread safe: wakes wait().
+  void wake();
+
+  bool ep_failed() const { return ep_failed_; }
+  ucs_status_t ep_status() const { return ep_status_; }
+  bool has_ep() const { return ep_ != nullptr; }
+  // Closes the endpoint: flushes it when `flush` (bounded by timeout), otherwise forces it closed.
+  void close_ep(bool flush, double timeout_s);
+
+  // Called from UCX callbacks.
+  void on_conn_request(ucp_conn_request_h request);
+  void on_ep_error(ucs_status_t status);
+
+ private:
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  ucp_listener_h listener_ = nullptr;
+  ucp_ep_h ep_ = nullptr;
+  int ucx_fd_ = -1;
+  int wake_fd_ = -1;
+  bool ep_failed_ = false;
+  ucs_status_t ep_status_ = UCS_OK;
+  std::vector<ucp_conn_request_h> conn_requests_;
+};
+
+std::string ucs_text(ucs_status_t status);
+
+}  // namespace transfer
+}  // namespace splitzip
