@@ -78,8 +78,8 @@ def main():
 
     rng = np.random.default_rng(args.seed)
     kv = load_kv()
-    prefill_blocks = rng.choice(args.num_blocks, size=args.request_blocks, replace=False)
-    decode_blocks = rng.choice(args.num_blocks, size=args.request_blocks, replace=False)
+    prefill_blocks = [int(b) for b in rng.choice(args.num_blocks, size=args.request_blocks, replace=False)]
+    decode_blocks = [int(b) for b in rng.choice(args.num_blocks, size=args.request_blocks, replace=False)]
 
     if args.device == "cuda":
         import torch

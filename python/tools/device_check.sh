@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The Python module on a GPU machine: `pip install .` with CUDA into that machine's python3 (torch, nanobind,
+# scikit-build-core already there, no network: no build isolation), then the whole pytest suite (GPU tests
+# included), the paged-KV example on the GPU and a short timing of the Python API against a device copy.
+# Usage (from the repo root): bash python/tools/device_check.sh [XXHASH_INCLUDE_DIR]
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+repo=$(pwd)
+args=(-Ccmake.define.CMAKE_CUDA_ARCHITECTURES=90-real -Cbuild-dir=/tmp/splitzip-wheel-build)
+[ -n "${1:-}" ] && args+=("-Ccmake.define.SPLITZIP_XXHASH_INCLUDE_DIR=$(realpath "$1")")
+t0=$(date +%s)
+python3 -m pip install --no-build-isolation --no-deps -q "${args[@]}" . || { echo "pip install failed"; exit 1; }
+echo "== pip install . (CUDA, sm_90): $(( $(date +%s) - t0 )) s"
+python3 -c "import splitzip, torch; print('splitzip', splitzip.__version__, 'cuda_available', splitzip.cuda_available(), 'torch', torch.__version__, 'custom ops', splitzip.register_torch_ops())"
+cd /tmp || exit 1
+rc=0
+python3 -m pytest -q -rs -p no:cacheprovider "$repo/python/tests" 2>&1 | tail -40 || rc=1
+[ "${PIPESTATUS[0]}" -ne 0 ] && rc=1
+echo "== example on the GPU"
+python3 "$repo/examples/paged_kv.py" --device cuda || rc=1
+echo "== example on the CPU"
+python3 "$repo/examples/paged_kv.py" --num-blocks 64 --request-blocks 16 || rc=1
+echo "== timing"
+python3 "$repo/python/tools/gpu_timing.py" || rc=1
+exit $rc
