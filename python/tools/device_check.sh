@@ -14,8 +14,9 @@ echo "== pip install . (CUDA, sm_90): $(( $(date +%s) - t0 )) s"
 python3 -c "import splitzip, torch; print('splitzip', splitzip.__version__, 'cuda_available', splitzip.cuda_available(), 'torch', torch.__version__, 'custom ops', splitzip.register_torch_ops())"
 cd /tmp || exit 1
 rc=0
-python3 -m pytest -q -rs -p no:cacheprovider "$repo/python/tests" 2>&1 | tail -40 || rc=1
-[ "${PIPESTATUS[0]}" -ne 0 ] && rc=1
+python3 -m pytest -q -rs -p no:cacheprovider "$repo/python/tests" > /tmp/splitzip-pytest.log 2>&1 || rc=1
+tail -60 /tmp/splitzip-pytest.log
+[ -n "${OUT:-}" ] && cp /tmp/splitzip-pytest.log "$OUT/pytest.log"
 echo "== example on the GPU"
 python3 "$repo/examples/paged_kv.py" --device cuda || rc=1
 echo "== example on the CPU"
