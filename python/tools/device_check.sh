@@ -2,12 +2,18 @@
 # The Python module on a GPU machine: `pip install .` with CUDA into that machine's python3 (torch, nanobind,
 # scikit-build-core already there, no network: no build isolation), then the whole pytest suite (GPU tests
 # included), the paged-KV example on the GPU and a short timing of the Python API against a device copy.
-# Usage (from the repo root): bash python/tools/device_check.sh [XXHASH_INCLUDE_DIR]
+# Usage (from the repo root): bash python/tools/device_check.sh
+# Carried along when present (the device machine has no network): build-py/whl/*.whl (nanobind and
+# scikit-build-core of the versions used here) and build-py/devdeps/xxhash.h (Debian's libxxhash-dev header).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 repo=$(pwd)
 args=(-Ccmake.define.CMAKE_CUDA_ARCHITECTURES=90-real -Cbuild-dir=/tmp/splitzip-wheel-build)
-[ -n "${1:-}" ] && args+=("-Ccmake.define.SPLITZIP_XXHASH_INCLUDE_DIR=$(realpath "$1")")
+if compgen -G "build-py/whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site build-py/whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+[ -f build-py/devdeps/xxhash.h ] && args+=("-Ccmake.define.SPLITZIP_XXHASH_INCLUDE_DIR=$repo/build-py/devdeps")
 t0=$(date +%s)
 python3 -m pip install --no-build-isolation --no-deps -q "${args[@]}" . || { echo "pip install failed"; exit 1; }
 echo "== pip install . (CUDA, sm_90): $(( $(date +%s) - t0 )) s"
