@@ -13,8 +13,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include <sys/stat.h>
 
@@ -29,7 +31,8 @@ namespace {
 struct BenchOptions {
   std::vector<std::string> files;
   std::string dtype, format = "auto", codebook, kind = "generic";
-  std::vector<unsigned> threads{1};
+  std::string threads_list = "1";
+  std::vector<unsigned> threads;
   unsigned iters = 5;
   unsigned chunk_log2 = SZ_DEFAULT_CHUNK_LOG2;
   bool no_checksum = false;
@@ -184,7 +187,8 @@ Row bench_cpu(const std::vector<Tensor>& tensors, const sz_params& params, unsig
   row.memcpy_gbps = gbps(total, median(cpy));
   row.exact = exact && deterministic ? "yes" : "NO";
   if (!deterministic) row.note = "frames differ between runs";
-  row.device = "cpu x" + std::to_string(threads);
+  unsigned shown = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
+  row.device = "cpu x" + std::to_string(shown);
   if (frames_out) {
     frames_out->clear();
     for (size_t i = 0; i < tensors.size(); ++i) {
@@ -238,8 +242,8 @@ Row bench_gpu(const std::vector<Tensor>& tensors, const sz_params& params, unsig
     check_status(sz_cuda_decompress_workspace_size(size_t(bound[i]), size_t(t.bytes), &w), "GPU workspace");
     ws = std::max(ws, w);
   }
-  DeviceBuffer d_src(size_t(total)), d_frames(size_t(frames_total)), d_out(size_t(total)), d_copy(size_t(total)),
-      d_ws(ws), d_sizes(nt * sizeof(uint64_t)), d_status(nt * sizeof(int32_t));
+  DeviceBuffer d_src{size_t(total)}, d_frames{size_t(frames_total)}, d_out{size_t(total)}, d_copy{size_t(total)},
+      d_ws{ws}, d_sizes{nt * sizeof(uint64_t)}, d_status{nt * sizeof(int32_t)};
   for (const Tensor& t : tensors)
     if (t.bytes)
       cuda_check(cudaMemcpy(d_src.as<uint8_t>() + t.out_offset, t.src, size_t(t.bytes), cudaMemcpyHostToDevice),
@@ -355,9 +359,8 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("files", o->files, "Raw (with --dtype or FILE:DTYPE), .npy or .safetensors files")->required();
   sub->add_option("--dtype,-d", o->dtype, "Value type of raw files: bf16|fp16|fp32|fp8_e4m3|fp8_e5m2");
   sub->add_option("--format", o->format, "Input format: auto, raw, npy, safetensors")->default_val("auto");
-  sub->add_option("--threads,-T", o->threads, "CPU thread counts, comma-separated (0: all hardware threads)")
-      ->delimiter(',')
-      ->default_str("1");
+  sub->add_option("--threads,-T", o->threads_list, "CPU thread counts, comma-separated (0: all hardware threads)")
+      ->default_val("1");
   sub->add_option("--iters,-i", o->iters, "Timed rounds (after one warm-up); the median is reported")
       ->default_val(5)
       ->check(CLI::Range(1u, 100000u));
@@ -371,6 +374,17 @@ Command add_bench_command(CLI::App& app) {
   sub->add_flag("--cpu", o->cpu_only, "Run the CPU path only")->excludes(gpu);
 
   auto run = [o]() -> int {
+    o->threads.clear();
+    for (size_t pos = 0; pos <= o->threads_list.size();) {
+      size_t comma = std::min(o->threads_list.find(',', pos), o->threads_list.size());
+      std::string item = o->threads_list.substr(pos, comma - pos);
+      char* end = nullptr;
+      unsigned long t = std::strtoul(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || t > 4096)
+        throw CliError("--threads: '" + o->threads_list + "' is not a comma-separated list of thread counts");
+      o->threads.push_back(unsigned(t));
+      pos = comma + 1;
+    }
     std::optional<sz_dtype> default_dtype;
     if (!o->dtype.empty()) default_dtype = parse_dtype(o->dtype);
     InputFormat format = parse_format(o->format);
@@ -392,12 +406,17 @@ Command add_bench_command(CLI::App& app) {
     }
     (void)gpu;
 
-    std::printf("splitzip %s bench: median of %u runs after 1 warm-up; chunk %u values; checksums %s; codebook %s\n",
-                sz_version_string(), o->iters, 1u << o->chunk_log2, o->no_checksum ? "off" : "on",
-                o->codebook.empty() ? ("default (" + o->kind + ")").c_str() : o->codebook.c_str());
-    std::printf("GB/s = uncompressed bytes / median time; ideal = ratio if only codes, rest bits and 3 bytes per escape "
-                "were stored\n");
-    print_header();
+    bool header_printed = false;
+    auto header = [&]() {
+      if (header_printed) return;
+      header_printed = true;
+      std::string book = o->codebook.empty() ? "default (" + o->kind + ")" : o->codebook;
+      std::printf("splitzip %s bench: median of %u runs after 1 warm-up; chunk %u values; checksums %s; codebook %s\n",
+                  sz_version_string(), o->iters, 1u << o->chunk_log2, o->no_checksum ? "off" : "on", book.c_str());
+      std::printf("GB/s = uncompressed bytes / median time; ideal = the ratio if only codes, rest bits and 3 bytes "
+                  "per escape were stored\n");
+      print_header();
+    };
     int failures = 0;
     for (const std::string& arg : o->files) {
       std::string path;
@@ -424,6 +443,7 @@ Command add_bench_command(CLI::App& app) {
       }
       if (tensors.empty()) throw CliError(display_name(path) + ": holds no floating-point tensor");
       std::vector<Buffer> cpu_frames;
+      header();
       for (unsigned threads : o->threads) {
         Row row = bench_cpu(tensors, params, threads, o->iters, &cpu_frames);
         row.file = display_name(path);

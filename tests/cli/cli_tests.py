@@ -538,7 +538,7 @@ def case_bench_repo_data(r, ctx):
     path = os.path.join(REPO, "data", "kv_code_bf16_slice.bin")
     if not os.path.exists(path):
         raise Skip("data/kv_code_bf16_slice.bin is absent")
-    out = r.ok(["bench", "--iters", "1", "--cpu", "--threads", "1,2", "--dtype", "bf16", path], record=False)
+    out = r.ok(["bench", "--iters", "1", "--threads", "1,2", "--dtype", "bf16", path], record=False)
     rows = bench_rows(out)
     ratio = float(rows[0].split()[3])
     check(ratio > 1.2, "real BF16 KV compresses (ratio %.4f)" % ratio)
@@ -547,6 +547,26 @@ def case_bench_repo_data(r, ctx):
     os.rename(r.path("kv.bin"), r.path("kv.orig"))
     r.ok(["decompress", "-q", "kv.bin.spz"], record=False)
     same_bytes(r, "kv.bin", "kv.orig")
+
+
+def case_bench_formats(r, ctx):
+    """bench on .npy and mixed-dtype .safetensors inputs (every dtype, empty and tiny tensors, awkward sizes): every
+    row (CPU, and GPU when this build has CUDA and a device) is bit-exact."""
+    tensors = [("t%d" % i, st, (n,), gen_values(dt, n, 40 + i))
+               for i, (st, dt, n) in enumerate([("BF16", "bf16", 70001), ("F16", "fp16", 4097), ("F32", "fp32", 9),
+                                                ("F8_E4M3", "fp8_e4m3", 12345), ("F8_E5M2", "fp8_e5m2", 1),
+                                                ("BF16", "bf16", 0), ("I32", None, 3)])
+               if dt is not None] + [("ids", "I32", (3,), b"\0" * 12)]
+    r.write("mix.safetensors", safetensors_bytes(tensors))
+    r.write("a.npy", npy_bytes("<f4", (3, 333), gen_values("fp32", 999, 50)))
+    out = r.ok(["bench", "--iters", "2", "--threads", "1,2", "mix.safetensors", "a.npy"], record=False)
+    rows = bench_rows(out)
+    check(any(" mixed " in l for l in rows), "a mixed-dtype file is labelled mixed")
+    r.write("r.bin", gen_values("fp8_e5m2", 5000, 51))
+    rows = bench_rows(r.ok(["bench", "--iters", "1", "r.bin:fp8_e5m2", "--no-checksum", "--chunk-log2", "8"],
+                           record=False))
+    check(all(" fp8_e5m2 " in l for l in rows), "FILE:DTYPE sets the dtype")
+    r.fails(["bench", "r.bin"])
 
 
 def case_bench_shared_data(r, ctx):
@@ -582,6 +602,7 @@ CASES = {
     "interrupt": case_interrupt,
     "calibrate": case_calibrate,
     "bench_repo_data": case_bench_repo_data,
+    "bench_formats": case_bench_formats,
     "bench_shared_data": case_bench_shared_data,
 }
 
