@@ -433,32 +433,38 @@ sz_status decode_chunk(const DecodeCtx& d, uint64_t ci) {
     const size_t x = (size_t)((end - begin - g) / kEscapeBytes);
     const uint8_t* positions = record + g;
     const uint8_t* exps = positions + 2 * x;
-    // Escape lists first: positions strictly increasing and inside the chunk, exponents outside the codebook.
-    uint32_t prev = 0;
-    for (size_t i = 0; i < x; ++i) {
-      const uint32_t p = load_u16(positions + 2 * i);
-      if (p >= len || (i > 0 && p <= prev)) return SZ_ERROR_CORRUPT;
-      const uint32_t e = exps[i];
-      if (e >= (1u << t.exponent_bits) || d.tables.code_of[e] != 0xFF) return SZ_ERROR_CORRUPT;
-      prev = p;
-    }
     size_t j = 0;
     bool ok = true;
 #if defined(SPLITZIP_HAVE_AVX2_TU)
     if (d.avx2 && h.dtype == SZ_DTYPE_BF16) {
       j = len & ~(size_t)31;
-      ok = kernels::avx2::decode_bf16(rest, record, j, d.tables, out);
+      ok = kernels::avx2::decode_bf16(rest, record, (size_t)(h.off.end - h.off.exponents - begin), j, d.tables, out);
     }
 #endif
     if (j < len) ok &= decode_values(d, rest, record, j, len, out);
     if (!ok) return SZ_ERROR_CORRUPT;
     for (size_t j2 = len; j2 % 8 != 0; ++j2)
       if (field_at(record, j2, k) != 0) return SZ_ERROR_CORRUPT;
+    // Escapes: positions strictly increasing and inside the chunk, code 0, exponent outside the codebook; then the
+    // value is rebuilt with its own exponent. A code field lies in two bytes (k <= 4) and since x >= 1 the byte
+    // after the codes is still inside the record.
+    const uint8_t* code_of = d.tables.code_of;
+    const uint32_t code_mask = (1u << k) - 1;
+    const uint32_t exp_limit = 1u << t.exponent_bits;
+    uint32_t prev = 0;
     for (size_t i = 0; i < x; ++i) {
       const uint32_t p = load_u16(positions + 2 * i);
-      if (field_at(record, p, k) != 0) return SZ_ERROR_CORRUPT;
-      const uint32_t r = t.rest_bits == 8 ? rest[p] : field_at(rest, p, t.rest_bits);
-      store_joined(d, out, p, exps[i], r);
+      const uint32_t e = exps[i];
+      if (p >= len || (i > 0 && p <= prev) || e >= exp_limit || code_of[e] != 0xFF) return SZ_ERROR_CORRUPT;
+      const uint32_t bit = p * k;
+      if (((load_u16(record + bit / 8) >> (bit % 8)) & code_mask) != 0) return SZ_ERROR_CORRUPT;
+      if (h.dtype == SZ_DTYPE_BF16) {
+        const uint32_t r = rest[p];
+        store_u16(out + 2 * p, (uint16_t)(((r & 0x80u) << 8) | (e << 7) | (r & 0x7Fu)));
+      } else {
+        store_joined(d, out, p, e, t.rest_bits == 8 ? rest[p] : field_at(rest, p, t.rest_bits));
+      }
+      prev = p;
     }
   }
   if (h.checksums) {

@@ -63,16 +63,15 @@ size_t encode_bf16_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* cod
     uint32_t esc = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(c1, zero));
     const __m256i code = _mm256_subs_epu8(c1, one);
 
-    alignas(32) uint8_t ctmp[32];
-    _mm256_store_si256((__m256i*)ctmp, code);
-    uint8_t packed[4 * K + 8];
-    for (unsigned g = 0; g < 4; ++g) {
-      uint64_t v;
-      memcpy(&v, ctmp + 8 * g, 8);
-      const uint64_t p = _pext_u64(v, kPextMask[K]);
-      memcpy(packed + g * K, &p, 8);
-    }
-    memcpy(codes + i / 8 * K, packed, 4 * K);
+    // pext gathers the K low bits of 8 codes; the four 8K-bit groups are joined in a register (no store-to-load
+    // forwarding stalls) and stored as 4K bytes.
+    const uint64_t p0 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 0), kPextMask[K]);
+    const uint64_t p1 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 1), kPextMask[K]);
+    const uint64_t p2 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 2), kPextMask[K]);
+    const uint64_t p3 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 3), kPextMask[K]);
+    const unsigned __int128 joined = (unsigned __int128)p0 | ((unsigned __int128)p1 << (8 * K)) |
+                                     ((unsigned __int128)p2 << (16 * K)) | ((unsigned __int128)p3 << (24 * K));
+    memcpy(codes + i / 8 * K, &joined, 4 * K);
 
     if (esc != 0) {
       alignas(32) uint8_t etmp[32];
@@ -90,21 +89,32 @@ size_t encode_bf16_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* cod
 }
 
 template <unsigned K>
-bool decode_bf16_k(const uint8_t* rest, const uint8_t* codes, size_t len, const CodeTables& t, uint8_t* out) {
+bool decode_bf16_k(const uint8_t* rest, const uint8_t* codes, size_t readable, size_t len, const CodeTables& t,
+                   uint8_t* out) {
   const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)t.exp_of));
   const __m256i m7f = _mm256_set1_epi8(0x7F);
   const __m256i m80 = _mm256_set1_epi8((char)0x80);
   const __m256i max_code = _mm256_set1_epi8((char)(t.count - 1));
   __m256i bad = _mm256_setzero_si256();
   for (size_t i = 0; i < len; i += 32) {
-    alignas(32) uint64_t ctmp[4];
+    // 8 codes (8K bits) from each K-byte group; pdep uses only the low 8K bits of its source, so a whole 8-byte
+    // load is fine where the buffer extends far enough, else the group is copied byte by byte.
     const uint8_t* cp = codes + i / 8 * K;
-    for (unsigned g = 0; g < 4; ++g) {
-      uint64_t v = 0;
-      memcpy(&v, cp + g * K, K);
-      ctmp[g] = _pdep_u64(v, kPextMask[K]);
+    uint64_t g0, g1, g2, g3;
+    if (i / 8 * K + 3 * K + 8 <= readable) {
+      memcpy(&g0, cp, 8);
+      memcpy(&g1, cp + K, 8);
+      memcpy(&g2, cp + 2 * K, 8);
+      memcpy(&g3, cp + 3 * K, 8);
+    } else {
+      g0 = g1 = g2 = g3 = 0;
+      memcpy(&g0, cp, K);
+      memcpy(&g1, cp + K, K);
+      memcpy(&g2, cp + 2 * K, K);
+      memcpy(&g3, cp + 3 * K, K);
     }
-    const __m256i code = _mm256_load_si256((const __m256i*)ctmp);
+    const __m256i code = _mm256_set_epi64x((long long)_pdep_u64(g3, kPextMask[K]), (long long)_pdep_u64(g2, kPextMask[K]),
+                                           (long long)_pdep_u64(g1, kPextMask[K]), (long long)_pdep_u64(g0, kPextMask[K]));
     bad = _mm256_or_si256(bad, _mm256_cmpgt_epi8(code, max_code));
     const __m256i e = _mm256_shuffle_epi8(lut, code);
     const __m256i r = _mm256_loadu_si256((const __m256i*)(rest + i));
@@ -130,12 +140,13 @@ size_t encode_bf16(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes
   }
 }
 
-bool decode_bf16(const uint8_t* rest, const uint8_t* codes, size_t len, const CodeTables& t, uint8_t* out) {
+bool decode_bf16(const uint8_t* rest, const uint8_t* codes, size_t readable, size_t len, const CodeTables& t,
+                 uint8_t* out) {
   switch (t.k) {
-    case 1: return decode_bf16_k<1>(rest, codes, len, t, out);
-    case 2: return decode_bf16_k<2>(rest, codes, len, t, out);
-    case 3: return decode_bf16_k<3>(rest, codes, len, t, out);
-    default: return decode_bf16_k<4>(rest, codes, len, t, out);
+    case 1: return decode_bf16_k<1>(rest, codes, readable, len, t, out);
+    case 2: return decode_bf16_k<2>(rest, codes, readable, len, t, out);
+    case 3: return decode_bf16_k<3>(rest, codes, readable, len, t, out);
+    default: return decode_bf16_k<4>(rest, codes, readable, len, t, out);
   }
 }
 

@@ -29,8 +29,9 @@ namespace avx2 {
 size_t encode_bf16(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes, const CodeTables& t,
                    uint16_t* pos, uint8_t* exps, uint32_t pos_base);
 // BF16, len a multiple of 32: joins len rest bytes and codes (exponent = exp_of[code]) into out. Returns false if a
-// code is >= count (nothing else is checked here).
-bool decode_bf16(const uint8_t* rest, const uint8_t* codes, size_t len, const CodeTables& t, uint8_t* out);
+// code is >= count (nothing else is checked here). `readable` bytes from codes on may be read (>= len * k / 8).
+bool decode_bf16(const uint8_t* rest, const uint8_t* codes, size_t readable, size_t len, const CodeTables& t,
+                 uint8_t* out);
 // XXH3-64 (low 32 bits) compiled with AVX2.
 uint32_t h32(const void* data, size_t size);
 }  // namespace avx2
