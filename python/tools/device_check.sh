@@ -13,6 +13,8 @@ if compgen -G "build-py/whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site build-py/whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
+# extra pip arguments, e.g. SPLITZIP_PIP_ARGS=-Ccmake.define.SPLITZIP_ENABLE_CUDA=OFF for a dry run without a GPU
+read -r -a extra <<< "${SPLITZIP_PIP_ARGS:-}"; args+=("${extra[@]}")
 [ -f build-py/devdeps/xxhash.h ] && args+=("-Ccmake.define.SPLITZIP_XXHASH_INCLUDE_DIR=$repo/build-py/devdeps")
 t0=$(date +%s)
 python3 -m pip install --no-build-isolation --no-deps -q "${args[@]}" . || { echo "pip install failed"; exit 1; }
