@@ -582,8 +582,8 @@ def _cuda_compress_pages(ts: list[_Tensor], page_values: int, did: int, cb, log2
         size = int(size_t.item())  # the one wait: the frame's length
         return dst[:size]
     import cupy
-    ptrs = _page_pointers(ts)
     with ts[0].obj.device:
+        ptrs = _page_pointers(ts)
         stream = cupy.cuda.get_current_stream().ptr
         status, ws = _ext.cuda_compress_pages_workspace_size(n_pages, page_values, did, log2, flags)
         check(status, "compress_pages")
@@ -605,8 +605,8 @@ def _cuda_decompress_pages(t: _Tensor, ts: list[_Tensor], status: Any):
         st = _torch_ops.decompress_pages_op(t.bytes, [p.bytes for p in ts], page_values)
     else:
         import cupy
-        ptrs = _page_pointers(ts)
         with t.obj.device:
+            ptrs = _page_pointers(ts)
             stream = cupy.cuda.get_current_stream().ptr
             st_ws, ws = _ext.cuda_decompress_workspace_size(t.nbytes, ts[0].nbytes * n_pages)
             check(st_ws, "decompress_pages")
