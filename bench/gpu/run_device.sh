@@ -1,0 +1,44 @@
+#!/bin/bash
+# run_device.sh — one call on the GPU machine: build the library, its CUDA tests and the GPU bench from this
+# checkout (bench/gpu standalone), then run the steps named as arguments, in order:
+#   tests      the CUDA gtest suite and the host XXH3 test
+#   sanitize   compute-sanitizer memcheck and racecheck on the corrupt-frame, paged and small byte-equality tests
+#   bench      bench_gpu on .devdata tiled to 1 GiB (table on stdout, CSV in $OUT/gpu_bench.csv)
+#   peers      nvCOMP peers (bench/gpu/peers.py) from the carried .whl/pk/nvcomp.tar.xz
+# Needs .debs/ (libxxhash-dev, googletest, libgtest-dev .deb files) and .devdata/ (real KV files) carried along.
+set -u
+OUT=${OUT:-/tmp/sz_out}
+mkdir -p "$OUT"
+P=/tmp/prefix
+mkdir -p $P
+for f in .debs/*.deb; do dpkg -x "$f" $P; done
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+t0=$(date +%s)
+cmake -S bench/gpu -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DSPLITZIP_GPU_WITH_TESTS=ON -DSPLITZIP_XXHASH_INCLUDE_DIR=$P/usr/include \
+  -DSPLITZIP_GTEST_SOURCE_DIR=$P/usr/src/googletest > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+ninja -C build-dev splitzip_cuda_tests splitzip_cuda_xxh3_tests splitzip_gpu_bench > "$OUT/build.log" 2>&1 \
+  || { grep -E "error|Error" -A3 "$OUT/build.log" | head -60; exit 1; }
+echo "build: $(( $(date +%s) - t0 )) s"
+T=build-dev/splitzip/tests/cuda
+for step in "$@"; do
+  case $step in
+    tests)
+      $T/splitzip_cuda_xxh3_tests --gtest_brief=1 2>&1 | tail -3
+      timeout 300 $T/splitzip_cuda_tests --gtest_brief=1 2>&1 | tee "$OUT/tests.log" | tail -40 ;;
+    sanitize)
+      F='CudaCodec.CorruptFramesRejectedLikeReference:CudaCodec.PagesEqualSingleFrame:CudaCodec.RandomGarbageNeverCrashes:CudaCodec.RealKvSliceEqualsReference'
+      timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 $T/splitzip_cuda_tests --gtest_brief=1 \
+        --gtest_filter="$F" > "$OUT/memcheck.log" 2>&1; echo "memcheck rc=$?"; tail -6 "$OUT/memcheck.log"
+      timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 $T/splitzip_cuda_tests --gtest_brief=1 \
+        --gtest_filter='CudaCodec.RealKvSliceEqualsReference:CudaCodec.CorruptFramesRejectedLikeReference' \
+        > "$OUT/racecheck.log" 2>&1; echo "racecheck rc=$?"; tail -6 "$OUT/racecheck.log" ;;
+    bench)
+      timeout 300 build-dev/splitzip_gpu_bench --data .devdata --gib 1 --reps ${REPS:-15} --csv "$OUT/gpu_bench.csv" \
+        2>&1 | tee "$OUT/bench.log" ;;
+    peers)
+      mkdir -p /tmp/site && tar xJf .whl/pk/nvcomp.tar.xz -C /tmp/site
+      PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site timeout 300 python3 bench/gpu/peers.py --data .devdata --gib 1 \
+        --csv "$OUT/peers.csv" 2>&1 | tee "$OUT/peers.log" ;;
+  esac
+done

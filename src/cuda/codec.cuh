@@ -1,0 +1,330 @@
+// codec.cuh — pieces shared by the CUDA encoder and decoder (src/cuda/encode.cu, decode.cu): dtype traits as
+// compile-time constants, bit packing of 8 fields (docs/FORMAT.md §3) in registers, and the views of the
+// uncompressed data (one contiguous buffer, or a list of equal pages) with vector loads and stores where aligned.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+
+namespace splitzip {
+namespace cuda {
+
+constexpr int kThreads = 256;         // threads of a CTA, encoder and decoder
+constexpr int kGroupsPerThread = 2;   // groups of 8 values a thread handles per round
+constexpr int kRoundGroups = kThreads * kGroupsPerThread;  // 512 groups = 4096 values a round
+
+template <int DT>
+struct Traits;
+template <>
+struct Traits<1> { static constexpr int W = 16, E = 8, R = 8, M = 7; };
+template <>
+struct Traits<2> { static constexpr int W = 16, E = 5, R = 11, M = 10; };
+template <>
+struct Traits<3> { static constexpr int W = 32, E = 8, R = 24, M = 23; };
+template <>
+struct Traits<4> { static constexpr int W = 8, E = 4, R = 4, M = 3; };
+template <>
+struct Traits<5> { static constexpr int W = 8, E = 5, R = 3, M = 2; };
+
+template <int DT>
+__device__ __forceinline__ uint32_t exp_of(uint32_t x) {
+  using T = Traits<DT>;
+  return (x >> T::M) & ((1u << T::E) - 1u);
+}
+template <int DT>
+__device__ __forceinline__ uint32_t rest_of(uint32_t x) {
+  using T = Traits<DT>;
+  return (((x >> (T::W - 1)) & 1u) << T::M) | (x & ((1u << T::M) - 1u));
+}
+template <int DT>
+__device__ __forceinline__ uint32_t join(uint32_t e, uint32_t r) {
+  using T = Traits<DT>;
+  return (((r >> T::M) & 1u) << (T::W - 1)) | (e << T::M) | (r & ((1u << T::M) - 1u));
+}
+
+// 8 fields of B bits (B compile-time, 1..24) packed as in §3 into NW 32-bit words (little-endian bit order).
+template <int B>
+struct Packed {
+  static constexpr int kWords = (8 * B + 31) / 32;
+  uint32_t w[kWords];
+};
+template <int B>
+__device__ __forceinline__ Packed<B> pack8(const uint32_t f[8]) {
+  Packed<B> p;
+#pragma unroll
+  for (int i = 0; i < Packed<B>::kWords; ++i) p.w[i] = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int bit = j * B, wi = bit / 32, sh = bit % 32;
+    p.w[wi] |= f[j] << sh;
+    if (sh + B > 32) p.w[wi + 1] |= f[j] >> (32 - sh);
+  }
+  return p;
+}
+template <int B>
+__device__ __forceinline__ void unpack8(const Packed<B>& p, uint32_t f[8]) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int bit = j * B, wi = bit / 32, sh = bit % 32;
+    uint32_t v = p.w[wi] >> sh;
+    if (sh + B > 32) v |= p.w[wi + 1] << (32 - sh);
+    f[j] = v & ((1u << B) - 1u);
+  }
+}
+template <int B>
+__device__ __forceinline__ uint8_t packed_byte(const Packed<B>& p, int i) {
+  return (uint8_t)(p.w[i / 4] >> (8 * (i % 4)));
+}
+
+// Stores the B bytes of a packed group at any address: 8-byte, 4-byte or byte stores by alignment.
+template <int B>
+__device__ __forceinline__ void store_packed(uint8_t* dst, const Packed<B>& p) {
+  const uintptr_t a = (uintptr_t)dst;
+  if constexpr (B % 8 == 0) {
+    if ((a & 7) == 0) {
+#pragma unroll
+      for (int i = 0; i < B / 8; ++i)
+        reinterpret_cast<uint2*>(dst)[i] = make_uint2(p.w[2 * i], p.w[2 * i + 1]);
+      return;
+    }
+  }
+  if constexpr (B % 4 == 0) {
+    if ((a & 3) == 0) {
+#pragma unroll
+      for (int i = 0; i < B / 4; ++i) reinterpret_cast<uint32_t*>(dst)[i] = p.w[i];
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < B; ++i) dst[i] = packed_byte<B>(p, i);
+}
+template <int B>
+__device__ __forceinline__ Packed<B> load_packed(const uint8_t* src) {
+  Packed<B> p;
+  const uintptr_t a = (uintptr_t)src;
+  if constexpr (B % 8 == 0) {
+    if ((a & 7) == 0) {
+#pragma unroll
+      for (int i = 0; i < B / 8; ++i) {
+        const uint2 v = reinterpret_cast<const uint2*>(src)[i];
+        p.w[2 * i] = v.x;
+        p.w[2 * i + 1] = v.y;
+      }
+      return p;
+    }
+  }
+  if constexpr (B % 4 == 0) {
+    if ((a & 3) == 0) {
+#pragma unroll
+      for (int i = 0; i < B / 4; ++i) p.w[i] = reinterpret_cast<const uint32_t*>(src)[i];
+      return p;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < Packed<B>::kWords; ++i) p.w[i] = 0;
+#pragma unroll
+  for (int i = 0; i < B; ++i) p.w[i / 4] |= (uint32_t)src[i] << (8 * (i % 4));
+  return p;
+}
+
+// ---- views of the uncompressed values ----------------------------------------------------------------------------
+// A group (8 consecutive values) of W-bit values is W bytes. v = number of real values in the group (1..8); the
+// others read as 0 and are never written.
+template <int W>
+__device__ __forceinline__ void load_group_at(const uint8_t* p, unsigned v, uint32_t x[8]) {
+  const uintptr_t a = (uintptr_t)p;
+  if (v == 8) {
+    if constexpr (W == 16) {
+      if ((a & 15) == 0) {
+        const uint4 q = __ldcs(reinterpret_cast<const uint4*>(p));
+        const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          x[2 * i] = w[i] & 0xFFFFu;
+          x[2 * i + 1] = w[i] >> 16;
+        }
+        return;
+      }
+    } else if constexpr (W == 32) {
+      if ((a & 15) == 0) {
+        const uint4 q0 = __ldcs(reinterpret_cast<const uint4*>(p));
+        const uint4 q1 = __ldcs(reinterpret_cast<const uint4*>(p) + 1);
+        x[0] = q0.x; x[1] = q0.y; x[2] = q0.z; x[3] = q0.w;
+        x[4] = q1.x; x[5] = q1.y; x[6] = q1.z; x[7] = q1.w;
+        return;
+      }
+    } else {
+      if ((a & 7) == 0) {
+        const uint2 q = __ldcs(reinterpret_cast<const uint2*>(p));
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          x[i] = (q.x >> (8 * i)) & 0xFFu;
+          x[4 + i] = (q.y >> (8 * i)) & 0xFFu;
+        }
+        return;
+      }
+    }
+  }
+  constexpr int kB = W / 8;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    uint32_t val = 0;
+    if ((unsigned)j < v) {
+#pragma unroll
+      for (int b = 0; b < kB; ++b) val |= (uint32_t)p[j * kB + b] << (8 * b);
+    }
+    x[j] = val;
+  }
+}
+template <int W>
+__device__ __forceinline__ void store_group_at(uint8_t* p, unsigned v, const uint32_t x[8]) {
+  const uintptr_t a = (uintptr_t)p;
+  if (v == 8) {
+    if constexpr (W == 16) {
+      if ((a & 15) == 0) {
+        __stcs(reinterpret_cast<uint4*>(p), make_uint4(x[0] | (x[1] << 16), x[2] | (x[3] << 16),
+                                                       x[4] | (x[5] << 16), x[6] | (x[7] << 16)));
+        return;
+      }
+    } else if constexpr (W == 32) {
+      if ((a & 15) == 0) {
+        __stcs(reinterpret_cast<uint4*>(p), make_uint4(x[0], x[1], x[2], x[3]));
+        __stcs(reinterpret_cast<uint4*>(p) + 1, make_uint4(x[4], x[5], x[6], x[7]));
+        return;
+      }
+    } else {
+      if ((a & 7) == 0) {
+        __stcs(reinterpret_cast<uint2*>(p), make_uint2(x[0] | (x[1] << 8) | (x[2] << 16) | (x[3] << 24),
+                                                       x[4] | (x[5] << 8) | (x[6] << 16) | (x[7] << 24)));
+        return;
+      }
+    }
+  }
+  constexpr int kB = W / 8;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    if ((unsigned)j < v) {
+#pragma unroll
+      for (int b = 0; b < kB; ++b) p[j * kB + b] = (uint8_t)(x[j] >> (8 * b));
+    }
+  }
+}
+
+// The uncompressed values: either one buffer (pages == nullptr) or n_pages pages of page_values values each, in
+// list order. Offsets are in values (groups) or bytes of that concatenation.
+template <int W, bool PAGED>
+struct Values {
+  uint8_t* base;           // contiguous
+  void* const* pages;      // paged
+  uint64_t page_values;    // paged
+  uint64_t page_bytes;     // paged
+
+  __device__ __forceinline__ uint8_t* addr_of_value(uint64_t i) const {
+    if constexpr (PAGED) {
+      const uint64_t pg = i / page_values;
+      return (uint8_t*)pages[pg] + (i - pg * page_values) * (W / 8);
+    } else {
+      return base + i * (W / 8);
+    }
+  }
+  __device__ __forceinline__ uint8_t* addr_of_byte(uint64_t o) const {
+    if constexpr (PAGED) {
+      const uint64_t pg = o / page_bytes;
+      return (uint8_t*)pages[pg] + (o - pg * page_bytes);
+    } else {
+      return base + o;
+    }
+  }
+  // Group g: values 8g .. 8g+v-1.
+  __device__ __forceinline__ void load_group(uint64_t g, unsigned v, uint32_t x[8]) const {
+    if constexpr (PAGED) {
+      const uint64_t i0 = g * 8, pg = i0 / page_values, off = i0 - pg * page_values;
+      if (off + v <= page_values) {
+        load_group_at<W>((const uint8_t*)pages[pg] + off * (W / 8), v, x);
+      } else {
+        for (unsigned j = 0; j < 8; ++j) {
+          uint32_t val = 0;
+          if (j < v) {
+            const uint8_t* p = addr_of_value(i0 + j);
+            for (int b = 0; b < W / 8; ++b) val |= (uint32_t)p[b] << (8 * b);
+          }
+          x[j] = val;
+        }
+      }
+    } else {
+      load_group_at<W>(base + g * W, v, x);
+    }
+  }
+  __device__ __forceinline__ void store_group(uint64_t g, unsigned v, const uint32_t x[8]) const {
+    if constexpr (PAGED) {
+      const uint64_t i0 = g * 8, pg = i0 / page_values, off = i0 - pg * page_values;
+      if (off + v <= page_values) {
+        store_group_at<W>((uint8_t*)pages[pg] + off * (W / 8), v, x);
+      } else {
+        for (unsigned j = 0; j < v; ++j) {
+          uint8_t* p = addr_of_value(i0 + j);
+          for (int b = 0; b < W / 8; ++b) p[b] = (uint8_t)(x[j] >> (8 * b));
+        }
+      }
+    } else {
+      store_group_at<W>(base + g * W, v, x);
+    }
+  }
+};
+
+// Reads the bytes [begin, begin + len) of a Values view for the warp hash (xxh3_64_warp's fetch). Word loads go
+// to L2 (ld.cg): the decoder hashes output that its own CTA has just written.
+template <int W, bool PAGED>
+struct ByteFetch {
+  Values<W, PAGED> vals;
+  uint64_t begin;
+  __device__ __forceinline__ uint8_t byte(uint64_t o) const { return *vals.addr_of_byte(begin + o); }
+  __device__ __forceinline__ uint64_t word(uint64_t o) const {
+    const uint64_t b = begin + o;
+    if constexpr (PAGED) {
+      const uint64_t pg = b / vals.page_bytes, off = b - pg * vals.page_bytes;
+      if (off + 8 <= vals.page_bytes) {
+        const uint8_t* p = (const uint8_t*)vals.pages[pg] + off;
+        if (((uintptr_t)p & 7) == 0) return __ldcg(reinterpret_cast<const unsigned long long*>(p));
+        return layout::load_u64(p);
+      }
+      uint64_t v = 0;
+      for (int i = 0; i < 8; ++i) v |= (uint64_t)*vals.addr_of_byte(b + i) << (8 * i);
+      return v;
+    } else {
+      const uint8_t* p = vals.base + b;
+      if (((uintptr_t)p & 7) == 0) return __ldcg(reinterpret_cast<const unsigned long long*>(p));
+      return layout::load_u64(p);
+    }
+  }
+};
+
+// Exclusive scan over the threads of a CTA of kThreads (all threads call it). s_warp: kThreads/32 words of shared
+// memory. Returns this thread's exclusive prefix; *total receives the sum over all threads.
+__device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* s_warp, uint32_t* total) {
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  uint32_t incl = v;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const uint32_t o = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+    if (lane >= (unsigned)d) incl += o;
+  }
+  if (lane == 31) s_warp[warp] = incl;
+  __syncthreads();
+  uint32_t before = 0, all = 0;
+#pragma unroll
+  for (int w = 0; w < kThreads / 32; ++w) {
+    const uint32_t s = s_warp[w];
+    if ((unsigned)w < warp) before += s;
+    all += s;
+  }
+  __syncthreads();
+  *total = all;
+  return before + incl - v;
+}
+
+}  // namespace cuda
+}  // namespace splitzip

@@ -1,0 +1,340 @@
+// decode.cu — the one-pass GPU decoder of format v1 (docs/FORMAT.md §4).
+//
+// The host does not read the frame: a persistent grid is launched and every CTA parses and checks the header
+// itself (§4.1, in the spec's order), then walks chunks c = blockIdx.x, + gridDim.x, ... For a chunk it checks the
+// index entries and the record size (§4.3, §4.5), checks the escape lists, decodes the exponents of up to 4096
+// values into shared memory (codes through the codebook, or raw fields), patches the escapes there, and joins
+// exponent and rest fields into the output, written once with 16-byte stores where aligned. With the CHECKSUMS
+// flag one warp hashes the chunk's output and compares. The first error found is stored into *status with an
+// atomicCAS from SZ_OK; nothing outside [src, src + src_size) is read and nothing outside the output is written,
+// whatever the frame says.
+#include <cuda_runtime.h>
+
+#include "cuda/codec.cuh"
+#include "cuda/kernels.h"
+#include "cuda/xxh3.cuh"
+
+namespace splitzip {
+namespace cuda {
+namespace {
+
+constexpr uint32_t kSegValues = kRoundGroups * 8;  // values decoded per step through shared memory
+
+struct Header {
+  uint32_t dtype, k, chunk_log2, flags, count;
+  uint8_t codebook[16];
+  uint64_t n, exp_size, n_chunks;
+  uint64_t index_off, checksum_off, rest_off, exp_off;
+};
+
+__device__ __forceinline__ void report(int32_t* status, sz_status s) {
+  atomicCAS(reinterpret_cast<int*>(status), (int)SZ_OK, (int)s);
+}
+
+// §4.1 steps 1-7, reading only [src, src + src_size).
+__device__ __noinline__ sz_status parse_header(const uint8_t* src, size_t src_size, Header* h) {
+  if (src_size < layout::kHeaderSize) return SZ_ERROR_SRC_TRUNCATED;
+  uint8_t b[64];
+  for (int i = 0; i < 64; ++i) b[i] = src[i];
+  if (layout::load_u32(b) != layout::kFrameMagic) return SZ_ERROR_BAD_MAGIC;
+  if (b[layout::kOffVersion] != layout::kFormatVersion) return SZ_ERROR_UNSUPPORTED_VERSION;
+  if (xxh3::h32(b, layout::kHeaderChecksummed) != layout::load_u32(b + layout::kOffHeaderChecksum))
+    return SZ_ERROR_CHECKSUM;
+  const uint32_t dtype = b[layout::kOffDtype];
+  if (!layout::dtype_known(dtype)) return SZ_ERROR_UNSUPPORTED_DTYPE;
+  const layout::DtypeTraits t = layout::dtype_traits(dtype);
+  h->dtype = dtype;
+  h->k = b[layout::kOffCodeBits];
+  h->chunk_log2 = b[layout::kOffChunkLog2];
+  h->flags = layout::load_u32(b + layout::kOffFlags);
+  h->count = b[layout::kOffCodebookCount];
+  h->n = layout::load_u64(b + layout::kOffNValues);
+  h->exp_size = layout::load_u64(b + layout::kOffExpSectionSize);
+  if (h->k < 1 || h->k > 4 || h->k >= t.exponent_bits) return SZ_ERROR_CORRUPT;
+  if (h->chunk_log2 < layout::kMinChunkLog2 || h->chunk_log2 > layout::kMaxChunkLog2) return SZ_ERROR_CORRUPT;
+  if (h->flags & ~layout::kKnownFlags) return SZ_ERROR_CORRUPT;
+  if (h->count < 1 || h->count > (1u << h->k)) return SZ_ERROR_CORRUPT;
+  if (b[13] | b[14] | b[15]) return SZ_ERROR_CORRUPT;
+  if (h->n >= layout::kMaxValues) return SZ_ERROR_CORRUPT;
+  uint32_t seen[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (uint32_t i = 0; i < 16; ++i) {
+    const uint32_t v = b[layout::kOffCodebook + i];
+    h->codebook[i] = (uint8_t)v;
+    if (i < h->count) {
+      if (v >= (1u << t.exponent_bits)) return SZ_ERROR_CORRUPT;
+      if (seen[v >> 5] & (1u << (v & 31))) return SZ_ERROR_CORRUPT;
+      seen[v >> 5] |= 1u << (v & 31);
+    } else if (v != 0) {
+      return SZ_ERROR_CORRUPT;
+    }
+  }
+  for (int i = 48; i < 60; ++i)
+    if (b[i]) return SZ_ERROR_CORRUPT;
+  const bool checksums = (h->flags & layout::kFlagChecksums) != 0;
+  const layout::FrameOffsets o = layout::frame_offsets(h->n, h->chunk_log2, checksums, t, 0);
+  h->n_chunks = layout::n_chunks(h->n, h->chunk_log2);
+  h->index_off = o.index;
+  h->checksum_off = o.checksums;
+  h->rest_off = o.rest;
+  h->exp_off = o.exponents;
+  if (o.exponents > src_size || h->exp_size > src_size - o.exponents) return SZ_ERROR_SRC_TRUNCATED;
+  return SZ_OK;
+}
+
+template <int W, bool PAGED>
+__device__ __noinline__ uint32_t chunk_hash(const Values<W, PAGED>& vals, uint64_t first, uint64_t len) {
+  const ByteFetch<W, PAGED> f{vals, first * (uint64_t)(W / 8)};
+  return (uint32_t)xxh3::xxh3_64_warp(f, (size_t)len);
+}
+
+struct ChunkShared {
+  uint64_t begin;
+  uint32_t X;
+  uint32_t raw;
+  int32_t err;
+};
+
+template <int DT, bool PAGED>
+__device__ void decode_chunk(const DecodeArgs& a, const Header& h, uint64_t c, const uint8_t* s_in_codebook,
+                             uint8_t* s_exp, ChunkShared* s_chunk) {
+  using T = Traits<DT>;
+  const unsigned tid = threadIdx.x;
+  const uint64_t S = 1ull << h.chunk_log2;
+  const uint64_t first = c * S;
+  const uint64_t L = (h.n - first < S) ? (h.n - first) : S;
+  const uint32_t Gn = (uint32_t)((L + 7) / 8);
+  const uint32_t k = h.k;
+  const uint32_t G = Gn * k;
+  const uint64_t g0 = first / 8;
+
+  if (tid == 0) {
+    int32_t err = SZ_OK;
+    const uint64_t entry = layout::load_u64(a.src + h.index_off + 8 * c);
+    const uint64_t mode = entry >> layout::kIndexModeShift;
+    const uint64_t end = entry & layout::kIndexEndMask;
+    const uint64_t begin = c ? (layout::load_u64(a.src + h.index_off + 8 * (c - 1)) & layout::kIndexEndMask) : 0;
+    uint32_t X = 0;
+    if (mode > layout::kModeRaw || end < begin || end > h.exp_size || (c == h.n_chunks - 1 && end != h.exp_size)) {
+      err = SZ_ERROR_CORRUPT;
+    } else {
+      const uint64_t size = end - begin;
+      if (mode == layout::kModeRaw) {
+        if (size != (uint64_t)Gn * T::E) err = SZ_ERROR_CORRUPT;
+      } else if (size < G || (size - G) % 3 != 0 || (size - G) / 3 > L) {
+        err = SZ_ERROR_CORRUPT;
+      } else {
+        X = (uint32_t)((size - G) / 3);
+      }
+    }
+    s_chunk->begin = begin;
+    s_chunk->X = X;
+    s_chunk->raw = mode == layout::kModeRaw;
+    s_chunk->err = err;
+  }
+  __syncthreads();
+  if (s_chunk->err != SZ_OK) {
+    if (tid == 0) report(a.status, (sz_status)s_chunk->err);
+    __syncthreads();
+    return;
+  }
+  const uint8_t* rec = a.src + h.exp_off + s_chunk->begin;
+  const uint32_t X = s_chunk->X;
+  const bool raw = s_chunk->raw != 0;
+  const uint8_t* pos_list = rec + G;
+  const uint8_t* exp_list = rec + G + 2 * X;
+  const uint32_t code_mask = (1u << k) - 1u;
+
+  // Escape lists (§4.5): positions strictly increasing and < L, exponents not in the codebook and < 2^E, code 0.
+  if (!raw && X > 0) {
+    bool bad = false;
+    for (uint32_t i = tid; i < X; i += kThreads) {
+      const uint32_t p = layout::load_u16(pos_list + 2 * i);
+      const uint32_t e = exp_list[i];
+      if (p >= L || (i > 0 && layout::load_u16(pos_list + 2 * (i - 1)) >= p)) bad = true;
+      if (e >= (1u << T::E) || s_in_codebook[e]) bad = true;
+      if (!bad) {
+        const uint32_t bit = p * k;
+        uint32_t w = rec[bit >> 3];
+        if ((bit & 7) + k > 8) w |= (uint32_t)rec[(bit >> 3) + 1] << 8;
+        if (((w >> (bit & 7)) & code_mask) != 0) bad = true;
+      }
+    }
+    if (__syncthreads_or(bad)) {
+      if (tid == 0) report(a.status, SZ_ERROR_CORRUPT);
+      return;
+    }
+  }
+
+  const Values<T::W, PAGED> out{a.dst, a.pages, a.page_values, a.page_values * (uint64_t)(T::W / 8)};
+  const uint8_t* rest_in = a.src + h.rest_off + g0 * T::R;
+  for (uint32_t seg = 0; seg < Gn; seg += kRoundGroups) {
+    bool bad = false;
+    Packed<T::R> rp[kGroupsPerThread];
+    unsigned nv[kGroupsPerThread];
+#pragma unroll
+    for (int q = 0; q < kGroupsPerThread; ++q) {
+      const uint32_t gl = seg + q * kThreads + tid;
+      nv[q] = 0;
+      if (gl >= Gn) continue;
+      const uint64_t left = L - 8ull * gl;
+      const unsigned v = left < 8 ? (unsigned)left : 8u;
+      nv[q] = v;
+      rp[q] = load_packed<T::R>(rest_in + (uint64_t)gl * T::R);
+      uint32_t ex[8];
+      if (raw) {
+        const Packed<T::E> pe = load_packed<T::E>(rec + (uint64_t)gl * T::E);
+        unpack8<T::E>(pe, ex);
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          if ((unsigned)j >= v && ex[j] != 0) bad = true;
+      } else {
+        uint32_t cw = 0;
+        for (uint32_t b = 0; b < k; ++b) cw |= (uint32_t)rec[gl * k + b] << (8 * b);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const uint32_t code = (cw >> (j * k)) & code_mask;
+          if ((unsigned)j < v) {
+            if (code >= h.count) bad = true;
+            ex[j] = h.codebook[code & 15u];
+          } else {
+            if (code != 0) bad = true;
+            ex[j] = 0;
+          }
+        }
+      }
+      if (v < 8) {  // padding rest fields must be zero (§3)
+        uint32_t r[8];
+        unpack8<T::R>(rp[q], r);
+        for (unsigned j = v; j < 8; ++j)
+          if (r[j] != 0) bad = true;
+      }
+      const uint32_t o = (gl - seg) * 8;
+      *reinterpret_cast<uint2*>(s_exp + o) =
+          make_uint2(ex[0] | (ex[1] << 8) | (ex[2] << 16) | (ex[3] << 24), ex[4] | (ex[5] << 8) | (ex[6] << 16) |
+                                                                               (ex[7] << 24));
+    }
+    if (__syncthreads_or(bad)) {
+      if (tid == 0) report(a.status, SZ_ERROR_CORRUPT);
+      return;
+    }
+    if (!raw && X > 0) {
+      const uint32_t lo = seg * 8, hi = lo + kSegValues;
+      for (uint32_t i = tid; i < X; i += kThreads) {
+        const uint32_t p = layout::load_u16(pos_list + 2 * i);
+        if (p >= lo && p < hi) s_exp[p - lo] = exp_list[i];
+      }
+      __syncthreads();
+    }
+#pragma unroll
+    for (int q = 0; q < kGroupsPerThread; ++q) {
+      const uint32_t gl = seg + q * kThreads + tid;
+      if (nv[q] == 0) continue;
+      const uint2 ew = *reinterpret_cast<const uint2*>(s_exp + (gl - seg) * 8);
+      uint32_t r[8], x[8];
+      unpack8<T::R>(rp[q], r);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const uint32_t e = ((j < 4 ? ew.x : ew.y) >> (8 * (j & 3))) & 0xFFu;
+        x[j] = join<DT>(e, r[j]);
+      }
+      out.store_group(g0 + gl, nv[q], x);
+    }
+    __syncthreads();  // s_exp is reused by the next step; output visible to the hash below
+  }
+
+  if (h.flags & layout::kFlagChecksums) {
+    if (threadIdx.x < 32) {
+      const uint32_t hv = chunk_hash<T::W, PAGED>(out, first, L * (T::W / 8));
+      if (threadIdx.x == 0 && hv != layout::load_u32(a.src + h.checksum_off + 4 * c))
+        report(a.status, SZ_ERROR_CHECKSUM);
+    }
+  }
+}
+
+template <bool PAGED>
+__global__ void __launch_bounds__(kThreads, 4) decode_kernel(const __grid_constant__ DecodeArgs a) {
+  __shared__ Header s_h;
+  __shared__ int32_t s_err;
+  __shared__ __align__(16) uint8_t s_exp[kSegValues];
+  __shared__ uint8_t s_in_codebook[256];
+  __shared__ ChunkShared s_chunk;
+
+  if (threadIdx.x == 0) {
+    sz_status st = parse_header(a.src, a.src_size, &s_h);
+    if (st == SZ_OK) {
+      const uint64_t bytes = s_h.n * (layout::dtype_traits(s_h.dtype).value_bits / 8);
+      if (PAGED) {
+        const uint64_t have = (uint64_t)a.n_pages * a.page_values;
+        if (s_h.n > have) st = SZ_ERROR_DST_TOO_SMALL;
+        else if (s_h.n < have) st = SZ_ERROR_INVALID_ARGUMENT;
+      } else if (bytes > a.dst_capacity) {
+        st = SZ_ERROR_DST_TOO_SMALL;
+      }
+      if (st == SZ_OK && s_h.n_chunks == 0 && s_h.exp_size != 0) st = SZ_ERROR_CORRUPT;
+    }
+    s_err = st;
+    if (st != SZ_OK && blockIdx.x == 0) report(a.status, st);
+  }
+  __syncthreads();
+  if (s_err != SZ_OK) return;
+  for (unsigned i = threadIdx.x; i < 256; i += kThreads) {
+    bool in = false;
+    for (uint32_t j = 0; j < s_h.count; ++j) in |= s_h.codebook[j] == i;
+    s_in_codebook[i] = in;
+  }
+  __syncthreads();
+  const Header& h = s_h;
+  for (uint64_t c = blockIdx.x; c < h.n_chunks; c += gridDim.x) {
+    switch (h.dtype) {
+      case 1: decode_chunk<1, PAGED>(a, h, c, s_in_codebook, s_exp, &s_chunk); break;
+      case 2: decode_chunk<2, PAGED>(a, h, c, s_in_codebook, s_exp, &s_chunk); break;
+      case 3: decode_chunk<3, PAGED>(a, h, c, s_in_codebook, s_exp, &s_chunk); break;
+      case 4: decode_chunk<4, PAGED>(a, h, c, s_in_codebook, s_exp, &s_chunk); break;
+      default: decode_chunk<5, PAGED>(a, h, c, s_in_codebook, s_exp, &s_chunk); break;
+    }
+    __syncthreads();
+  }
+}
+
+// After the decode kernel: the number of bytes written, or 0 on error.
+__global__ void decode_size_kernel(const __grid_constant__ DecodeArgs a) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  uint64_t bytes = 0;
+  if (*a.status == SZ_OK) {
+    Header h;
+    if (parse_header(a.src, a.src_size, &h) == SZ_OK) bytes = h.n * (layout::dtype_traits(h.dtype).value_bits / 8);
+  }
+  *a.dst_size = bytes;
+}
+
+template <bool PAGED>
+sz_status launch_typed(const DecodeArgs& a, cudaStream_t stream) {
+  int dev = 0, sms = 0, per_sm = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return SZ_ERROR_CUDA;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return SZ_ERROR_CUDA;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_kernel<PAGED>, kThreads, 0) != cudaSuccess)
+    return SZ_ERROR_CUDA;
+  if (per_sm < 1) per_sm = 1;
+  // The chunk count is in the frame, which the host does not read; the bound below keeps small frames from
+  // launching idle CTAs: every chunk holds at least 256 values and so takes more than 256 * R / 8 frame bytes.
+  uint64_t grid = (uint64_t)sms * (uint64_t)per_sm;
+  const uint64_t most_chunks = a.src_size / 96 + 1;
+  if (grid > most_chunks) grid = most_chunks;
+  if (cudaMemsetAsync(a.status, 0, sizeof(int32_t), stream) != cudaSuccess) return SZ_ERROR_CUDA;
+  decode_kernel<PAGED><<<(unsigned)grid, kThreads, 0, stream>>>(a);
+  if (cudaGetLastError() != cudaSuccess) return SZ_ERROR_CUDA;
+  if (a.dst_size) {
+    decode_size_kernel<<<1, 32, 0, stream>>>(a);
+    if (cudaGetLastError() != cudaSuccess) return SZ_ERROR_CUDA;
+  }
+  return SZ_OK;
+}
+
+}  // namespace
+
+sz_status launch_decode(const DecodeArgs& a, cudaStream_t stream) {
+  return a.pages ? launch_typed<true>(a, stream) : launch_typed<false>(a, stream);
+}
+
+}  // namespace cuda
+}  // namespace splitzip

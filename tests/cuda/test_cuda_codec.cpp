@@ -1,0 +1,417 @@
+// test_cuda_codec.cpp — the CUDA codec (splitzip_cuda.h) against the scalar reference codec (the oracle).
+//
+// Every test skips with a message when no CUDA device is visible (the CPU-only CI builds this file but cannot run
+// it). Run on the GPU machine, also under compute-sanitizer --tool memcheck / racecheck.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "splitzip/splitzip.h"
+#include "splitzip/splitzip_cuda.h"
+#include "test_util.h"
+
+namespace {
+
+using sztest::Rng;
+
+#define SZ_SKIP_WITHOUT_GPU()                                                                 \
+  do {                                                                                        \
+    if (!sz_cuda_available()) GTEST_SKIP() << "no CUDA device visible: CUDA codec tests skipped"; \
+  } while (0)
+
+#define CUDA_OK(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
+
+// A device buffer owned by the test (the library itself never allocates).
+struct DevBuf {
+  uint8_t* p = nullptr;
+  size_t size = 0;
+  explicit DevBuf(size_t n) : size(n) {
+    if (cudaMalloc(&p, n ? n : 1) != cudaSuccess) p = nullptr;
+  }
+  ~DevBuf() { cudaFree(p); }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+};
+
+std::vector<uint8_t> cpu_compress(const std::vector<uint8_t>& data, uint64_t n, sz_dtype dtype,
+                                  const sz_codebook& cb, const sz_params& p) {
+  std::vector<uint8_t> out(sz_compress_bound(n, dtype));
+  size_t size = 0;
+  const sz_status s = sz_compress_reference(data.data(), n, dtype, &cb, &p, out.data(), out.size(), &size);
+  EXPECT_EQ(s, SZ_OK) << sz_status_name(s);
+  out.resize(size);
+  return out;
+}
+
+// GPU frame of n values; returns the frame (resized to its size), or empty with *status set.
+std::vector<uint8_t> gpu_compress(const std::vector<uint8_t>& data, uint64_t n, sz_dtype dtype, const sz_codebook* cb,
+                                  const sz_params* p, sz_status* status) {
+  const size_t bound = sz_compress_bound(n, dtype);
+  size_t ws = 0;
+  *status = sz_cuda_compress_workspace_size(n, dtype, p, &ws);
+  if (*status != SZ_OK) return {};
+  DevBuf src(data.size()), dst(bound), work(ws), fsize(8);
+  cudaMemcpy(src.p, data.data(), data.size(), cudaMemcpyHostToDevice);
+  cudaMemset(dst.p, 0xA5, bound);  // poison: every byte of the frame must be written
+  uint64_t* h_size = nullptr;
+  cudaMallocHost(&h_size, 8);
+  *h_size = ~0ull;
+  *status = sz_cuda_compress(src.p, n, dtype, cb, p, dst.p, bound, work.p, ws, (uint64_t*)fsize.p, h_size, nullptr);
+  std::vector<uint8_t> out;
+  if (*status == SZ_OK) {
+    if (cudaStreamSynchronize(nullptr) != cudaSuccess) {
+      *status = SZ_ERROR_CUDA;
+    } else {
+      uint64_t size = 0;
+      cudaMemcpy(&size, fsize.p, 8, cudaMemcpyDeviceToHost);
+      EXPECT_EQ(size, *h_size) << "pinned copy of the frame size";
+      EXPECT_LE(size, bound);
+      out.resize(size);
+      cudaMemcpy(out.data(), dst.p, size, cudaMemcpyDeviceToHost);
+    }
+  }
+  cudaFreeHost(h_size);
+  return out;
+}
+
+struct GpuDecoded {
+  sz_status launch = SZ_OK;
+  int32_t status = -1;
+  uint64_t size = ~0ull;
+  std::vector<uint8_t> out;
+  bool guard_ok = true;
+};
+
+// Decodes on the GPU into a buffer of dst_capacity bytes followed by a guard zone that must stay untouched.
+GpuDecoded gpu_decompress(const std::vector<uint8_t>& frame, size_t dst_capacity) {
+  GpuDecoded r;
+  constexpr size_t kGuard = 4096;
+  DevBuf src(frame.size()), dst(dst_capacity + kGuard), st(4), sz(8);
+  cudaMemcpy(src.p, frame.data(), frame.size(), cudaMemcpyHostToDevice);
+  cudaMemset(dst.p, 0x5A, dst_capacity + kGuard);
+  size_t ws = 0;
+  EXPECT_EQ(sz_cuda_decompress_workspace_size(frame.size(), dst_capacity, &ws), SZ_OK);
+  DevBuf work(ws);
+  r.launch = sz_cuda_decompress(src.p, frame.size(), dst.p, dst_capacity, work.p, ws, (int32_t*)st.p,
+                                (uint64_t*)sz.p, nullptr);
+  if (r.launch != SZ_OK) return r;
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaMemcpy(&r.status, st.p, 4, cudaMemcpyDeviceToHost);
+  cudaMemcpy(&r.size, sz.p, 8, cudaMemcpyDeviceToHost);
+  std::vector<uint8_t> all(dst_capacity + kGuard);
+  cudaMemcpy(all.data(), dst.p, all.size(), cudaMemcpyDeviceToHost);
+  for (size_t i = dst_capacity; i < all.size(); ++i)
+    if (all[i] != 0x5A) r.guard_ok = false;
+  all.resize(std::min<uint64_t>(r.size == ~0ull ? 0 : r.size, dst_capacity));
+  r.out = std::move(all);
+  return r;
+}
+
+// Data with escapes, special values and a raw-worthy stretch, for any dtype.
+std::vector<uint8_t> test_values(unsigned dtype, size_t n, uint64_t seed, unsigned* center) {
+  const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
+  *center = (1u << (f.E - 1)) - 2;
+  std::vector<uint8_t> v = sztest::skewed_values(dtype, n, seed, *center, 0.45, 0.02);
+  // A stretch of uniformly random bytes (forces raw chunks when long enough) and a few specials.
+  Rng rng(seed ^ 0x77);
+  const size_t vb = f.W / 8;
+  if (n > 3000) {
+    const size_t start = n / 3, len = std::min<size_t>(n / 4, 70000);
+    for (size_t i = start * vb; i < (start + len) * vb; ++i) v[i] = (uint8_t)rng.next();
+  }
+  for (size_t i = 0; i < n && i < 16; ++i) {
+    const uint32_t emax = (1u << f.E) - 1u;
+    sztest::store_value(v.data() + rng.below(n) * vb, f.W, sztest::make_value(i & 1, (i & 2) ? emax : 0, i, f));
+  }
+  return v;
+}
+
+// ---- byte equality with the reference encoder --------------------------------------------------------------------
+
+TEST(CudaCodec, FramesEqualReferenceEveryDtypeSizeWidthFlags) {
+  SZ_SKIP_WITHOUT_GPU();
+  const size_t sizes[] = {0, 1, 7, 8, 9, 255, 256, 257, 4095, 4096, 4097, 3 * 4096 + 5, 70001, 200000};
+  int cases = 0;
+  for (sz_dtype dtype : sztest::kAllDtypes) {
+    const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
+    for (size_t n : sizes) {
+      unsigned center = 0;
+      const std::vector<uint8_t> data = test_values(dtype, n, 1000 + n + dtype, &center);
+      for (unsigned chunk_log2 : {8u, 12u, 16u}) {
+        for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+          for (unsigned k = 1; k <= 4 && k < f.E; ++k) {
+            const unsigned count = (k == 3) ? 7 : (1u << k);  // one width with an unused code
+            const sz_codebook cb = sztest::centered_codebook(dtype, k, count, center);
+            sz_params p = sz_params_default();
+            p.chunk_log2 = chunk_log2;
+            p.flags = flags;
+            const std::vector<uint8_t> ref = cpu_compress(data, n, dtype, cb, p);
+            sz_status s;
+            const std::vector<uint8_t> got = gpu_compress(data, n, dtype, &cb, &p, &s);
+            ASSERT_EQ(s, SZ_OK) << sz_status_name(s);
+            ASSERT_EQ(got.size(), ref.size()) << "dtype " << dtype << " n " << n << " chunk_log2 " << chunk_log2
+                                              << " flags " << flags << " k " << k;
+            ASSERT_TRUE(got == ref) << "frames differ: dtype " << dtype << " n " << n << " chunk_log2 "
+                                    << chunk_log2 << " flags " << flags << " k " << k;
+            // CPU frame decoded on the GPU.
+            const GpuDecoded d = gpu_decompress(ref, n * (f.W / 8));
+            ASSERT_EQ(d.launch, SZ_OK);
+            ASSERT_EQ(d.status, SZ_OK) << sz_status_name((sz_status)d.status) << " dtype " << dtype << " n " << n;
+            ASSERT_EQ(d.size, n * (f.W / 8));
+            ASSERT_TRUE(d.out == data) << "GPU decode differs: dtype " << dtype << " n " << n;
+            ASSERT_TRUE(d.guard_ok);
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  printf("[ info ] %d (dtype, size, chunk, flags, width) cases byte-identical and decoded\n", cases);
+}
+
+TEST(CudaCodec, GpuFrameDecodesOnCpuAndDefaultCodebook) {
+  SZ_SKIP_WITHOUT_GPU();
+  for (sz_dtype dtype : sztest::kAllDtypes) {
+    const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
+    const size_t n = 123457;
+    unsigned center = 0;
+    const std::vector<uint8_t> data = test_values(dtype, n, 77 + dtype, &center);
+    sz_status s;
+    const std::vector<uint8_t> frame = gpu_compress(data, n, dtype, nullptr, nullptr, &s);  // defaults
+    ASSERT_EQ(s, SZ_OK);
+    std::vector<uint8_t> out(n * (f.W / 8));
+    size_t got = 0;
+    ASSERT_EQ(sz_decompress_reference(frame.data(), frame.size(), out.data(), out.size(), &got), SZ_OK);
+    ASSERT_EQ(got, out.size());
+    ASSERT_TRUE(out == data);
+    sz_codebook cb;
+    ASSERT_EQ(sz_default_codebook(dtype, SZ_KIND_GENERIC, &cb), SZ_OK);
+    const sz_params p = sz_params_default();
+    ASSERT_TRUE(frame == cpu_compress(data, n, dtype, cb, p));
+  }
+}
+
+TEST(CudaCodec, RealKvSliceEqualsReference) {
+  SZ_SKIP_WITHOUT_GPU();
+  std::vector<uint8_t> data;
+  ASSERT_TRUE(sztest::read_file(sztest::repo_path("data/kv_code_bf16_slice.bin"), &data));
+  const uint64_t n = data.size() / 2;
+  sz_histogram hist;
+  ASSERT_EQ(sz_histogram_init(&hist, SZ_DTYPE_BF16), SZ_OK);
+  ASSERT_EQ(sz_histogram_add(&hist, data.data(), n), SZ_OK);
+  sz_codebook cb;
+  ASSERT_EQ(sz_calibrate(&hist, &cb, nullptr), SZ_OK);
+  for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+    sz_params p = sz_params_default();
+    p.flags = flags;
+    sz_status s;
+    const std::vector<uint8_t> got = gpu_compress(data, n, SZ_DTYPE_BF16, &cb, &p, &s);
+    ASSERT_EQ(s, SZ_OK);
+    ASSERT_TRUE(got == cpu_compress(data, n, SZ_DTYPE_BF16, cb, p));
+    const GpuDecoded d = gpu_decompress(got, data.size());
+    ASSERT_EQ(d.status, SZ_OK);
+    ASSERT_TRUE(d.out == data);
+    printf("[ info ] real KV slice: %zu -> %zu bytes (ratio %.4f), flags %u\n", data.size(), got.size(),
+           (double)data.size() / got.size(), flags);
+  }
+}
+
+// ---- paged API ---------------------------------------------------------------------------------------------------
+
+TEST(CudaCodec, PagesEqualSingleFrame) {
+  SZ_SKIP_WITHOUT_GPU();
+  for (sz_dtype dtype : {SZ_DTYPE_BF16, SZ_DTYPE_FP16, SZ_DTYPE_FP32, SZ_DTYPE_FP8_E4M3, SZ_DTYPE_FP8_E5M2}) {
+    const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
+    const size_t vb = f.W / 8;
+    for (uint64_t page_values : {1000ull, 4096ull, 16ull * 8 * 64, 5ull}) {
+      for (size_t misalign : {0u, 1u}) {
+        const uint32_t n_pages = page_values == 5 ? 301 : 13;
+        const uint64_t n = n_pages * page_values;
+        unsigned center = 0;
+        const std::vector<uint8_t> data = test_values(dtype, n, 4242 + page_values, &center);
+        sz_params p = sz_params_default();
+        p.flags = SZ_FLAG_CHECKSUMS;
+        sz_status s;
+        const std::vector<uint8_t> single = gpu_compress(data, n, dtype, nullptr, &p, &s);
+        ASSERT_EQ(s, SZ_OK);
+        // Pages scattered in one big allocation, in reverse order, each at an offset of misalign * value size.
+        const size_t page_bytes = page_values * vb, stride = page_bytes + 64;
+        DevBuf pool(stride * n_pages + 64), ptrs(sizeof(void*) * n_pages);
+        std::vector<void*> hp(n_pages);
+        for (uint32_t i = 0; i < n_pages; ++i) {
+          hp[i] = pool.p + (size_t)(n_pages - 1 - i) * stride + misalign * vb;
+          cudaMemcpy(hp[i], data.data() + i * page_bytes, page_bytes, cudaMemcpyHostToDevice);
+        }
+        cudaMemcpy(ptrs.p, hp.data(), sizeof(void*) * n_pages, cudaMemcpyHostToDevice);
+        size_t ws = 0;
+        ASSERT_EQ(sz_cuda_compress_pages_workspace_size(n_pages, page_values, dtype, &p, &ws), SZ_OK);
+        const size_t bound = sz_compress_bound(n, dtype);
+        DevBuf dst(bound), work(ws), fsize(8);
+        ASSERT_EQ(sz_cuda_compress_pages((const void* const*)ptrs.p, n_pages, page_values, dtype, nullptr, &p, dst.p,
+                                         bound, work.p, ws, (uint64_t*)fsize.p, nullptr, nullptr),
+                  SZ_OK);
+        CUDA_OK(cudaDeviceSynchronize());
+        uint64_t size = 0;
+        cudaMemcpy(&size, fsize.p, 8, cudaMemcpyDeviceToHost);
+        ASSERT_EQ(size, single.size());
+        std::vector<uint8_t> frame(size);
+        cudaMemcpy(frame.data(), dst.p, size, cudaMemcpyDeviceToHost);
+        ASSERT_TRUE(frame == single) << "paged frame differs: dtype " << dtype << " page_values " << page_values;
+
+        // Scatter back into fresh pages.
+        cudaMemset(pool.p, 0, pool.size);
+        DevBuf src(size), st(4);
+        cudaMemcpy(src.p, frame.data(), size, cudaMemcpyHostToDevice);
+        ASSERT_EQ(sz_cuda_decompress_pages(src.p, size, (void* const*)ptrs.p, n_pages, page_values, nullptr, 0,
+                                           (int32_t*)st.p, nullptr),
+                  SZ_OK);
+        CUDA_OK(cudaDeviceSynchronize());
+        int32_t status = -1;
+        cudaMemcpy(&status, st.p, 4, cudaMemcpyDeviceToHost);
+        ASSERT_EQ(status, SZ_OK);
+        std::vector<uint8_t> back(n * vb);
+        for (uint32_t i = 0; i < n_pages; ++i)
+          cudaMemcpy(back.data() + i * page_bytes, hp[i], page_bytes, cudaMemcpyDeviceToHost);
+        ASSERT_TRUE(back == data);
+        // The frame must hold exactly n_pages * page_values values.
+        ASSERT_EQ(sz_cuda_decompress_pages(src.p, size, (void* const*)ptrs.p, n_pages - 1, page_values, nullptr, 0,
+                                           (int32_t*)st.p, nullptr),
+                  SZ_OK);
+        CUDA_OK(cudaDeviceSynchronize());
+        cudaMemcpy(&status, st.p, 4, cudaMemcpyDeviceToHost);
+        ASSERT_EQ(status, SZ_ERROR_DST_TOO_SMALL);
+      }
+    }
+  }
+}
+
+// ---- corrupt frames ----------------------------------------------------------------------------------------------
+
+void check_corrupt_like_reference(const std::vector<uint8_t>& frame, size_t out_bytes, const char* what) {
+  std::vector<uint8_t> ref_out(out_bytes + 1);
+  size_t ref_size = 0;
+  const sz_status ref = sz_decompress_reference(frame.data(), frame.size(), ref_out.data(), out_bytes, &ref_size);
+  const GpuDecoded d = gpu_decompress(frame, out_bytes);
+  ASSERT_EQ(d.launch, SZ_OK);
+  ASSERT_TRUE(d.guard_ok) << what << ": wrote past the output";
+  if (ref == SZ_OK) {
+    ASSERT_EQ(d.status, SZ_OK) << what << ": GPU rejects (" << sz_status_name((sz_status)d.status)
+                               << ") a frame the reference accepts";
+    ref_out.resize(ref_size);
+    ASSERT_TRUE(d.out == ref_out) << what;
+  } else {
+    ASSERT_NE(d.status, SZ_OK) << what << ": GPU accepts a frame the reference rejects with " << sz_status_name(ref);
+    ASSERT_EQ(d.size, 0u) << what;
+  }
+}
+
+TEST(CudaCodec, CorruptFramesRejectedLikeReference) {
+  SZ_SKIP_WITHOUT_GPU();
+  for (sz_dtype dtype : {SZ_DTYPE_BF16, SZ_DTYPE_FP16, SZ_DTYPE_FP8_E4M3}) {
+    for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+      const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
+      const size_t n = 777;  // 4 chunks of 256 with a short last one
+      unsigned center = 0;
+      const std::vector<uint8_t> data = test_values(dtype, n, 9 + dtype, &center);
+      const sz_codebook cb = sztest::centered_codebook(dtype, 2, 4, center);
+      sz_params p = sz_params_default();
+      p.chunk_log2 = 8;
+      p.flags = flags;
+      const std::vector<uint8_t> frame = cpu_compress(data, n, dtype, cb, p);
+      const size_t out_bytes = n * (f.W / 8);
+      // Truncations.
+      for (size_t len : {(size_t)0, (size_t)10, (size_t)63, (size_t)64, (size_t)100, frame.size() / 2,
+                         frame.size() - 1}) {
+        std::vector<uint8_t> t(frame.begin(), frame.begin() + len);
+        check_corrupt_like_reference(t, out_bytes, ("truncated to " + std::to_string(len)).c_str());
+        const GpuDecoded d = gpu_decompress(t, out_bytes);
+        std::vector<uint8_t> o(out_bytes);
+        size_t os = 0;
+        if (len < 64) {  // header-level errors follow §4.1's order: same status as the reference
+          EXPECT_EQ(d.status, (int32_t)sz_decompress_reference(t.data(), t.size(), o.data(), o.size(), &os));
+        }
+      }
+      // Every single-bit flip of the first 64 + index bytes, and a sample elsewhere.
+      Rng rng(flags + dtype);
+      for (size_t byte = 0; byte < frame.size(); ++byte) {
+        const bool dense = byte < 64 + 8 * 4 + 4 * 4;
+        if (!dense && rng.below(8) != 0) continue;
+        std::vector<uint8_t> t = frame;
+        t[byte] ^= (uint8_t)(1u << rng.below(8));
+        check_corrupt_like_reference(t, out_bytes, ("flip at byte " + std::to_string(byte)).c_str());
+        if (byte < 64) {
+          const GpuDecoded d = gpu_decompress(t, out_bytes);
+          std::vector<uint8_t> o(out_bytes);
+          size_t os = 0;
+          EXPECT_EQ(d.status, (int32_t)sz_decompress_reference(t.data(), t.size(), o.data(), o.size(), &os))
+              << "header flip at byte " << byte;
+        }
+      }
+      // Output one byte too small.
+      const GpuDecoded small = gpu_decompress(frame, out_bytes - 1);
+      EXPECT_EQ(small.status, SZ_ERROR_DST_TOO_SMALL);
+      EXPECT_TRUE(small.guard_ok);
+    }
+  }
+}
+
+TEST(CudaCodec, RandomGarbageNeverCrashes) {
+  SZ_SKIP_WITHOUT_GPU();
+  // Valid header, random body: exercises the index / record checks with arbitrary values.
+  const size_t n = 5000;
+  unsigned center = 0;
+  const std::vector<uint8_t> data = test_values(SZ_DTYPE_BF16, n, 5, &center);
+  sz_params p = sz_params_default();
+  p.chunk_log2 = 8;
+  p.flags = 0;
+  const sz_codebook cb = sztest::centered_codebook(SZ_DTYPE_BF16, 4, 16, center);
+  const std::vector<uint8_t> frame = cpu_compress(data, n, SZ_DTYPE_BF16, cb, p);
+  Rng rng(1234);
+  for (int iter = 0; iter < 200; ++iter) {
+    std::vector<uint8_t> t = frame;
+    const int flips = 1 + (int)rng.below(20);
+    for (int i = 0; i < flips; ++i) t[64 + rng.below(t.size() - 64)] = (uint8_t)rng.next();
+    check_corrupt_like_reference(t, n * 2, "random bytes");
+  }
+}
+
+// ---- host-side argument checks -----------------------------------------------------------------------------------
+
+TEST(CudaCodec, HostArgumentChecks) {
+  SZ_SKIP_WITHOUT_GPU();
+  const uint64_t n = 10000;
+  DevBuf src(n * 2), dst(sz_compress_bound(n, SZ_DTYPE_BF16)), fsize(8);
+  size_t ws = 0;
+  ASSERT_EQ(sz_cuda_compress_workspace_size(n, SZ_DTYPE_BF16, nullptr, &ws), SZ_OK);
+  DevBuf work(ws);
+  EXPECT_EQ(sz_cuda_compress_workspace_size(n, (sz_dtype)9, nullptr, &ws), SZ_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(sz_cuda_compress_workspace_size(n, SZ_DTYPE_BF16, nullptr, &ws), SZ_OK);
+  EXPECT_EQ(sz_cuda_compress(src.p, n, SZ_DTYPE_BF16, nullptr, nullptr, dst.p, dst.size - 1, work.p, ws,
+                             (uint64_t*)fsize.p, nullptr, nullptr),
+            SZ_ERROR_DST_TOO_SMALL);
+  EXPECT_EQ(sz_cuda_compress(src.p, n, SZ_DTYPE_BF16, nullptr, nullptr, dst.p, dst.size, work.p, ws - 1,
+                             (uint64_t*)fsize.p, nullptr, nullptr),
+            SZ_ERROR_WORKSPACE_TOO_SMALL);
+  EXPECT_EQ(sz_cuda_compress(nullptr, n, SZ_DTYPE_BF16, nullptr, nullptr, dst.p, dst.size, work.p, ws,
+                             (uint64_t*)fsize.p, nullptr, nullptr),
+            SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_cuda_compress(src.p, n, SZ_DTYPE_BF16, nullptr, nullptr, dst.p, dst.size, work.p, ws, nullptr, nullptr,
+                             nullptr),
+            SZ_ERROR_INVALID_ARGUMENT);
+  sz_codebook bad = sztest::centered_codebook(SZ_DTYPE_FP16, 2, 4, 10);
+  EXPECT_EQ(sz_cuda_compress(src.p, n, SZ_DTYPE_BF16, &bad, nullptr, dst.p, dst.size, work.p, ws, (uint64_t*)fsize.p,
+                             nullptr, nullptr),
+            SZ_ERROR_BAD_CODEBOOK);
+  sz_params p = sz_params_default();
+  p.chunk_log2 = 17;
+  EXPECT_EQ(sz_cuda_compress(src.p, n, SZ_DTYPE_BF16, nullptr, &p, dst.p, dst.size, work.p, ws, (uint64_t*)fsize.p,
+                             nullptr, nullptr),
+            SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_cuda_decompress(nullptr, 100, dst.p, 10, nullptr, 0, (int32_t*)fsize.p, nullptr, nullptr),
+            SZ_ERROR_INVALID_ARGUMENT);
+  CUDA_OK(cudaDeviceSynchronize());
+}
+
+}  // namespace
