@@ -142,8 +142,12 @@ sz_status decode_hello(const uint8_t* p, size_t size, uint32_t max_tensors, Hell
     t.size = load_u64(p + o + 4);
     memcpy(t.codebook, p + o + 12, SZ_CODEBOOK_FILE_SIZE);
     o += kTensorEntryFixed;
-    if (name_len > kMaxName || name_len > size - o) {
-      *why = "handshake tensor name length out of range";
+    if (name_len > kMaxName) {
+      *why = "tensor name longer than " + std::to_string(kMaxName) + " bytes";
+      return SZ_ERROR_INVALID_ARGUMENT;
+    }
+    if (name_len > size - o) {
+      *why = "handshake tensor list truncated";
       return SZ_ERROR_CORRUPT;
     }
     t.name.assign((const char*)p + o, name_len);

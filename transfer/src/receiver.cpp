@@ -262,10 +262,9 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
   proto::Hello hello;
   std::string why;
   st = proto::decode_hello(hello_buf.data() + proto::kHeaderSize, hh.payload_size, opt.max_tensors, &hello, &why);
-  // From here on the peer's session nonce is known and errors are reported to it.
-  // (A handshake too malformed to give a session still gets an answer on session 0's tag only if parsed.)
+  // Once the fixed part parsed, the peer's session nonce is known and errors are reported to it.
   ctrl_tag = proto::tag_of(proto::kTagToSender, hello.session);
-  can_reply = (st == SZ_OK || st == SZ_ERROR_UNSUPPORTED_VERSION || st == SZ_ERROR_INVALID_ARGUMENT);
+  can_reply = hh.payload_size >= proto::kHelloFixed && st != SZ_ERROR_BAD_MAGIC;
   auto refuse = [&](sz_status code, const std::string& msg) {
     reply(proto::kHelloAck, code, msg, true);
     cleanup(false);

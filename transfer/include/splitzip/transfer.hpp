@@ -53,6 +53,11 @@ struct SendFaults {
   uint64_t stall_after_chunks = 0;
   /** Override the protocol version sent in the handshake (0 = kProtocolVersion). */
   uint16_t protocol_version = 0;
+  /** Announce names without checking them here (to test that the receiver refuses bad ones). */
+  bool unchecked_names = false;
+  /** Announce this size for the first tensor instead of its real size (0 = the real size); nothing is sent after
+   *  a refusal, so this tests the receiver's limits. */
+  uint64_t announce_size = 0;
 };
 
 struct SendOptions {
