@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import splitzip
-from conftest import ALL_DTYPES, UINT_OF, kv_like_bits
+from conftest import ALL_DTYPES, kv_like_bits
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(
@@ -23,11 +23,12 @@ def to_cuda(bits, name):
     return torch.from_numpy(signed.copy()).cuda().view(getattr(torch, TORCH_DT[name]))
 
 
-def bits_of(t):
-    return t.view(TORCH_UINT[t.element_size()]).cpu().numpy().view(UINT_OF_SIZE[t.element_size()])
-
-
 UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+
+
+def bits_of(t):
+    """The bit patterns of a CUDA tensor as unsigned numpy integers."""
+    return t.view(TORCH_UINT[t.element_size()]).cpu().numpy().view(UINT_OF_SIZE[t.element_size()])
 
 
 def test_custom_ops_registered():
