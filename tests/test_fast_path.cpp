@@ -1,0 +1,202 @@
+// The fast CPU codec against the reference codec: for every thread count and every CPU instruction-set variant
+// the library exposes (environment variable SPLITZIP_CPU_ISA = portable | avx2, read at every call), the fast
+// encoder writes the reference frame byte for byte, and each decoder decodes the other's frames.
+#include <stdlib.h>
+
+#include "test_util.h"
+
+using namespace sztest;
+
+namespace {
+
+struct IsaVariant {
+  const char* name;
+  bool supported;
+};
+
+bool cpu_has_avx2() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+#else
+  return false;
+#endif
+}
+
+std::vector<IsaVariant> isa_variants() { return {{"portable", true}, {"avx2", cpu_has_avx2()}}; }
+
+// Sets SPLITZIP_CPU_ISA for the scope of one test and restores the previous value.
+class ScopedIsa {
+ public:
+  explicit ScopedIsa(const char* isa) {
+    const char* old = getenv("SPLITZIP_CPU_ISA");
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (isa)
+      setenv("SPLITZIP_CPU_ISA", isa, 1);
+    else
+      unsetenv("SPLITZIP_CPU_ISA");
+  }
+  ~ScopedIsa() {
+    if (had_)
+      setenv("SPLITZIP_CPU_ISA", old_.c_str(), 1);
+    else
+      unsetenv("SPLITZIP_CPU_ISA");
+  }
+
+ private:
+  bool had_ = false;
+  std::string old_;
+};
+
+struct Input {
+  std::string name;
+  sz_dtype dtype;
+  std::vector<uint8_t> bytes;
+  sz_codebook cb;
+  unsigned chunk_log2;
+  uint32_t flags;
+};
+
+std::vector<Input> inputs() {
+  std::vector<Input> in;
+  auto add = [&](std::string name, sz_dtype d, std::vector<uint8_t> b, unsigned k, unsigned count, unsigned center,
+                 unsigned cl, uint32_t flags) {
+    Input x{std::move(name), d, std::move(b), centered_codebook(d, k, count, center), cl, flags};
+    in.push_back(std::move(x));
+  };
+  // Sizes chosen so that chunks do not divide evenly among threads, with escapes and some raw chunks.
+  add("bf16_k4", SZ_DTYPE_BF16, skewed_values(SZ_DTYPE_BF16, 1000003, 1, 120, 0.55, 0.002), 4, 16, 120, 12,
+      SZ_FLAG_CHECKSUMS);
+  add("bf16_k3_chunk8", SZ_DTYPE_BF16, skewed_values(SZ_DTYPE_BF16, 300001, 2, 120, 0.55, 0.02), 3, 8, 120, 8, 0);
+  add("bf16_k1_mostly_raw", SZ_DTYPE_BF16, skewed_values(SZ_DTYPE_BF16, 200005, 3, 120, 0.7, 0.2), 1, 2, 120, 10,
+      SZ_FLAG_CHECKSUMS);
+  add("fp16_k4", SZ_DTYPE_FP16, skewed_values(SZ_DTYPE_FP16, 500009, 4, 14, 0.5, 0.01), 4, 15, 14, 12,
+      SZ_FLAG_CHECKSUMS);
+  add("fp32_k4", SZ_DTYPE_FP32, skewed_values(SZ_DTYPE_FP32, 400017, 5, 125, 0.5, 0.005), 4, 16, 125, 16,
+      SZ_FLAG_CHECKSUMS);
+  add("fp32_k2", SZ_DTYPE_FP32, skewed_values(SZ_DTYPE_FP32, 100003, 6, 125, 0.3, 0.01), 2, 3, 125, 9, 0);
+  add("e4m3_k3", SZ_DTYPE_FP8_E4M3, skewed_values(SZ_DTYPE_FP8_E4M3, 1000001, 7, 7, 0.5, 0.01), 3, 8, 7, 12,
+      SZ_FLAG_CHECKSUMS);
+  add("e4m3_k2", SZ_DTYPE_FP8_E4M3, skewed_values(SZ_DTYPE_FP8_E4M3, 77777, 8, 7, 0.3, 0.0), 2, 4, 7, 8, 0);
+  add("e5m2_k4", SZ_DTYPE_FP8_E5M2, skewed_values(SZ_DTYPE_FP8_E5M2, 1000001, 9, 15, 0.5, 0.01), 4, 16, 15, 14,
+      SZ_FLAG_CHECKSUMS);
+  add("e5m2_k1", SZ_DTYPE_FP8_E5M2, skewed_values(SZ_DTYPE_FP8_E5M2, 33333, 10, 15, 0.3, 0.05), 1, 1, 15, 8,
+      SZ_FLAG_CHECKSUMS);
+  add("bf16_random", SZ_DTYPE_BF16, random_bytes(2 * 123457, 11), 4, 16, 120, 12, SZ_FLAG_CHECKSUMS);
+  std::vector<uint8_t> kv;
+  if (read_file(repo_path("data/kv_code_bf16_slice.bin"), &kv)) {
+    sz_codebook cb;
+    sz_default_codebook(SZ_DTYPE_BF16, SZ_KIND_GENERIC, &cb);
+    in.push_back(Input{"bf16_real_kv_slice", SZ_DTYPE_BF16, std::move(kv), cb, 12, SZ_FLAG_CHECKSUMS});
+  }
+  return in;
+}
+
+const std::vector<Input>& cached_inputs() {
+  static const std::vector<Input> in = inputs();
+  return in;
+}
+
+const unsigned kThreadCounts[] = {1, 2, 3, 4, 8, 0};
+
+}  // namespace
+
+class FastPath : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FastPath, EveryThreadCountWritesTheReferenceFrameAndDecodesBitExact) {
+  const char* isa = GetParam();
+  bool supported = true;
+  for (const IsaVariant& v : isa_variants())
+    if (strcmp(v.name, isa) == 0) supported = v.supported;
+  if (!supported) GTEST_SKIP() << "this CPU lacks " << isa << ": variant not testable here";
+  ScopedIsa scoped(isa);
+  for (const Input& in : cached_inputs()) {
+    const size_t vb = value_bytes(in.dtype);
+    const uint64_t n = in.bytes.size() / vb;
+    ASSERT_EQ(sz_codebook_validate(&in.cb), SZ_OK) << in.name;
+    std::vector<uint8_t> ref;
+    const sz_params p1 = make_params(in.chunk_log2, in.flags, 1);
+    ASSERT_EQ(compress_vec(true, in.bytes.data(), n, in.dtype, &in.cb, &p1, &ref), SZ_OK) << in.name;
+    for (unsigned t : kThreadCounts) {
+      const std::string what = in.name + " isa=" + isa + " threads=" + std::to_string(t);
+      const sz_params p = make_params(in.chunk_log2, in.flags, t);
+      std::vector<uint8_t> fast;
+      ASSERT_EQ(compress_vec(false, in.bytes.data(), n, in.dtype, &in.cb, &p, &fast), SZ_OK) << what;
+      EXPECT_TRUE(fast == ref) << what << ": fast frame differs from the reference frame (" << fast.size() << " vs "
+                               << ref.size() << " bytes)";
+      std::vector<uint8_t> out;
+      ASSERT_EQ(decompress_vec(false, ref, in.bytes.size(), &out, t), SZ_OK) << what;
+      EXPECT_TRUE(out == in.bytes) << what << ": fast decoder output differs from the input";
+    }
+    std::vector<uint8_t> out;
+    ASSERT_EQ(decompress_vec(true, ref, in.bytes.size(), &out), SZ_OK) << in.name;
+    EXPECT_TRUE(out == in.bytes) << in.name << ": reference decoder output differs from the input";
+  }
+}
+
+TEST_P(FastPath, CompressingTwiceGivesIdenticalBytes) {
+  const char* isa = GetParam();
+  if (strcmp(isa, "avx2") == 0 && !cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks avx2";
+  ScopedIsa scoped(isa);
+  const Input& in = cached_inputs()[0];
+  const uint64_t n = in.bytes.size() / value_bytes(in.dtype);
+  const sz_params p = make_params(in.chunk_log2, in.flags, 3);
+  std::vector<uint8_t> a, b;
+  ASSERT_EQ(compress_vec(false, in.bytes.data(), n, in.dtype, &in.cb, &p, &a), SZ_OK);
+  ASSERT_EQ(compress_vec(false, in.bytes.data(), n, in.dtype, &in.cb, &p, &b), SZ_OK);
+  EXPECT_TRUE(a == b);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, FastPath, ::testing::Values("portable", "avx2"),
+                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+
+TEST(FastPathIsa, VariantsProduceIdenticalFramesToEachOther) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks avx2: only one variant to compare";
+  for (const Input& in : cached_inputs()) {
+    const uint64_t n = in.bytes.size() / value_bytes(in.dtype);
+    const sz_params p = make_params(in.chunk_log2, in.flags, 2);
+    std::vector<uint8_t> a, b, da, db;
+    {
+      ScopedIsa s("portable");
+      ASSERT_EQ(compress_vec(false, in.bytes.data(), n, in.dtype, &in.cb, &p, &a), SZ_OK);
+    }
+    {
+      ScopedIsa s("avx2");
+      ASSERT_EQ(compress_vec(false, in.bytes.data(), n, in.dtype, &in.cb, &p, &b), SZ_OK);
+      ASSERT_EQ(decompress_vec(false, a, in.bytes.size(), &db, 2), SZ_OK);
+    }
+    {
+      ScopedIsa s("portable");
+      ASSERT_EQ(decompress_vec(false, b, in.bytes.size(), &da, 2), SZ_OK);
+    }
+    EXPECT_TRUE(a == b) << in.name;
+    EXPECT_TRUE(da == in.bytes) << in.name;
+    EXPECT_TRUE(db == in.bytes) << in.name;
+  }
+}
+
+TEST(FastPathIsa, UnknownIsaNameStillGivesCorrectFrames) {
+  ScopedIsa s("no-such-isa");
+  const Input& in = cached_inputs()[1];
+  const uint64_t n = in.bytes.size() / value_bytes(in.dtype);
+  const sz_params p = make_params(in.chunk_log2, in.flags, 2);
+  std::vector<uint8_t> ref, fast, out;
+  ASSERT_EQ(compress_vec(true, in.bytes.data(), n, in.dtype, &in.cb, &p, &ref), SZ_OK);
+  ASSERT_EQ(compress_vec(false, in.bytes.data(), n, in.dtype, &in.cb, &p, &fast), SZ_OK);
+  EXPECT_TRUE(ref == fast);
+  ASSERT_EQ(decompress_vec(false, fast, in.bytes.size(), &out, 2), SZ_OK);
+  EXPECT_TRUE(out == in.bytes);
+}
+
+TEST(FastPath, ThreadsNeverChangeSmallFrames) {
+  // Fewer chunks than threads, one chunk, zero values.
+  for (uint64_t n : {0ull, 1ull, 255ull, 256ull, 257ull, 1000ull}) {
+    const std::vector<uint8_t> src = skewed_values(SZ_DTYPE_BF16, (size_t)n, n, 120, 0.5, 0.05);
+    const sz_codebook cb = centered_codebook(SZ_DTYPE_BF16, 4, 16, 120);
+    for (unsigned t : kThreadCounts) {
+      check_roundtrip(src, SZ_DTYPE_BF16, &cb, make_params(8, SZ_FLAG_CHECKSUMS, t),
+                      "n=" + std::to_string(n) + " threads=" + std::to_string(t));
+    }
+  }
+}

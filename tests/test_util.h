@@ -1,0 +1,287 @@
+// test_util.h — helpers shared by the splitzip test suites (CPU, CUDA): deterministic data generators with fixed
+// seeds, file loading, lookup of the repo's data/ folder and of the optional ../shared/data with skip messages.
+//
+// Everything here is header-only and independent of the library's internals: tests see the library only through
+// include/splitzip/splitzip.h.
+#pragma once
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "splitzip/splitzip.h"
+
+#ifndef SPLITZIP_SOURCE_DIR
+#error "SPLITZIP_SOURCE_DIR must be defined by the build (tests/CMakeLists.txt does)"
+#endif
+
+namespace sztest {
+
+// ---- deterministic random numbers (splitmix64: same stream on every platform and compiler) -------------------------
+struct Rng {
+  uint64_t state;
+  explicit Rng(uint64_t seed) : state(seed) {}
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, bound), bound > 0 (bias below 2^-32 for the bounds used in tests).
+  uint64_t below(uint64_t bound) { return next() % bound; }
+  double uniform() { return (double)(next() >> 11) * (1.0 / 9007199254740992.0); }
+};
+
+inline std::vector<uint8_t> random_bytes(size_t n, uint64_t seed) {
+  std::vector<uint8_t> out(n);
+  Rng rng(seed);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const uint64_t v = rng.next();
+    memcpy(out.data() + i, &v, 8);
+  }
+  if (i < n) {
+    const uint64_t v = rng.next();
+    memcpy(out.data() + i, &v, n - i);
+  }
+  return out;
+}
+
+// Fisher-Yates shuffle with the deterministic generator.
+template <typename T>
+void shuffle(std::vector<T>& v, uint64_t seed) {
+  Rng rng(seed);
+  for (size_t i = v.size(); i > 1; --i) {
+    const size_t j = (size_t)rng.below(i);
+    std::swap(v[i - 1], v[j]);
+  }
+}
+
+// ---- dtype facts, written from docs/FORMAT.md §2 (independently of src/layout.h, so tests also check it) --------
+struct DtypeFacts {
+  unsigned W, E, M;  // value bits, exponent bits, mantissa bits
+};
+inline DtypeFacts dtype_facts(unsigned dtype) {
+  switch (dtype) {
+    case SZ_DTYPE_BF16: return {16, 8, 7};
+    case SZ_DTYPE_FP16: return {16, 5, 10};
+    case SZ_DTYPE_FP32: return {32, 8, 23};
+    case SZ_DTYPE_FP8_E4M3: return {8, 4, 3};
+    case SZ_DTYPE_FP8_E5M2: return {8, 5, 2};
+    default: return {0, 0, 0};
+  }
+}
+inline size_t value_bytes(unsigned dtype) { return dtype_facts(dtype).W / 8; }
+constexpr sz_dtype kAllDtypes[] = {SZ_DTYPE_BF16, SZ_DTYPE_FP16, SZ_DTYPE_FP32, SZ_DTYPE_FP8_E4M3,
+                                   SZ_DTYPE_FP8_E5M2};
+
+inline uint32_t load_value(const uint8_t* p, unsigned W) {
+  uint32_t v = 0;
+  for (unsigned b = 0; b < W / 8; ++b) v |= (uint32_t)p[b] << (8 * b);
+  return v;
+}
+inline void store_value(uint8_t* p, unsigned W, uint32_t v) {
+  for (unsigned b = 0; b < W / 8; ++b) p[b] = (uint8_t)(v >> (8 * b));
+}
+inline uint32_t exponent_field(uint32_t x, DtypeFacts f) { return (x >> f.M) & ((1u << f.E) - 1u); }
+inline uint32_t make_value(uint32_t sign, uint32_t exponent, uint32_t mantissa, DtypeFacts f) {
+  return (sign << (f.W - 1)) | (exponent << f.M) | (mantissa & ((1u << f.M) - 1u));
+}
+
+// n values of dtype whose exponents concentrate around `center` (a discretised two-sided geometric law with
+// decay `p` per step) and whose sign and mantissa are uniform; a fraction `wild` of the values get a uniformly random
+// exponent (these become escapes). KV caches look like this: few exponents carry almost all the mass.
+inline std::vector<uint8_t> skewed_values(unsigned dtype, size_t n, uint64_t seed, unsigned center, double p = 0.5,
+                                          double wild = 0.0) {
+  const DtypeFacts f = dtype_facts(dtype);
+  const uint32_t emax = (1u << f.E) - 1u;
+  std::vector<uint8_t> out(n * (f.W / 8));
+  Rng rng(seed);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t e;
+    if (wild > 0 && rng.uniform() < wild) {
+      e = (uint32_t)rng.below(emax + 1);
+    } else {
+      int d = 0;
+      while (rng.uniform() < p && d < 64) ++d;
+      const int sign = (rng.next() & 1) ? 1 : -1;
+      int64_t ee = (int64_t)center + sign * d;
+      if (ee < 0) ee = 0;
+      if (ee > (int64_t)emax) ee = emax;
+      e = (uint32_t)ee;
+    }
+    const uint64_t r = rng.next();
+    store_value(out.data() + i * (f.W / 8), f.W, make_value((uint32_t)(r >> 63), e, (uint32_t)r, f));
+  }
+  return out;
+}
+
+// A codebook {center, center-1, center+1, center-2, ...} of `count` entries for width k (no calibration needed).
+inline sz_codebook centered_codebook(unsigned dtype, unsigned k, unsigned count, unsigned center) {
+  sz_codebook cb;
+  memset(&cb, 0, sizeof cb);
+  cb.dtype = (uint8_t)dtype;
+  cb.code_bits = (uint8_t)k;
+  cb.count = (uint8_t)count;
+  const unsigned emax = (1u << dtype_facts(dtype).E) - 1u;
+  unsigned filled = 0;
+  for (int d = 0; filled < count && d < 64; ++d) {
+    const int cands[2] = {(int)center + d, (int)center - d - 1};
+    for (int c : cands) {
+      if (filled < count && c >= 0 && c <= (int)emax) cb.values[filled++] = (uint8_t)c;
+    }
+  }
+  return cb;
+}
+
+// ---- files -----------------------------------------------------------------------------------------------------
+inline bool read_file(const std::string& path, std::vector<uint8_t>* out) {
+  FILE* f = fopen(path.c_str(), "rb");
+  if (!f) return false;
+  out->clear();
+  uint8_t buf[1 << 16];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof buf, f)) > 0) out->insert(out->end(), buf, buf + got);
+  const bool ok = !ferror(f);
+  fclose(f);
+  return ok;
+}
+
+inline bool file_exists(const std::string& path) {
+  FILE* f = fopen(path.c_str(), "rb");
+  if (!f) return false;
+  fclose(f);
+  return true;
+}
+
+inline bool write_file(const std::string& path, const void* data, size_t size) {
+  FILE* f = fopen(path.c_str(), "wb");
+  if (!f) return false;
+  const bool ok = fwrite(data, 1, size, f) == size;
+  return fclose(f) == 0 && ok;
+}
+
+// The repository root and its files (data/, tests/golden/).
+inline std::string source_dir() { return SPLITZIP_SOURCE_DIR; }
+inline std::string repo_path(const std::string& rel) { return source_dir() + "/" + rel; }
+
+// The shared data folder: $SPLITZIP_SHARED_DATA if set, else <repo>/../shared/data. Empty if it does not exist.
+inline std::string shared_data_dir() {
+  const char* env = getenv("SPLITZIP_SHARED_DATA");
+  const std::string dir = (env && *env) ? std::string(env) : source_dir() + "/../shared/data";
+  // A folder cannot be fopen'ed portably; probe a file every shared data copy has.
+  if (file_exists(dir + "/kv/trained-d512/README.md") || file_exists(dir + "/kv/stories260K/README.md")) return dir;
+  return std::string();
+}
+
+// Path of a file under the shared data folder, or "" (with *why set) when absent.
+inline std::string shared_file(const std::string& rel, std::string* why) {
+  const std::string dir = shared_data_dir();
+  if (dir.empty()) {
+    *why = "shared data not found (set SPLITZIP_SHARED_DATA or place it at ../shared/data): skipping " + rel;
+    return std::string();
+  }
+  const std::string p = dir + "/" + rel;
+  if (!file_exists(p)) {
+    *why = "shared data file " + p + " is absent: skipping";
+    return std::string();
+  }
+  return p;
+}
+
+// Loads a shared data file into `bytes`, or skips the current test with a message. Use at the top of a TEST body.
+#define SZ_LOAD_SHARED_OR_SKIP(rel, bytes)                                             \
+  do {                                                                                 \
+    std::string sz_why_;                                                               \
+    const std::string sz_path_ = ::sztest::shared_file((rel), &sz_why_);               \
+    if (sz_path_.empty()) GTEST_SKIP() << sz_why_;                                     \
+    ASSERT_TRUE(::sztest::read_file(sz_path_, &(bytes))) << "cannot read " << sz_path_; \
+  } while (0)
+
+// ---- small conveniences around the C API ----------------------------------------------------------------------
+inline sz_params make_params(unsigned chunk_log2, uint32_t flags, unsigned threads = 1) {
+  sz_params p = sz_params_default();
+  p.chunk_log2 = chunk_log2;
+  p.flags = flags;
+  p.threads = threads;
+  return p;
+}
+
+// Compresses with either codec into a vector sized by sz_compress_bound; returns the status.
+inline sz_status compress_vec(bool reference, const void* src, uint64_t n, sz_dtype dtype, const sz_codebook* cb,
+                              const sz_params* params, std::vector<uint8_t>* out) {
+  out->assign((size_t)sz_compress_bound(n, dtype), 0xCD);
+  size_t size = 0;
+  const sz_status st = reference
+                           ? sz_compress_reference(src, n, dtype, cb, params, out->data(), out->size(), &size)
+                           : sz_compress(src, n, dtype, cb, params, out->data(), out->size(), &size);
+  if (st == SZ_OK) out->resize(size);
+  return st;
+}
+
+// Decompresses with either codec into a vector of `capacity` bytes; returns the status.
+inline sz_status decompress_vec(bool reference, const std::vector<uint8_t>& frame, size_t capacity,
+                                std::vector<uint8_t>* out, unsigned threads = 1) {
+  out->assign(capacity, 0xA5);
+  size_t size = 0;
+  static uint8_t dummy;  // some callers decode 0 values: pass a valid pointer anyway
+  void* dst = capacity ? (void*)out->data() : (void*)&dummy;
+  const sz_status st = reference ? sz_decompress_reference(frame.data(), frame.size(), dst, capacity, &size)
+                                 : sz_decompress(frame.data(), frame.size(), dst, capacity, &size, threads);
+  if (st == SZ_OK) out->resize(size);
+  return st;
+}
+
+// The round-trip property every codec must have, checked on one input: the reference and fast encoders produce
+// the same frame (at most sz_compress_bound bytes), and both decoders restore the input bit for bit.
+// Returns the frame (empty on failure, with gtest failures recorded). `what` labels the failure messages.
+inline std::vector<uint8_t> check_roundtrip(const std::vector<uint8_t>& src, sz_dtype dtype, const sz_codebook* cb,
+                                            const sz_params& params, const std::string& what) {
+  const size_t vb = value_bytes(dtype);
+  const uint64_t n = src.size() / vb;
+  static const uint8_t empty_src[8] = {0};
+  const void* in = src.empty() ? (const void*)empty_src : (const void*)src.data();
+  std::vector<uint8_t> ref, fast;
+  sz_status st = compress_vec(true, in, n, dtype, cb, &params, &ref);
+  EXPECT_EQ(st, SZ_OK) << what << ": sz_compress_reference";
+  if (st != SZ_OK) return {};
+  st = compress_vec(false, in, n, dtype, cb, &params, &fast);
+  EXPECT_EQ(st, SZ_OK) << what << ": sz_compress";
+  if (st != SZ_OK) return {};
+  EXPECT_LE(ref.size(), sz_compress_bound(n, dtype)) << what;
+  EXPECT_TRUE(ref == fast) << what << ": fast frame (" << fast.size() << " B) differs from reference frame ("
+                           << ref.size() << " B)";
+  for (bool reference_decoder : {true, false}) {
+    std::vector<uint8_t> out;
+    st = decompress_vec(reference_decoder, ref, src.size(), &out, params.threads);
+    EXPECT_EQ(st, SZ_OK) << what << (reference_decoder ? ": sz_decompress_reference" : ": sz_decompress");
+    if (st != SZ_OK) continue;
+    EXPECT_TRUE(out == src) << what << (reference_decoder ? ": reference" : ": fast")
+                            << " decoder did not restore the input bit for bit";
+  }
+  return ref;
+}
+
+inline std::string status_str(sz_status s) {
+  const char* n = sz_status_name(s);
+  return n ? std::string(n) : std::string("(null)");
+}
+
+// Ratio as a printable string.
+inline std::string ratio_str(size_t raw, size_t compressed) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.4f", compressed ? (double)raw / (double)compressed : 0.0);
+  return buf;
+}
+
+}  // namespace sztest
+
+// gtest prints sz_status as its name.
+inline void PrintTo(sz_status s, std::ostream* os) { *os << sztest::status_str(s) << " (" << (int)s << ")"; }
