@@ -1,8 +1,9 @@
 // cmd_bench.cpp — `splitzip bench FILES...`: compress and decompress every floating tensor of each file in memory,
 // check that the round trip is bit-exact, and print one table row per file and device: ratio, the ideal ratio for
-// the same codebook and escape rate, encode and decode GB/s (of uncompressed bytes) and memcpy GB/s measured in the
-// same run as the reference. With CUDA (sz_cuda_available()), the GPU path runs too: data resident on the device,
-// kernels timed with events, the GPU frame compared byte for byte with the CPU frame.
+// the same codebook and escape rate, encode and decode GB/s (of uncompressed bytes), and as the reference memcpy
+// GB/s measured in the same run by as many threads as the codec used. With CUDA (sz_cuda_available()), the GPU path
+// runs too: data resident on the device, kernels timed with events, the GPU frame compared byte for byte with the
+// CPU frame.
 #include "codec.h"
 #include "commands.h"
 #include "common.h"
@@ -115,6 +116,28 @@ void split_file_dtype(const std::string& arg, std::string* path, std::optional<s
   *dtype = d;
 }
 
+// The memcpy reference: the same tensors copied by the same number of threads, each taking an equal byte range of
+// the concatenated tensors.
+void parallel_copy(const std::vector<Tensor>& tensors, uint8_t* dst, unsigned threads) {
+  uint64_t total = tensors.empty() ? 0 : tensors.back().out_offset + tensors.back().bytes;
+  auto copy_range = [&](uint64_t lo, uint64_t hi) {
+    for (const Tensor& t : tensors) {
+      uint64_t a = std::max(lo, t.out_offset), b = std::min(hi, t.out_offset + t.bytes);
+      if (a < b) std::memcpy(dst + a, t.src + (a - t.out_offset), size_t(b - a));
+    }
+  };
+  if (threads <= 1) {
+    copy_range(0, total);
+    return;
+  }
+  std::vector<std::thread> pool;
+  uint64_t step = (total + threads - 1) / threads;
+  for (unsigned i = 1; i < threads; ++i)
+    pool.emplace_back(copy_range, std::min(total, i * step), std::min(total, (i + 1) * step));
+  copy_range(0, std::min(total, step));
+  for (std::thread& th : pool) th.join();
+}
+
 // CPU: one warm-up round, then `iters` timed rounds of compress-all and decompress-all.
 Row bench_cpu(const std::vector<Tensor>& tensors, const sz_params& params, unsigned threads, unsigned iters,
               std::vector<Buffer>* frames_out) {
@@ -129,6 +152,7 @@ Row bench_cpu(const std::vector<Tensor>& tensors, const sz_params& params, unsig
   for (const Tensor& t : tensors) frames.emplace_back(size_t(sz_compress_bound(t.n, t.dtype)));
   Buffer decoded{size_t(total)};
   Buffer copy{size_t(total)};
+  unsigned copy_threads = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
   std::vector<double> enc, dec, cpy;
   bool exact = true, deterministic = true;
   std::vector<Buffer> first;
@@ -151,9 +175,7 @@ Row bench_cpu(const std::vector<Tensor>& tensors, const sz_params& params, unsig
       if (written != t.bytes) exact = false;
     }
     double t3 = now_seconds();
-    for (const Tensor& t : tensors) {
-      if (t.bytes) std::memcpy(copy.data() + t.out_offset, t.src, size_t(t.bytes));
-    }
+    parallel_copy(tensors, copy.data(), copy_threads);
     double t4 = now_seconds();
     for (const Tensor& t : tensors)
       if (t.bytes && std::memcmp(decoded.data() + t.out_offset, t.src, size_t(t.bytes)) != 0) exact = false;
@@ -187,8 +209,7 @@ Row bench_cpu(const std::vector<Tensor>& tensors, const sz_params& params, unsig
   row.memcpy_gbps = gbps(total, median(cpy));
   row.exact = exact && deterministic ? "yes" : "NO";
   if (!deterministic) row.note = "frames differ between runs";
-  unsigned shown = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
-  row.device = "cpu x" + std::to_string(shown);
+  row.device = "cpu x" + std::to_string(copy_threads);
   if (frames_out) {
     frames_out->clear();
     for (size_t i = 0; i < tensors.size(); ++i) {
@@ -362,18 +383,18 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("--threads,-T", o->threads_list, "CPU thread counts, comma-separated (0: all hardware threads)")
       ->default_val("1");
   sub->add_option("--iters,-i", o->iters, "Timed rounds (after one warm-up); the median is reported")
-      ->default_val(5)
-      ->check(CLI::Range(1u, 100000u));
+      ->default_val(5);
   sub->add_option("--codebook", o->codebook, "Codebook file (else the default codebook)");
   sub->add_option("--kind", o->kind, "Default codebook to use: k, v or generic")->default_val("generic");
   sub->add_option("--chunk-log2", o->chunk_log2, "Chunk size as log2 of values, 8..16")
-      ->default_val(SZ_DEFAULT_CHUNK_LOG2)
-      ->check(CLI::Range(SZ_MIN_CHUNK_LOG2, SZ_MAX_CHUNK_LOG2));
+      ->default_val(SZ_DEFAULT_CHUNK_LOG2);
   sub->add_flag("--no-checksum", o->no_checksum, "Frames without chunk checksums");
   auto* gpu = sub->add_flag("--gpu", o->gpu, "Run the CUDA path too (default: when a GPU is available)");
   sub->add_flag("--cpu", o->cpu_only, "Run the CPU path only")->excludes(gpu);
 
   auto run = [o]() -> int {
+    check_chunk_log2(o->chunk_log2);
+    if (o->iters < 1) throw CliError("--iters must be at least 1");
     o->threads.clear();
     for (size_t pos = 0; pos <= o->threads_list.size();) {
       size_t comma = std::min(o->threads_list.find(',', pos), o->threads_list.size());

@@ -95,12 +95,12 @@ Command add_compress_command(CLI::App& app) {
   sub->add_option("--codebook", o->codebook, "Codebook file from `splitzip calibrate` (else the default codebook)");
   sub->add_option("--kind", o->kind, "Default codebook to use: k, v or generic")->default_val("generic");
   sub->add_option("--chunk-log2", o->chunk_log2, "Chunk size as log2 of values, 8..16")
-      ->default_val(SZ_DEFAULT_CHUNK_LOG2)
-      ->check(CLI::Range(SZ_MIN_CHUNK_LOG2, SZ_MAX_CHUNK_LOG2));
+      ->default_val(SZ_DEFAULT_CHUNK_LOG2);
   sub->add_flag("--no-checksum", o->no_checksum, "Omit the per-chunk checksums");
 
   auto run = [o]() -> int {
     check_common(*o);
+    check_chunk_log2(o->chunk_log2);
     std::optional<sz_dtype> dtype;
     if (!o->dtype.empty()) dtype = parse_dtype(o->dtype);
     InputFormat format = parse_format(o->format);

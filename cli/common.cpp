@@ -385,4 +385,10 @@ sz_dtype parse_dtype(const std::string& name) {
   return dtype;
 }
 
+void check_chunk_log2(unsigned chunk_log2) {
+  if (chunk_log2 < SZ_MIN_CHUNK_LOG2 || chunk_log2 > SZ_MAX_CHUNK_LOG2)
+    throw CliError("--chunk-log2 " + std::to_string(chunk_log2) + " is out of range (" +
+                   std::to_string(SZ_MIN_CHUNK_LOG2) + ".." + std::to_string(SZ_MAX_CHUNK_LOG2) + ")");
+}
+
 }  // namespace splitzip_cli

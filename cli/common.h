@@ -132,4 +132,7 @@ std::string format_fixed(double value, int decimals);
 // Parses a dtype name as the library does; throws CliError naming the accepted names otherwise.
 sz_dtype parse_dtype(const std::string& name);
 
+// Throws CliError unless SZ_MIN_CHUNK_LOG2 <= chunk_log2 <= SZ_MAX_CHUNK_LOG2.
+void check_chunk_log2(unsigned chunk_log2);
+
 }  // namespace splitzip_cli
