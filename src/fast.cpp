@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "internal.h"
@@ -155,47 +156,62 @@ struct EncodeCtx {
   FrameOffsets off;  // exponents = start of the exponent section
 };
 
-// Portable encode of values [j0, j1) of a chunk (j0 a multiple of 8): rest fields into rest (the chunk's rest
-// slice), codes into codes (the chunk's code area), escapes into pos/exps from index x. Returns the new x.
+template <unsigned DT>
+constexpr DtypeTraits traits_of() {
+  return DT == 1 ? DtypeTraits{16, 8, 8, 7}
+       : DT == 2 ? DtypeTraits{16, 5, 11, 10}
+       : DT == 3 ? DtypeTraits{32, 8, 24, 23}
+       : DT == 4 ? DtypeTraits{8, 4, 4, 3}
+                 : DtypeTraits{8, 5, 3, 2};
+}
+
+// Little-endian loads/stores of B bytes (B a compile-time constant) to and from a 128-bit integer.
+typedef unsigned __int128 u128;
+template <unsigned B>
+inline u128 load_le(const uint8_t* p) {
+  u128 v = 0;
+  for (unsigned i = 0; i < B; ++i) v |= (u128)p[i] << (8 * i);
+  return v;
+}
+template <unsigned B>
+inline void store_le(uint8_t* p, u128 v) {
+  for (unsigned i = 0; i < B; ++i) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+// Portable encode of values [j0, j1) of a chunk (j0 a multiple of 8), one group of 8 values at a time: rest fields
+// into rest (the chunk's rest slice), codes into codes (the chunk's code area), escapes into pos/exps from index x
+// (pos/exps need room for one entry more than the escapes: the escape test is branch-free). Returns the new x.
 template <unsigned DT, unsigned K>
 size_t encode_portable(const EncodeCtx& c, const uint8_t* values, size_t j0, size_t j1, uint8_t* rest,
                        uint8_t* codes, uint16_t* pos, uint8_t* exps, size_t x) {
-  constexpr DtypeTraits t = DT == 1 ? DtypeTraits{16, 8, 8, 7}
-                          : DT == 2 ? DtypeTraits{16, 5, 11, 10}
-                          : DT == 3 ? DtypeTraits{32, 8, 24, 23}
-                          : DT == 4 ? DtypeTraits{8, 4, 4, 3}
-                                    : DtypeTraits{8, 5, 3, 2};
-  constexpr unsigned VB = t.value_bits / 8;
+  constexpr DtypeTraits t = traits_of<DT>();
+  constexpr unsigned VB = t.value_bits / 8, R = t.rest_bits;
+  static_assert(8 * R <= 128 || R == 24, "rest fields of a group fit 128 bits, or are whole bytes");
   const uint8_t* code_of = c.tables.code_of;
-  BitWriter rw(rest + j0 / 8 * t.rest_bits);
-  BitWriter cw(codes + j0 / 8 * K);
-  for (size_t j = j0; j < j1; ++j) {
-    const uint32_t v = load_value<VB>(values + j * VB);
-    const uint32_t e = exponent_of(v, t);
-    const uint32_t r = rest_of(v, t);
-    if (t.rest_bits == 8) {
-      rest[j] = (uint8_t)r;
-    } else {
-      rw.put(r, t.rest_bits);
-    }
-    uint32_t code = code_of[e];
-    if (code == 0xFF) {
-      pos[x] = (uint16_t)j;
+  for (size_t g = j0; g < j1; g += 8) {
+    const unsigned m = j1 - g < 8 ? (unsigned)(j1 - g) : 8u;  // values in this group; the rest is zero padding
+    uint32_t cw = 0;
+    typename std::conditional<(8 * R > 64), u128, uint64_t>::type rw = 0;
+    for (unsigned u = 0; u < 8; ++u) {
+      const uint32_t v = u < m ? load_value<VB>(values + (g + u) * VB) : 0;
+      const uint32_t e = exponent_of(v, t);
+      uint32_t code = code_of[e];
+      const bool escape = code == 0xFF && u < m;
+      pos[x] = (uint16_t)(g + u);
       exps[x] = (uint8_t)e;
-      ++x;
-      code = 0;
+      x += escape;
+      code = (code == 0xFF || u >= m) ? 0 : code;
+      cw |= code << (u * K);
+      const uint32_t r = rest_of(v, t);
+      if (R == 24) {
+        store_le<3>(rest + (g + u) * 3, r);
+      } else {
+        rw |= (decltype(rw))r << (u * R);
+      }
     }
-    cw.put(code, K);
+    store_le<K>(codes + g / 8 * K, cw);
+    if (R != 24) store_le<(R == 24 ? 1 : R)>(rest + g / 8 * R, rw);
   }
-  // Pad the last group with zero fields (only the last chunk can end inside a group).
-  for (size_t j = j1; j % 8 != 0; ++j) {
-    if (t.rest_bits != 8) rw.put(0, t.rest_bits);
-    cw.put(0, K);
-  }
-  if (t.rest_bits == 8)
-    for (size_t j = j1; j % 8 != 0; ++j) rest[j] = 0;
-  rw.flush();
-  cw.flush();
   return x;
 }
 
@@ -236,8 +252,8 @@ void write_raw_exponents(const EncodeCtx& c, const uint8_t* values, size_t len, 
 }
 
 struct Scratch {
-  uint16_t pos[kMaxChunk];
-  uint8_t exps[kMaxChunk];
+  uint16_t pos[kMaxChunk + 8];
+  uint8_t exps[kMaxChunk + 8];
 };
 
 // Encodes chunks [c0, c1): records from `out` on, never past `limit`. Index entries hold offsets relative to `out`
@@ -358,24 +374,27 @@ struct DecodeCtx {
 template <unsigned DT>
 bool decode_values_portable(const DecodeCtx& d, const uint8_t* rest, const uint8_t* codes, size_t j0, size_t j1,
                             uint8_t* out) {
-  constexpr DtypeTraits t = DT == 1 ? DtypeTraits{16, 8, 8, 7}
-                          : DT == 2 ? DtypeTraits{16, 5, 11, 10}
-                          : DT == 3 ? DtypeTraits{32, 8, 24, 23}
-                          : DT == 4 ? DtypeTraits{8, 4, 4, 3}
-                                    : DtypeTraits{8, 5, 3, 2};
-  constexpr unsigned VB = t.value_bits / 8;
+  constexpr DtypeTraits t = traits_of<DT>();
+  constexpr unsigned VB = t.value_bits / 8, R = t.rest_bits;
   const unsigned k = d.tables.k, count = d.tables.count;
+  const uint32_t code_mask = (1u << k) - 1;
+  constexpr uint32_t rest_mask = (1u << R) - 1;
   const uint8_t* exp_of = d.tables.exp_of;
-  BitReader cr(codes + j0 / 8 * k, codes + packed_bytes(j1, k));
-  BitReader rr(rest + j0 / 8 * t.rest_bits, rest + packed_bytes(j1, t.rest_bits));
-  bool ok = true;
-  for (size_t j = j0; j < j1; ++j) {
-    const uint32_t code = cr.get(k);
-    ok &= code < count;
-    const uint32_t r = t.rest_bits == 8 ? rest[j] : rr.get(t.rest_bits);
-    store_value<VB>(out + j * VB, join(exp_of[code & 15], r, t));
+  uint32_t max_code = 0;
+  for (size_t g = j0; g < j1; g += 8) {
+    const unsigned m = j1 - g < 8 ? (unsigned)(j1 - g) : 8u;
+    uint32_t cw = 0;
+    for (unsigned i = 0; i < k; ++i) cw |= (uint32_t)codes[g / 8 * k + i] << (8 * i);
+    const typename std::conditional<(8 * R > 64), u128, uint64_t>::type rw =
+        R == 24 ? 0 : load_le<(R == 24 ? 1 : R)>(rest + g / 8 * R);
+    for (unsigned u = 0; u < m; ++u) {
+      const uint32_t code = (cw >> (u * k)) & code_mask;
+      max_code = code > max_code ? code : max_code;
+      const uint32_t r = R == 24 ? (uint32_t)load_le<3>(rest + (g + u) * 3) : (uint32_t)(rw >> (u * R)) & rest_mask;
+      store_value<VB>(out + (g + u) * VB, join(exp_of[code], r, t));
+    }
   }
-  return ok;
+  return max_code < count;
 }
 
 bool decode_values(const DecodeCtx& d, const uint8_t* rest, const uint8_t* codes, size_t j0, size_t j1,

@@ -28,7 +28,8 @@ namespace {
 constexpr uint64_t kPextMask[5] = {0, 0x0101010101010101ull, 0x0303030303030303ull, 0x0707070707070707ull,
                                    0x0F0F0F0F0F0F0F0Full};
 
-template <unsigned K>
+// NN: number of distinct high nibbles in the codebook when it is 1 or 2 (fully unrolled), 0 for any number.
+template <unsigned K, unsigned NN>
 size_t encode_bf16_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes, const CodeTables& t,
                      uint16_t* pos, uint8_t* exps, uint32_t pos_base) {
   const __m256i m00ff = _mm256_set1_epi16(0x00FF);
@@ -38,7 +39,7 @@ size_t encode_bf16_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* cod
   const __m256i one = _mm256_set1_epi8(1);
   const __m256i zero = _mm256_setzero_si256();
   __m256i luts[16], nibs[16];
-  const unsigned n_nib = t.n_nibbles;
+  const unsigned n_nib = NN != 0 ? NN : t.n_nibbles;
   for (unsigned h = 0; h < n_nib; ++h) {
     luts[h] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)t.nibble_lut[h]));
     nibs[h] = _mm256_set1_epi8((char)t.nibbles[h]);
@@ -58,8 +59,15 @@ size_t encode_bf16_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* cod
     const __m256i lo = _mm256_and_si256(e, m0f);
     const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(e, 4), m0f);
     __m256i c1 = zero;  // code + 1, or 0 for an escape
-    for (unsigned h = 0; h < n_nib; ++h)
-      c1 = _mm256_or_si256(c1, _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[h]), _mm256_shuffle_epi8(luts[h], lo)));
+    if (NN == 1) {
+      c1 = _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[0]), _mm256_shuffle_epi8(luts[0], lo));
+    } else if (NN == 2) {
+      c1 = _mm256_or_si256(_mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[0]), _mm256_shuffle_epi8(luts[0], lo)),
+                           _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[1]), _mm256_shuffle_epi8(luts[1], lo)));
+    } else {
+      for (unsigned h = 0; h < n_nib; ++h)
+        c1 = _mm256_or_si256(c1, _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[h]), _mm256_shuffle_epi8(luts[h], lo)));
+    }
     uint32_t esc = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(c1, zero));
     const __m256i code = _mm256_subs_epu8(c1, one);
 
@@ -128,15 +136,26 @@ bool decode_bf16_k(const uint8_t* rest, const uint8_t* codes, size_t readable, s
   return _mm256_testz_si256(bad, bad) != 0;
 }
 
+
+template <unsigned K>
+size_t encode_bf16_nn(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes, const CodeTables& t,
+                      uint16_t* pos, uint8_t* exps, uint32_t pos_base) {
+  switch (t.n_nibbles) {
+    case 1: return encode_bf16_k<K, 1>(src, len, rest, codes, t, pos, exps, pos_base);
+    case 2: return encode_bf16_k<K, 2>(src, len, rest, codes, t, pos, exps, pos_base);
+    default: return encode_bf16_k<K, 0>(src, len, rest, codes, t, pos, exps, pos_base);
+  }
+}
+
 }  // namespace
 
 size_t encode_bf16(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes, const CodeTables& t,
                    uint16_t* pos, uint8_t* exps, uint32_t pos_base) {
   switch (t.k) {
-    case 1: return encode_bf16_k<1>(src, len, rest, codes, t, pos, exps, pos_base);
-    case 2: return encode_bf16_k<2>(src, len, rest, codes, t, pos, exps, pos_base);
-    case 3: return encode_bf16_k<3>(src, len, rest, codes, t, pos, exps, pos_base);
-    default: return encode_bf16_k<4>(src, len, rest, codes, t, pos, exps, pos_base);
+    case 1: return encode_bf16_nn<1>(src, len, rest, codes, t, pos, exps, pos_base);
+    case 2: return encode_bf16_nn<2>(src, len, rest, codes, t, pos, exps, pos_base);
+    case 3: return encode_bf16_nn<3>(src, len, rest, codes, t, pos, exps, pos_base);
+    default: return encode_bf16_nn<4>(src, len, rest, codes, t, pos, exps, pos_base);
   }
 }
 
