@@ -280,6 +280,9 @@ sz_status encode_range(const EncodeCtx& c, uint64_t c0, uint64_t c1, uint8_t* ou
     if (c.avx2 && c.dtype == SZ_DTYPE_BF16) {
       j = len & ~(size_t)31;
       x = kernels::avx2::encode_bf16(values, j, rest, cursor, c.tables, s->pos, s->exps, 0);
+    } else if (c.avx2 && (c.dtype == SZ_DTYPE_FP8_E4M3 || c.dtype == SZ_DTYPE_FP8_E5M2)) {
+      j = len & ~(size_t)31;
+      x = kernels::avx2::encode_fp8(c.t.mantissa_bits, values, j, rest, cursor, c.tables, s->pos, s->exps, 0);
     }
 #endif
     if (j < len) x = encode_values(c, values, j, len, rest, cursor, s->pos, s->exps, x);
@@ -455,9 +458,14 @@ sz_status decode_chunk(const DecodeCtx& d, uint64_t ci) {
     size_t j = 0;
     bool ok = true;
 #if defined(SPLITZIP_HAVE_AVX2_TU)
+    const size_t readable = (size_t)(h.off.end - h.off.exponents - begin);
     if (d.avx2 && h.dtype == SZ_DTYPE_BF16) {
       j = len & ~(size_t)31;
-      ok = kernels::avx2::decode_bf16(rest, record, (size_t)(h.off.end - h.off.exponents - begin), j, d.tables, out);
+      ok = kernels::avx2::decode_bf16(rest, record, readable, j, d.tables, out);
+    } else if (d.avx2 && (h.dtype == SZ_DTYPE_FP8_E4M3 || h.dtype == SZ_DTYPE_FP8_E5M2)) {
+      j = len & ~(size_t)31;
+      const size_t rest_readable = (size_t)(h.off.end - (uint64_t)(rest - d.src));
+      ok = kernels::avx2::decode_fp8(t.mantissa_bits, rest, rest_readable, record, readable, j, d.tables, out);
     }
 #endif
     if (j < len) ok &= decode_values(d, rest, record, j, len, out);

@@ -1,5 +1,5 @@
-// fast_avx2.cpp — AVX2 + BMI2 kernels of the fast CPU codec for BF16 (docs/FORMAT.md §2, §3, §4.5), and XXH3 built
-// for AVX2. Compiled with -mavx2 -mbmi2 and only called after a run-time CPU check (fast.cpp).
+// fast_avx2.cpp — AVX2 + BMI2 kernels of the fast CPU codec for BF16 and FP8 (docs/FORMAT.md §2, §3, §4.5), and
+// XXH3 built for AVX2. Compiled with -mavx2 -mbmi2 and only called after a run-time CPU check (fast.cpp).
 //
 // Encode, 32 values per step: the exponent byte (x >> 7) and the rest byte are narrowed with packus; the exponent
 // is mapped to code + 1 with one pshufb per distinct high nibble of the codebook (lookup by the low nibble, masked by
@@ -137,6 +137,154 @@ bool decode_bf16_k(const uint8_t* rest, const uint8_t* codes, size_t readable, s
 }
 
 
+// ---- FP8 (E4M3: M = 3, E5M2: M = 2): 32 one-byte values per step ------------------------------------------------
+// The rest field (R = 7 - M + 1 bits: sign and mantissa) of 8 values is gathered with pext into R bytes; decode
+// spreads it back with pdep.
+template <unsigned M, unsigned K, unsigned NN>
+size_t encode_fp8_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes, const CodeTables& t,
+                    uint16_t* pos, uint8_t* exps, uint32_t pos_base) {
+  constexpr unsigned E = 7 - M, R = M + 1;
+  constexpr uint64_t kRestMask = R == 4 ? 0x0F0F0F0F0F0F0F0Full : 0x0707070707070707ull;
+  const __m256i emask = _mm256_set1_epi8((char)((1u << E) - 1));
+  const __m256i mmask = _mm256_set1_epi8((char)((1u << M) - 1));
+  const __m256i smask = _mm256_set1_epi8((char)(1u << M));
+  const __m256i m0f = _mm256_set1_epi8(0x0F);
+  const __m256i one = _mm256_set1_epi8(1);
+  const __m256i zero = _mm256_setzero_si256();
+  __m256i luts[16], nibs[16];
+  const unsigned n_nib = NN != 0 ? NN : t.n_nibbles;
+  for (unsigned h = 0; h < n_nib; ++h) {
+    luts[h] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)t.nibble_lut[h]));
+    nibs[h] = _mm256_set1_epi8((char)t.nibbles[h]);
+  }
+  size_t x = 0;
+  for (size_t i = 0; i < len; i += 32) {
+    const __m256i v = _mm256_loadu_si256((const __m256i*)(src + i));
+    const __m256i e = _mm256_and_si256(_mm256_srli_epi16(v, M), emask);
+    const __m256i r = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 7 - M), smask), _mm256_and_si256(v, mmask));
+    const __m256i lo = _mm256_and_si256(e, m0f);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(e, 4), m0f);
+    __m256i c1;
+    if (NN == 1) {
+      c1 = _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[0]), _mm256_shuffle_epi8(luts[0], lo));
+    } else if (NN == 2) {
+      c1 = _mm256_or_si256(_mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[0]), _mm256_shuffle_epi8(luts[0], lo)),
+                           _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[1]), _mm256_shuffle_epi8(luts[1], lo)));
+    } else {
+      c1 = zero;
+      for (unsigned h = 0; h < n_nib; ++h)
+        c1 = _mm256_or_si256(c1, _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[h]), _mm256_shuffle_epi8(luts[h], lo)));
+    }
+    uint32_t esc = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(c1, zero));
+    const __m256i code = _mm256_subs_epu8(c1, one);
+    {
+      const uint64_t p0 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 0), kPextMask[K]);
+      const uint64_t p1 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 1), kPextMask[K]);
+      const uint64_t p2 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 2), kPextMask[K]);
+      const uint64_t p3 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 3), kPextMask[K]);
+      const unsigned __int128 joined = (unsigned __int128)p0 | ((unsigned __int128)p1 << (8 * K)) |
+                                       ((unsigned __int128)p2 << (16 * K)) | ((unsigned __int128)p3 << (24 * K));
+      memcpy(codes + i / 8 * K, &joined, 4 * K);
+    }
+    {
+      const uint64_t p0 = _pext_u64((uint64_t)_mm256_extract_epi64(r, 0), kRestMask);
+      const uint64_t p1 = _pext_u64((uint64_t)_mm256_extract_epi64(r, 1), kRestMask);
+      const uint64_t p2 = _pext_u64((uint64_t)_mm256_extract_epi64(r, 2), kRestMask);
+      const uint64_t p3 = _pext_u64((uint64_t)_mm256_extract_epi64(r, 3), kRestMask);
+      const unsigned __int128 joined = (unsigned __int128)p0 | ((unsigned __int128)p1 << (8 * R)) |
+                                       ((unsigned __int128)p2 << (16 * R)) | ((unsigned __int128)p3 << (24 * R));
+      memcpy(rest + i / 8 * R, &joined, 4 * R);
+    }
+    if (esc != 0) {
+      alignas(32) uint8_t etmp[32];
+      _mm256_store_si256((__m256i*)etmp, e);
+      do {
+        const unsigned j = (unsigned)__builtin_ctz(esc);
+        pos[x] = (uint16_t)(pos_base + i + j);
+        exps[x] = etmp[j];
+        ++x;
+        esc &= esc - 1;
+      } while (esc != 0);
+    }
+  }
+  return x;
+}
+
+template <unsigned B>
+inline __m256i spread_groups(const uint8_t* p, bool whole_loads, uint64_t mask) {
+  uint64_t g0, g1, g2, g3;
+  if (whole_loads) {
+    memcpy(&g0, p, 8);
+    memcpy(&g1, p + B, 8);
+    memcpy(&g2, p + 2 * B, 8);
+    memcpy(&g3, p + 3 * B, 8);
+  } else {
+    g0 = g1 = g2 = g3 = 0;
+    memcpy(&g0, p, B);
+    memcpy(&g1, p + B, B);
+    memcpy(&g2, p + 2 * B, B);
+    memcpy(&g3, p + 3 * B, B);
+  }
+  return _mm256_set_epi64x((long long)_pdep_u64(g3, mask), (long long)_pdep_u64(g2, mask),
+                           (long long)_pdep_u64(g1, mask), (long long)_pdep_u64(g0, mask));
+}
+
+template <unsigned M, unsigned K>
+bool decode_fp8_k(const uint8_t* rest, size_t rest_readable, const uint8_t* codes, size_t readable, size_t len,
+                  const CodeTables& t, uint8_t* out) {
+  constexpr unsigned E = 7 - M, R = M + 1;
+  constexpr uint64_t kRestMask = R == 4 ? 0x0F0F0F0F0F0F0F0Full : 0x0707070707070707ull;
+  const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)t.exp_of));
+  const __m256i max_code = _mm256_set1_epi8((char)(t.count - 1));
+  const __m256i mmask = _mm256_set1_epi8((char)((1u << M) - 1));
+  const __m256i emask = _mm256_set1_epi8((char)(((1u << E) - 1) << M));
+  const __m256i m80 = _mm256_set1_epi8((char)0x80);
+  __m256i bad = _mm256_setzero_si256();
+  for (size_t i = 0; i < len; i += 32) {
+    const __m256i code = spread_groups<K>(codes + i / 8 * K, i / 8 * K + 3 * K + 8 <= readable, kPextMask[K]);
+    const __m256i r = spread_groups<R>(rest + i / 8 * R, i / 8 * R + 3 * R + 8 <= rest_readable, kRestMask);
+    bad = _mm256_or_si256(bad, _mm256_cmpgt_epi8(code, max_code));
+    const __m256i e = _mm256_shuffle_epi8(lut, code);
+    const __m256i v = _mm256_or_si256(
+        _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi16(r, 7 - M), m80), _mm256_and_si256(r, mmask)),
+        _mm256_and_si256(_mm256_slli_epi16(e, M), emask));
+    _mm256_storeu_si256((__m256i*)(out + i), v);
+  }
+  return _mm256_testz_si256(bad, bad) != 0;
+}
+
+template <unsigned M, unsigned K>
+size_t encode_fp8_nn(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes, const CodeTables& t,
+                     uint16_t* pos, uint8_t* exps, uint32_t pos_base) {
+  switch (t.n_nibbles) {
+    case 1: return encode_fp8_k<M, K, 1>(src, len, rest, codes, t, pos, exps, pos_base);
+    case 2: return encode_fp8_k<M, K, 2>(src, len, rest, codes, t, pos, exps, pos_base);
+    default: return encode_fp8_k<M, K, 0>(src, len, rest, codes, t, pos, exps, pos_base);
+  }
+}
+
+template <unsigned M>
+size_t encode_fp8_m(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes, const CodeTables& t,
+                    uint16_t* pos, uint8_t* exps, uint32_t pos_base) {
+  switch (t.k) {
+    case 1: return encode_fp8_nn<M, 1>(src, len, rest, codes, t, pos, exps, pos_base);
+    case 2: return encode_fp8_nn<M, 2>(src, len, rest, codes, t, pos, exps, pos_base);
+    case 3: return encode_fp8_nn<M, 3>(src, len, rest, codes, t, pos, exps, pos_base);
+    default: return encode_fp8_nn<M, 4>(src, len, rest, codes, t, pos, exps, pos_base);
+  }
+}
+
+template <unsigned M>
+bool decode_fp8_m(const uint8_t* rest, size_t rest_readable, const uint8_t* codes, size_t readable, size_t len,
+                  const CodeTables& t, uint8_t* out) {
+  switch (t.k) {
+    case 1: return decode_fp8_k<M, 1>(rest, rest_readable, codes, readable, len, t, out);
+    case 2: return decode_fp8_k<M, 2>(rest, rest_readable, codes, readable, len, t, out);
+    case 3: return decode_fp8_k<M, 3>(rest, rest_readable, codes, readable, len, t, out);
+    default: return decode_fp8_k<M, 4>(rest, rest_readable, codes, readable, len, t, out);
+  }
+}
+
 template <unsigned K>
 size_t encode_bf16_nn(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes, const CodeTables& t,
                       uint16_t* pos, uint8_t* exps, uint32_t pos_base) {
@@ -167,6 +315,18 @@ bool decode_bf16(const uint8_t* rest, const uint8_t* codes, size_t readable, siz
     case 3: return decode_bf16_k<3>(rest, codes, readable, len, t, out);
     default: return decode_bf16_k<4>(rest, codes, readable, len, t, out);
   }
+}
+
+size_t encode_fp8(unsigned mantissa_bits, const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes,
+                  const CodeTables& t, uint16_t* pos, uint8_t* exps, uint32_t pos_base) {
+  return mantissa_bits == 3 ? encode_fp8_m<3>(src, len, rest, codes, t, pos, exps, pos_base)
+                            : encode_fp8_m<2>(src, len, rest, codes, t, pos, exps, pos_base);
+}
+
+bool decode_fp8(unsigned mantissa_bits, const uint8_t* rest, size_t rest_readable, const uint8_t* codes,
+                size_t readable, size_t len, const CodeTables& t, uint8_t* out) {
+  return mantissa_bits == 3 ? decode_fp8_m<3>(rest, rest_readable, codes, readable, len, t, out)
+                            : decode_fp8_m<2>(rest, rest_readable, codes, readable, len, t, out);
 }
 
 uint32_t h32(const void* data, size_t size) { return (uint32_t)XXH3_64bits(data, size); }

@@ -32,6 +32,12 @@ size_t encode_bf16(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes
 // code is >= count (nothing else is checked here). `readable` bytes from codes on may be read (>= len * k / 8).
 bool decode_bf16(const uint8_t* rest, const uint8_t* codes, size_t readable, size_t len, const CodeTables& t,
                  uint8_t* out);
+// FP8 (mantissa_bits 3 = E4M3, 2 = E5M2), len a multiple of 32: as the BF16 kernels, with rest fields packed to
+// R = mantissa_bits + 1 bits. `rest_readable` / `readable`: bytes that may be read from rest / codes on.
+size_t encode_fp8(unsigned mantissa_bits, const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes,
+                  const CodeTables& t, uint16_t* pos, uint8_t* exps, uint32_t pos_base);
+bool decode_fp8(unsigned mantissa_bits, const uint8_t* rest, size_t rest_readable, const uint8_t* codes,
+                size_t readable, size_t len, const CodeTables& t, uint8_t* out);
 // XXH3-64 (low 32 bits) compiled with AVX2.
 uint32_t h32(const void* data, size_t size);
 }  // namespace avx2
