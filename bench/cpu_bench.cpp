@@ -5,7 +5,8 @@
 //
 // For every file: the whole file, and for a KV cache laid out [layer][K/V][...] (the trained-d512 and stories260K
 // dumps, detected from the file size, the file name or a sidecar .json with n_layers; or --layers N) its K half and
-// V half, each gathered into one contiguous buffer as a K-only or V-only tensor would be. Throughput is of
+// V half, each gathered into one contiguous buffer as a K-only or V-only tensor would be (and with --per-layer
+// every layer's K and V slice). Throughput is of
 // uncompressed bytes (GB/s = 1e9 B/s), the median of --repeats timed repeats, each repeating the call for at least
 // --min-time seconds. Every SplitZip and peer result is decoded and compared with the input before it is timed.
 #include <splitzip/splitzip.h>
@@ -42,6 +43,7 @@ struct Options {
   std::string codebook = "default";
   std::string csv, json;
   bool whole_only = false;
+  bool per_layer = false;
   std::vector<std::string> codecs{"memcpy", "splitzip", "zstd", "lz4"};
   bool wants(const char* c) const { return std::find(codecs.begin(), codecs.end(), c) != codecs.end(); }
 };
@@ -117,7 +119,7 @@ unsigned detect_layers(const std::string& path, uint64_t n_values) {
 }
 
 void add_row(std::vector<Row>& rows, Row r) {
-  std::printf("%-28s %-4s %-9s %-22s %2u %3s %8.4f %9.3f %9.3f\n", r.file.c_str(), r.part.c_str(), r.dtype.c_str(),
+  std::printf("%-28s %-5s %-9s %-22s %2u %3s %8.4f %9.3f %9.3f\n", r.file.c_str(), r.part.c_str(), r.dtype.c_str(),
               r.codec.c_str(), r.threads, r.checksums < 0 ? "-" : (r.checksums ? "on" : "off"),
               (double)r.raw_bytes / (double)std::max<uint64_t>(1, r.compressed_bytes), r.enc_gbps, r.dec_gbps);
   std::fflush(stdout);
@@ -318,13 +320,14 @@ int main(int argc, char** argv) {
                  "default (the library's K/V/generic codebook), self (calibrated on each part) or a codebook spec");
   app.add_option("--codecs", opt.codecs, "codecs to run: memcpy,splitzip,zstd,lz4")->delimiter(',');
   app.add_flag("--whole-only", opt.whole_only, "only the whole file, no K/V split");
+  app.add_flag("--per-layer", opt.per_layer, "also every layer's K and V on its own");
   app.add_option("--csv", opt.csv, "write the rows as CSV");
   app.add_option("--json", opt.json, "write the rows as JSON");
   CLI11_PARSE(app, argc, argv);
 
   std::printf("# splitzip %s, zstd %s, lz4 %s; median of %d repeats, >= %.3f s each\n", sz_version_string(),
               ZSTD_versionString(), LZ4_versionString(), opt.repeats, opt.min_time);
-  std::printf("%-28s %-4s %-9s %-22s %2s %3s %8s %9s %9s\n", "file", "part", "dtype", "codec", "th", "crc", "ratio",
+  std::printf("%-28s %-5s %-9s %-22s %2s %3s %8s %9s %9s\n", "file", "part", "dtype", "codec", "th", "crc", "ratio",
               "enc GB/s", "dec GB/s");
   std::vector<Row> rows;
   int rc = 0;
@@ -355,6 +358,15 @@ int main(int argc, char** argv) {
       }
       parts.push_back(std::move(k));
       parts.push_back(std::move(v));
+      if (opt.per_layer) {
+        for (unsigned l = 0; l < layers; ++l) {
+          for (unsigned kv = 0; kv < 2; ++kv) {
+            const uint8_t* base = f.bytes.data() + (2ull * l + kv) * slice;
+            parts.push_back(Part{"L" + std::to_string(l) + (kv ? ".V" : ".K"), kv ? SZ_KIND_VALUE : SZ_KIND_KEY,
+                                 std::vector<uint8_t>(base, base + slice)});
+          }
+        }
+      }
     }
     for (const Part& p : parts) rc |= bench_part(opt, file, p, dtype, rows);
   }

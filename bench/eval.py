@@ -528,6 +528,16 @@ def part_row(d, p):
             f"{fmt(r_def, 4)} | {fmt(100 * eps_def, 3)} % | {top16} | {s['raw_chunks']} |")
 
 
+def hist_text(st, min_share=0.0005):
+    h = np.array(st["hist"], dtype=float)
+    n = h.sum()
+    cells = [f"{e}: {100 * c / n:.2f}" for e, c in enumerate(h) if c and c / n >= min_share]
+    rest = sum(c for c in h if c and c / n < min_share)
+    if rest:
+        cells.append(f"others: {100 * rest / n:.3f}")
+    return ", ".join(cells)
+
+
 PART_HEADER = ("| file | part | exp. H (bits) | distinct | bound W/(W−E+H) | k | ε (self) | SplitZip self | "
                "ideal W/(R+k+24ε) | of bound | SplitZip default | ε (default) | top-16 k=4 | ε (top-16) | "
                "ideal top-16 = 2/(1.5+3ε) for BF16 | raw chunks |\n"
@@ -592,6 +602,18 @@ def markdown(ev, n_results, started, elapsed, args):
     A("![exponent histograms](img/exponent_histograms.png)")
     A("")
 
+    # ---- histograms --------------------------------------------------------------------------------------------
+    A("### Exponent histograms (share of values per exponent field, ≥ 0.05 %; all counts in "
+      "`bench/results/eval_parts.json`)")
+    A("")
+    A("| file | part | exponent: share |")
+    A("|---|---|---|")
+    for d in ds:
+        for p in d["parts"]:
+            if p["label"] in ("K", "V"):
+                A(f"| {d['name']} | {p['label']} | {hist_text(p['stats'])} |")
+    A("")
+
     # ---- shipped codebooks ----------------------------------------------------------------------------------------
     A("### Codebooks the library ships (`sz_default_codebook`)")
     A("")
@@ -651,6 +673,36 @@ def markdown(ev, n_results, started, elapsed, args):
     A("")
     A("![CPU throughput](img/cpu_throughput.png)")
     A("")
+
+    # ---- the same benchmark on a quieter machine, if recorded ----------------------------------------------------
+    hj = REPO / "bench" / "results" / "cpu_h200_host.json"
+    if hj.exists():
+        h = json.loads(hj.read_text())
+        cmd = (REPO / "bench" / "results" / "cpu_h200_host.cmd").read_text().rstrip() \
+            if (REPO / "bench" / "results" / "cpu_h200_host.cmd").exists() else ""
+        A("### The same CPU benchmark on the 16-core host of the H200 machine (recorded run)")
+        A("")
+        A("This development machine has 2 cores shared with other work, so its absolute GB/s and its thread "
+          "scaling say little. The same benchmark was run once on the otherwise idle 16-vCPU Xeon host of the "
+          "lent H200 machine; the numbers below are that recorded run (`bench/results/cpu_h200_host.json`), not "
+          "re-measured by this command. Library of that run: " + h.get("library_version", "?") + ".")
+        A("")
+        A("```sh")
+        A(cmd)
+        A("```")
+        A("")
+        hm = {(r["file"], r["part"]): r for r in h["rows"] if r["codec"] == "memcpy"}
+        A("| file | part | codec | threads | checksums | ratio | encode GB/s | decode GB/s | encode / memcpy | "
+          "decode / memcpy |")
+        A("|---|---|---|---:|---|---:|---:|---:|---:|---:|")
+        for r in h["rows"]:
+            m = hm.get((r["file"], r["part"]))
+            ck = "–" if "checksums" not in r else ("on" if r["checksums"] else "off")
+            A(f"| {r['file']} | {r['part']} | {r['codec']} | {r['threads']} | {ck} | {fmt(r['ratio'], 4)} | "
+              f"{fmt(r['enc_gbps'], 3)} | {fmt(r['dec_gbps'], 3)} | "
+              f"{fmt(r['enc_gbps'] / m['enc_gbps'], 3) if m else '–'} | "
+              f"{fmt(r['dec_gbps'] / m['dec_gbps'], 3) if m else '–'} |")
+        A("")
 
     # ---- peers ------------------------------------------------------------------------------------------------
     A("## 3. Peers on the same bytes: zstd -1 / -3 / -19, lz4, ZipNN")
@@ -736,6 +788,11 @@ def markdown(ev, n_results, started, elapsed, args):
         A(PART_HEADER)
         for p in layer_parts:
             A(part_row(d, p))
+        A("")
+        A("| part | exponent: share (%) |")
+        A("|---|---|")
+        for p in layer_parts:
+            A(f"| {p['label']} | {hist_text(p['stats'])} |")
         A("")
         A("</details>")
         A("")

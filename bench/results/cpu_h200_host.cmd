@@ -1,0 +1,5 @@
+# Run 2026-11-29 ~12:05 UTC on the H200 host (16 vCPU Intel Xeon, Sapphire/Emerald Rapids, KVM), lent as a second
+# machine; binary built here as a static executable (same sources, Release, the library's run-time AVX2 dispatch):
+#   g++ -std=c++17 -O2 -static -Iinclude -Ibench bench/cpu_bench.cpp build-bench/src/libsplitzip.a -lzstd -llz4 -pthread -o .devdata/h200/splitzip_cpu_bench
+# Input files: copies of ../shared/data/kv/trained-d512/kv_{code,prose}_bf16.bin and data/kv_code_bf16_slice.bin.
+.devdata/h200/splitzip_cpu_bench .devdata/h200/kv_code_bf16.bin .devdata/h200/kv_prose_bf16.bin data/kv_code_bf16_slice.bin --threads 1,2,4,8 --zstd-levels 1,3 --repeats 7 --min-time 0.05 --json cpu_h200.json --csv cpu_h200.csv
