@@ -1,0 +1,87 @@
+// fuzz_decode — arbitrary bytes through every parser of docs/FORMAT.md: the frame decoders (fast and reference),
+// sz_frame_info_get, the container parser (open, every item, lookup by name, decoding frame items) and the codebook
+// parser. Nothing may crash or touch memory outside the buffers (ASan/UBSan); the two frame decoders must accept the
+// same inputs, and when both accept they must write identical bytes.
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#include "splitzip/splitzip.h"
+
+namespace {
+
+constexpr uint64_t kMaxOutput = 64ull << 20;  // larger claims are answered with a smaller buffer
+
+void fail(const char* what, sz_status a, sz_status b) {
+  fprintf(stderr, "fuzz_decode: %s (%s vs %s)\n", what, sz_status_name(a), sz_status_name(b));
+  abort();
+}
+
+void fuzz_frame(const uint8_t* data, size_t size) {
+  sz_frame_info info;
+  const sz_status is = sz_frame_info_get(data, size, &info);
+  uint64_t cap = 4096;
+  if (is == SZ_OK) {
+    cap = info.decompressed_size < kMaxOutput ? info.decompressed_size : kMaxOutput;
+    if (info.stats_valid && info.coded_chunks + info.raw_chunks != info.n_chunks) fail("chunk counts", is, is);
+  }
+  std::vector<uint8_t> a(cap ? cap : 1, 0xA5), b(cap ? cap : 1, 0x5A);
+  size_t na = 0, nb = 0;
+  const unsigned threads = 1 + (unsigned)(size % 3);
+  const sz_status sa = sz_decompress(data, size, a.data(), cap, &na, threads);
+  const sz_status sb = sz_decompress_reference(data, size, b.data(), cap, &nb);
+  if ((sa == SZ_OK) != (sb == SZ_OK)) fail("one decoder accepts what the other rejects", sa, sb);
+  if (sa == SZ_OK) {
+    if (is != SZ_OK) fail("decoders accept a frame whose info is rejected", sa, is);
+    if (na != nb || na != info.decompressed_size) fail("decoded sizes differ", sa, sb);
+    if (memcmp(a.data(), b.data(), na) != 0) fail("decoders disagree on the output", sa, sb);
+  }
+}
+
+void fuzz_container(const uint8_t* data, size_t size) {
+  uint32_t count = 0;
+  if (sz_container_open(data, size, &count) != SZ_OK) return;
+  for (uint32_t i = 0; i < count; ++i) {
+    sz_item it;
+    const sz_status st = sz_container_item(data, size, i, &it);
+    if (st != SZ_OK) fail("item of an accepted container", st, st);
+    if (it.data_offset + it.data_size > size) fail("item outside the container", st, st);
+    uint32_t found = ~0u;
+    const sz_status fs = sz_container_find(data, size, it.name, it.name_size, &found);
+    if (fs != SZ_OK || found != i) fail("names must be unique and found", fs, st);
+    if (it.kind == SZ_ITEM_FRAME && it.original_size <= kMaxOutput) {
+      std::vector<uint8_t> out(it.original_size ? it.original_size : 1);
+      size_t n = 0;
+      sz_decompress_reference(data + it.data_offset, it.data_size, out.data(), it.original_size, &n);
+    }
+  }
+  sz_item it;
+  if (sz_container_item(data, size, count, &it) == SZ_OK) fail("item past the count", SZ_OK, SZ_OK);
+}
+
+void fuzz_codebook(const uint8_t* data, size_t size) {
+  sz_codebook cb;
+  const sz_status st = sz_codebook_deserialize(data, size, &cb);
+  if (st != SZ_OK) return;
+  if (sz_codebook_validate(&cb) != SZ_OK) fail("accepted codebook does not validate", st, st);
+  uint8_t again[SZ_CODEBOOK_FILE_SIZE];
+  if (sz_codebook_serialize(&cb, again, sizeof again) != SZ_OK || memcmp(again, data, sizeof again) != 0)
+    fail("codebook does not serialize back to its bytes", st, st);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // Copy to a heap block of exactly `size` bytes so ASan sees any read past the end (libFuzzer's buffer is exact
+  // too; the copy also keeps a NULL pointer for size 0 away from the API).
+  std::vector<uint8_t> buf(data, data + size);
+  buf.reserve(size);
+  const uint8_t* p = size ? buf.data() : (const uint8_t*)"";
+  fuzz_frame(p, size);
+  fuzz_container(p, size);
+  fuzz_codebook(p, size);
+  return 0;
+}
