@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <new>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -50,7 +51,6 @@ const char* isa_name(Isa isa) { return isa == Isa::kAvx2 ? "avx2" : "portable"; 
 
 namespace {
 
-constexpr size_t kMaxChunk = (size_t)1 << kMaxChunkLog2;
 // Below this many input bytes per thread, extra threads cost more than they gain.
 constexpr uint64_t kMinBytesPerThread = (uint64_t)1 << 20;
 
@@ -251,18 +251,20 @@ void write_raw_exponents(const EncodeCtx& c, const uint8_t* values, size_t len, 
   w.flush();
 }
 
-struct Scratch {
-  uint16_t pos[kMaxChunk + 8];
-  uint8_t exps[kMaxChunk + 8];
-};
 
 // Encodes chunks [c0, c1): records from `out` on, never past `limit`. Index entries hold offsets relative to `out`
 // (the caller shifts them). *used receives the bytes written.
 sz_status encode_range(const EncodeCtx& c, uint64_t c0, uint64_t c1, uint8_t* out, const uint8_t* limit,
                        uint64_t* used) {
-  Scratch* s = new (std::nothrow) Scratch;
-  if (s == nullptr) return SZ_ERROR_OUT_OF_MEMORY;
   const uint64_t S = (uint64_t)1 << c.chunk_log2;
+  // Escape scratch for one chunk (+8: the portable kernel writes one entry past the last escape).
+  const size_t cap = (size_t)std::min<uint64_t>(S, c.n) + 8;
+  uint8_t* mem = new (std::nothrow) uint8_t[cap * 3];
+  if (mem == nullptr) return SZ_ERROR_OUT_OF_MEMORY;
+  struct {
+    uint16_t* pos;
+    uint8_t* exps;
+  } scratch{reinterpret_cast<uint16_t*>(mem), mem + cap * 2}, *s = &scratch;
   uint8_t* cursor = out;
   sz_status status = SZ_OK;
   for (uint64_t ci = c0; ci < c1; ++ci) {
@@ -319,7 +321,7 @@ sz_status encode_range(const EncodeCtx& c, uint64_t c0, uint64_t c1, uint8_t* ou
       store_u32(c.dst + c.off.checksums + kChecksumEntrySize * ci, h);
     }
   }
-  delete s;
+  delete[] mem;
   *used = (uint64_t)(cursor - out);
   return status;
 }
