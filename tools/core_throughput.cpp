@@ -1,0 +1,97 @@
+// core_throughput — a quick throughput check of the fast CPU codec (the benchmark proper is bench/).
+//
+//   c++ -std=c++17 -O2 -Iinclude tools/core_throughput.cpp build-core/src/libsplitzip.a -lpthread -o /tmp/tp
+//   /tmp/tp FILE [dtype=bf16] [threads=1,2] [min_mib=64]
+//
+// Tiles FILE (raw values) up to min_mib MiB, then reports, best of 7 runs each: memcpy, and sz_compress /
+// sz_decompress with and without chunk checksums, in GB/s of uncompressed bytes, with the ratio and a bit-exact
+// check. SPLITZIP_CPU_ISA=portable forces the portable kernels.
+#include <splitzip/splitzip.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+template <class F>
+double best_seconds(F f) {
+  double best = 1e30;
+  for (int r = 0; r < 7; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s < best) best = s;
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: core_throughput FILE [dtype] [threads,...] [min_mib]\n");
+    return 2;
+  }
+  sz_dtype dtype = SZ_DTYPE_BF16;
+  if (argc > 2 && sz_dtype_from_name(argv[2], &dtype) != SZ_OK) {
+    fprintf(stderr, "unknown dtype %s\n", argv[2]);
+    return 2;
+  }
+  std::vector<unsigned> threads;
+  for (const char* p = argc > 3 ? argv[3] : "1,2"; *p;) {
+    threads.push_back((unsigned)strtoul(p, const_cast<char**>(&p), 10));
+    if (*p == ',') ++p;
+  }
+  const size_t min_bytes = (size_t)(argc > 4 ? atof(argv[4]) : 64.0) * 1048576;
+  FILE* f = fopen(argv[1], "rb");
+  if (!f) {
+    fprintf(stderr, "cannot open %s\n", argv[1]);
+    return 1;
+  }
+  std::vector<uint8_t> file;
+  uint8_t buf[1 << 16];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof buf, f)) > 0) file.insert(file.end(), buf, buf + got);
+  fclose(f);
+  const size_t vb = sz_dtype_size(dtype);
+  file.resize(file.size() / vb * vb);
+  if (file.empty()) return 1;
+  std::vector<uint8_t> in;
+  while (in.size() < min_bytes) in.insert(in.end(), file.begin(), file.end());
+  const size_t n = in.size() / vb;
+  std::vector<uint8_t> frame(sz_compress_bound(n, dtype)), out(in.size()), copy(in.size());
+  memset(frame.data(), 0, frame.size());
+  memset(out.data(), 0, out.size());
+  memset(copy.data(), 0, copy.size());
+
+  const double gb = in.size() / 1e9;
+  const double mc = gb / best_seconds([&] {
+    memcpy(copy.data(), in.data(), in.size());
+    asm volatile("" ::"r"(copy.data()) : "memory");
+  });
+  const char* isa = getenv("SPLITZIP_CPU_ISA");
+  printf("input %s (%s, tiled to %.1f MiB)  isa=%s\n", argv[1], sz_dtype_name(dtype), in.size() / 1048576.0,
+         isa ? isa : "auto");
+  printf("memcpy %.2f GB/s\n", mc);
+  printf("%-7s %-9s %7s %9s %9s %9s %9s %6s\n", "threads", "checksums", "ratio", "enc GB/s", "enc/mcpy", "dec GB/s",
+         "dec/mcpy", "exact");
+  for (unsigned t : threads) {
+    for (uint32_t flags : {SZ_FLAG_CHECKSUMS, 0u}) {
+      sz_params p = sz_params_default();
+      p.flags = flags;
+      p.threads = t;
+      size_t size = 0, outsize = 0;
+      sz_status s1 = SZ_OK, s2 = SZ_OK;
+      const double e = gb / best_seconds([&] { s1 = sz_compress(in.data(), n, dtype, nullptr, &p, frame.data(), frame.size(), &size); });
+      const double d = gb / best_seconds([&] { s2 = sz_decompress(frame.data(), size, out.data(), out.size(), &outsize, t); });
+      const bool exact = s1 == SZ_OK && s2 == SZ_OK && outsize == in.size() && memcmp(out.data(), in.data(), in.size()) == 0;
+      printf("%-7u %-9s %7.4f %9.2f %9.2f %9.2f %9.2f %6s\n", t, flags ? "on" : "off", (double)in.size() / size, e,
+             e / mc, d, d / mc, exact ? "yes" : "NO");
+    }
+  }
+  return 0;
+}
