@@ -319,6 +319,20 @@ def evaluate(args):
     for c in cross:
         c["res"] = cres.get(f"x{c['i']}", {"error": "no result"})
 
+    # ---- frame overhead: chunk size and checksums, on the whole BF16 code file (or the repo slice) ---------------
+    target = by.get((t, "kv_code_bf16")) or by.get(("trained-d512 (repo slice)", "kv_code_bf16_slice"))
+    chunk_rows = []
+    if target:
+        p0 = target["parts"][0]
+        ojobs = []
+        for cl in range(8, 17, 2):
+            for ck in (1, 0):
+                for cb in ("self", "default:generic"):
+                    ojobs.append((f"o{cl}.{ck}.{cb}", rel(p0["path"]), target["dtype"], 0, p0["cnt"], cb, cl, ck))
+        ores = tools.run_measure(ojobs)
+        for j in ojobs:
+            chunk_rows.append(dict(chunk_log2=j[6], checksums=j[7], codebook=j[5], res=ores.get(j[0], {})))
+
     # ---- CPU throughput: SplitZip next to memcpy, zstd -1/-3, lz4; zstd -19 and ZipNN separately -------------------
     bench_files = [d["path"] for d in datasets]
     reps = ["--repeats", "3", "--min-time", "0.02"] if args.quick else ["--repeats", "7", "--min-time", "0.05"]
@@ -337,7 +351,8 @@ def evaluate(args):
                 if z:
                     zipnn_rows.append(dict(file=d["path"].name, dtype=d["dtype"], **z))
 
-    return dict(datasets=datasets, cross=cross, cpu=cpu, cpu_cmd=cpu_cmd, slow=slow, slow_cmd=slow_cmd,
+    return dict(datasets=datasets, cross=cross, chunk_rows=chunk_rows,
+                chunk_file=rel(target["path"]) if target else None, cpu=cpu, cpu_cmd=cpu_cmd, slow=slow, slow_cmd=slow_cmd,
                 zipnn=zipnn_rows, tools=tools)
 
 
@@ -835,6 +850,25 @@ def markdown(ev, n_results, started, elapsed, args):
     A("The shipped default codebooks against self-calibration are in the tables of §1 and §4 (columns "
       "*SplitZip self* vs *SplitZip default*).")
     A("")
+
+    # ---- chunk size and checksums -----------------------------------------------------------------------------
+    if ev.get("chunk_rows"):
+        A("## 5b. Frame overhead: chunk size and checksums")
+        A("")
+        A(f"Whole `{ev['chunk_file']}`. Per chunk the frame spends 8 bytes of index and, with checksums, 4 bytes of "
+          "XXH3; escapes are chunk-local, so the codebook and escape rate do not depend on the chunk size.")
+        A("")
+        A("| chunk (values) | checksums | codebook | frame bytes | ratio | escapes |")
+        A("|---:|---|---|---:|---:|---:|")
+        for r in ev["chunk_rows"]:
+            q = r["res"]
+            if "frame_bytes" not in q:
+                A(f"| {1 << r['chunk_log2']} | {'on' if r['checksums'] else 'off'} | {r['codebook']} | "
+                  f"error: {q.get('error')} | | |")
+                continue
+            A(f"| {1 << r['chunk_log2']} | {'on' if r['checksums'] else 'off'} | {r['codebook']} | "
+              f"{q['frame_bytes']} | {fmt(q['raw_bytes'] / q['frame_bytes'], 4)} | {q['escapes']} |")
+        A("")
 
     # ---- per layer -----------------------------------------------------------------------------------------------
     A("## 6. Per layer")
