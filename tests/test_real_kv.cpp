@@ -92,6 +92,8 @@ struct SharedFile {
   double min_ratio;  // a ratio every sane codec reaches with the shipped codebooks; 0 for FP8 (no claim)
 };
 
+void PrintTo(const SharedFile& f, std::ostream* os) { *os << f.rel; }
+
 class SharedKv : public ::testing::TestWithParam<SharedFile> {};
 
 TEST_P(SharedKv, RoundTripsBitExactAndReportsRatio) {

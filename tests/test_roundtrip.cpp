@@ -150,6 +150,8 @@ struct SizeCase {
   unsigned chunk_log2;
 };
 
+void PrintTo(const SizeCase& c, std::ostream* os) { *os << sz_dtype_name(c.dtype) << " chunk_log2 " << c.chunk_log2; }
+
 class Sizes : public ::testing::TestWithParam<SizeCase> {};
 
 TEST_P(Sizes, BoundarySizesRoundTripAndMatchSpec) {
