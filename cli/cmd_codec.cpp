@@ -101,6 +101,8 @@ Command add_compress_command(CLI::App& app) {
   auto run = [o]() -> int {
     check_common(*o);
     check_chunk_log2(o->chunk_log2);
+    if (o->inputs.size() > 1 && (o->to_stdout || o->output == "-"))
+      throw CliError("-c with several inputs would concatenate their frames, which decompress does not accept");
     std::optional<sz_dtype> dtype;
     if (!o->dtype.empty()) dtype = parse_dtype(o->dtype);
     InputFormat format = parse_format(o->format);

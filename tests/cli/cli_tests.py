@@ -287,6 +287,13 @@ def case_stdio(r, ctx):
     check(plain == data, "decompress -c restores the data")
     r.ok(["compress", "--dtype", "fp16", "-", "-o", "piped.spz"], stdin=data)
     same_bytes(r, "piped.spz", "h.bin.spz")
+    # Several inputs: each gets its own output; -c would concatenate frames and is refused.
+    r.write("h2.bin", data[:1000])
+    r.ok(["compress", "--dtype", "fp16", "-f", "h.bin", "h2.bin"])
+    r.fails(["compress", "--dtype", "fp16", "-c", "h.bin", "h2.bin"])
+    os.rename(r.path("h2.bin"), r.path("h2.orig"))
+    r.ok(["decompress", "-q", "h2.bin.spz"])
+    same_bytes(r, "h2.bin", "h2.orig")
     # Thread counts never change the bytes.
     for t in ("2", "0"):
         r.ok(["compress", "-q", "-f", "--threads", t, "--dtype", "fp16", "h.bin", "-o", "t%s.spz" % t], record=False)
