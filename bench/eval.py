@@ -491,6 +491,7 @@ def plots(ev, img):
             h /= h.sum()
             nz = np.nonzero(h)[0]
             lo, hi = nz.min(), nz.max()
+            h[h == 0] = np.nan  # log scale: leave gaps where an exponent does not occur
             ax.plot(np.arange(lo, hi + 1), h[lo:hi + 1], marker=".", label=f"{d['name']} {p['label']} "
                     f"(H={p['stats']['H']:.2f})")
         ax.set_yscale("log")
