@@ -393,7 +393,28 @@ def write_results_csv(ev):
         lines.append(",".join(str(x) for x in (rel(d["path"]), int(d["shared"]), d["dtype"], p["label"], p["off"],
                                                 p["cnt"], cb, cl, ck, r["frame_bytes"], r["escapes"],
                                                 r["raw_chunks"])))
-    (REPO / "bench" / "results.csv").write_text("\n".join(lines) + "\n")
+    # Rows of files that are not on this machine (the ../shared data, elsewhere) are kept as recorded, so a run
+    # without them does not drop them from the table.
+    old_csv = REPO / "bench" / "results.csv"
+    kept = 0
+    if old_csv.exists():
+        for line in old_csv.read_text().splitlines():
+            if not line or line.startswith("#") or line == RESULTS_HEADER:
+                continue
+            if not (REPO / line.split(",", 1)[0]).exists():
+                lines.append(line)
+                kept += 1
+    if kept:
+        log(f"results.csv: kept {kept} recorded rows whose file is absent here")
+
+    def order(line):  # one stable order whatever data this machine has
+        c = line.split(",")
+        part = c[3]
+        pk = (0, 0, "") if part == "all" else (1, 0, part) if part in ("K", "V") else \
+            (2, int(part[1:].split(".")[0]), part.split(".")[1])
+        return (c[0], pk, c[6], int(c[7]), -int(c[8]))
+    lines = lines[:4] + sorted(lines[4:], key=order)
+    old_csv.write_text("\n".join(lines) + "\n")
     chk = subprocess.run([str(tools.check), str(REPO / "bench/results.csv"), "--root", str(REPO)],
                          capture_output=True, text=True)
     log("results.csv check:", chk.stdout.strip().splitlines()[-1] if chk.stdout.strip() else chk.stderr)
