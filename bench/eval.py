@@ -772,9 +772,10 @@ def markdown(ev, n_results, started, elapsed, args):
         A("### The same CPU benchmark on the 16-core host of the H200 machine (recorded run)")
         A("")
         A("This development machine has 2 cores shared with other work, so its absolute GB/s and its thread "
-          "scaling say little. The same benchmark was run once on the otherwise idle 16-vCPU Xeon host of the "
-          "lent H200 machine; the numbers below are that recorded run (`bench/results/cpu_h200_host.json`), not "
-          "re-measured by this command. Library of that run: " + h.get("library_version", "?") + ".")
+          "scaling say little. The same benchmark was run on the 16-vCPU Xeon host of the lent H200 machine; "
+          "the numbers below are the latest recorded run (`bench/results/cpu_h200_host.json`, the command and "
+          "library commit in the block below), not re-measured by this command. memcpy there is one thread; "
+          "SplitZip with N threads can pass it.")
         A("")
         A("```sh")
         A(cmd)
