@@ -31,23 +31,53 @@ namespace detail {
 using namespace layout;
 using kernels::CodeTables;
 
-static bool cpu_has_avx2() {
-#if defined(SPLITZIP_HAVE_AVX2_TU) && (defined(__GNUC__) || defined(__clang__))
+Isa best_isa() {
+#if defined(__GNUC__) || defined(__clang__)
+#if defined(SPLITZIP_HAVE_AVX2_TU)
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
-#else
-  return false;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+#if defined(SPLITZIP_HAVE_AVX512_TU)
+  if (avx2 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi")) return Isa::kAvx512;
 #endif
+  if (avx2) return Isa::kAvx2;
+#endif
+#endif
+  return Isa::kPortable;
 }
 
 Isa selected_isa() {
-  static const bool avx2 = cpu_has_avx2();
+  static const Isa best = best_isa();
   const char* env = getenv("SPLITZIP_CPU_ISA");
-  if (env != nullptr && strcmp(env, "portable") == 0) return Isa::kPortable;
-  return avx2 ? Isa::kAvx2 : Isa::kPortable;
+  Isa want = best;
+  if (env != nullptr) {
+    if (strcmp(env, "portable") == 0) want = Isa::kPortable;
+    else if (strcmp(env, "avx2") == 0) want = Isa::kAvx2;
+    else if (strcmp(env, "avx512") == 0) want = Isa::kAvx512;
+  }
+  return (int)want < (int)best ? want : best;
 }
 
-const char* isa_name(Isa isa) { return isa == Isa::kAvx2 ? "avx2" : "portable"; }
+// The AVX-512 BF16 decoder measured ~30% faster than the AVX2 one on an AMD Zen 4 core but ~20% slower on an Intel
+// Emerald Rapids core (512-bit frequency licence), so on Intel CPUs decoding keeps the AVX2 kernel unless
+// SPLITZIP_CPU_ISA=avx512 asks for AVX-512 explicitly. Encoding uses AVX-512 on both (faster on both).
+static bool avx512_decode_pays() {
+  const char* env = getenv("SPLITZIP_CPU_ISA");
+  if (env != nullptr && strcmp(env, "avx512") == 0) return true;
+#if defined(SPLITZIP_HAVE_AVX2_TU) && (defined(__GNUC__) || defined(__clang__))
+  static const bool intel = (__builtin_cpu_init(), __builtin_cpu_is("intel") != 0);
+  return !intel;
+#else
+  return true;
+#endif
+}
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512: return "avx512";
+    case Isa::kAvx2: return "avx2";
+    default: return "portable";
+  }
+}
 
 namespace {
 
@@ -143,6 +173,19 @@ inline void store_value(uint8_t* p, uint32_t v) {
   }
 }
 
+// H32 of a chunk with the widest XXH3 build the CPU runs.
+inline uint32_t chunk_hash(bool avx2, bool avx512, const void* data, size_t size) {
+#if defined(SPLITZIP_HAVE_AVX512_TU)
+  if (avx512) return kernels::avx512::h32(data, size);
+#endif
+#if defined(SPLITZIP_HAVE_AVX2_TU)
+  if (avx2) return kernels::avx2::h32(data, size);
+#endif
+  (void)avx2;
+  (void)avx512;
+  return h32(data, size);
+}
+
 // ---- per-call context ------------------------------------------------------------------------------------------
 struct EncodeCtx {
   const uint8_t* src;
@@ -150,7 +193,8 @@ struct EncodeCtx {
   DtypeTraits t;
   unsigned dtype, vb, k, chunk_log2;
   bool checksums;
-  bool avx2;
+  bool avx2;    // AVX2 + BMI2 kernels
+  bool avx512;  // AVX-512 BW + VBMI kernels (implies avx2)
   CodeTables tables;
   uint8_t* dst;
   FrameOffsets off;  // exponents = start of the exponent section
@@ -278,11 +322,17 @@ sz_status encode_range(const EncodeCtx& c, uint64_t c0, uint64_t c1, uint8_t* ou
       break;
     }
     size_t x = 0, j = 0;
+#if defined(SPLITZIP_HAVE_AVX512_TU)
+    if (c.avx512 && c.dtype == SZ_DTYPE_BF16) {
+      j = len & ~(size_t)63;
+      x = kernels::avx512::encode_bf16(values, j, rest, cursor, c.tables, s->pos, s->exps, 0);
+    }
+#endif
 #if defined(SPLITZIP_HAVE_AVX2_TU)
-    if (c.avx2 && c.dtype == SZ_DTYPE_BF16) {
+    if (j == 0 && c.avx2 && c.dtype == SZ_DTYPE_BF16) {
       j = len & ~(size_t)31;
       x = kernels::avx2::encode_bf16(values, j, rest, cursor, c.tables, s->pos, s->exps, 0);
-    } else if (c.avx2 && (c.dtype == SZ_DTYPE_FP8_E4M3 || c.dtype == SZ_DTYPE_FP8_E5M2)) {
+    } else if (j == 0 && c.avx2 && (c.dtype == SZ_DTYPE_FP8_E4M3 || c.dtype == SZ_DTYPE_FP8_E5M2)) {
       j = len & ~(size_t)31;
       x = kernels::avx2::encode_fp8(c.t.mantissa_bits, values, j, rest, cursor, c.tables, s->pos, s->exps, 0);
     }
@@ -313,11 +363,7 @@ sz_status encode_range(const EncodeCtx& c, uint64_t c0, uint64_t c1, uint8_t* ou
     store_u64(c.dst + c.off.index + kIndexEntrySize * ci, (uint64_t)(cursor - out) | (mode << kIndexModeShift));
     if (c.checksums) {
       const size_t bytes = len * c.vb;
-#if defined(SPLITZIP_HAVE_AVX2_TU)
-      const uint32_t h = c.avx2 ? kernels::avx2::h32(values, bytes) : h32(values, bytes);
-#else
-      const uint32_t h = h32(values, bytes);
-#endif
+      const uint32_t h = chunk_hash(c.avx2, c.avx512, values, bytes);
       store_u32(c.dst + c.off.checksums + kChecksumEntrySize * ci, h);
     }
   }
@@ -372,7 +418,7 @@ struct DecodeCtx {
   const FrameHeader* h;
   uint8_t* dst;
   unsigned vb;
-  bool avx2;
+  bool avx2, avx512;
   CodeTables tables;
 };
 
@@ -461,10 +507,16 @@ sz_status decode_chunk(const DecodeCtx& d, uint64_t ci) {
     bool ok = true;
 #if defined(SPLITZIP_HAVE_AVX2_TU)
     const size_t readable = (size_t)(h.off.end - h.off.exponents - begin);
-    if (d.avx2 && h.dtype == SZ_DTYPE_BF16) {
+#if defined(SPLITZIP_HAVE_AVX512_TU)
+    if (d.avx512 && h.dtype == SZ_DTYPE_BF16) {
+      j = len & ~(size_t)63;
+      ok = kernels::avx512::decode_bf16(rest, record, j, d.tables, out);
+    }
+#endif
+    if (j == 0 && d.avx2 && h.dtype == SZ_DTYPE_BF16) {
       j = len & ~(size_t)31;
       ok = kernels::avx2::decode_bf16(rest, record, readable, j, d.tables, out);
-    } else if (d.avx2 && (h.dtype == SZ_DTYPE_FP8_E4M3 || h.dtype == SZ_DTYPE_FP8_E5M2)) {
+    } else if (j == 0 && d.avx2 && (h.dtype == SZ_DTYPE_FP8_E4M3 || h.dtype == SZ_DTYPE_FP8_E5M2)) {
       j = len & ~(size_t)31;
       const size_t rest_readable = (size_t)(h.off.end - (uint64_t)(rest - d.src));
       ok = kernels::avx2::decode_fp8(t.mantissa_bits, rest, rest_readable, record, readable, j, d.tables, out);
@@ -498,11 +550,7 @@ sz_status decode_chunk(const DecodeCtx& d, uint64_t ci) {
   }
   if (h.checksums) {
     const size_t bytes = len * d.vb;
-#if defined(SPLITZIP_HAVE_AVX2_TU)
-    const uint32_t hv = d.avx2 ? kernels::avx2::h32(out, bytes) : h32(out, bytes);
-#else
-    const uint32_t hv = h32(out, bytes);
-#endif
+    const uint32_t hv = chunk_hash(d.avx2, d.avx512, out, bytes);
     if (hv != load_u32(d.src + h.off.checksums + kChecksumEntrySize * ci)) return SZ_ERROR_CHECKSUM;
   }
   return SZ_OK;
@@ -533,7 +581,9 @@ SZ_API sz_status sz_compress(const void* src_v, uint64_t n, sz_dtype dtype, cons
   c.k = cb.code_bits;
   c.chunk_log2 = p.chunk_log2;
   c.checksums = (p.flags & kFlagChecksums) != 0;
-  c.avx2 = selected_isa() == Isa::kAvx2;
+  const Isa isa = selected_isa();
+  c.avx2 = isa >= Isa::kAvx2;
+  c.avx512 = isa >= Isa::kAvx512;
   build_tables(cb.values, cb.count, cb.code_bits, &c.tables);
   c.dst = (uint8_t*)dst_v;
   c.off = frame_offsets(n, p.chunk_log2, c.checksums, c.t, 0);
@@ -596,7 +646,9 @@ SZ_API sz_status sz_decompress(const void* src_v, size_t src_size, void* dst_v, 
   if (d.dst == nullptr && out_size != 0) return SZ_ERROR_INVALID_ARGUMENT;
   s = check_chunk_index(src, h);
   if (s != SZ_OK) return s;
-  d.avx2 = selected_isa() == Isa::kAvx2;
+  const Isa isa = selected_isa();
+  d.avx2 = isa >= Isa::kAvx2;
+  d.avx512 = isa >= Isa::kAvx512 && avx512_decode_pays();
   build_tables(h.codebook, h.count, h.code_bits, &d.tables);
 
   const unsigned nt = resolve_threads(threads, out_size, h.chunks);

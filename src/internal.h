@@ -51,10 +51,13 @@ constexpr uint8_t kEscape = 0xFF;
 void build_encode_table(const sz_codebook& cb, uint8_t table[256]);
 
 // ---- fast.cpp: ISA selection -------------------------------------------------------------------------------------
-enum class Isa { kPortable = 0, kAvx2 = 1 };
-// The ISA the fast codec uses: the best supported one, or the one named by the environment variable
-// SPLITZIP_CPU_ISA (portable | avx2) when it is set and supported. Read at every call (tests force each variant).
+enum class Isa { kPortable = 0, kAvx2 = 1, kAvx512 = 2 };
+// The ISA the fast codec uses: the best one this CPU supports, or the one named by the environment variable
+// SPLITZIP_CPU_ISA (portable | avx2 | avx512) when it is set and supported (an unsupported name falls back to the best
+// supported ISA below it). Read at every call, so tests can force each compiled variant.
 Isa selected_isa();
+// The best ISA of this CPU among those compiled in.
+Isa best_isa();
 const char* isa_name(Isa isa);
 
 }  // namespace detail

@@ -1,5 +1,5 @@
 // kernels.h — the interface between the fast codec driver (fast.cpp) and its instruction-set specific kernels
-// (fast_avx2.cpp). Plain declarations and POD structs only: the AVX2 TU is compiled with -mavx2 and must not
+// (fast_avx2.cpp, fast_avx512.cpp). Plain declarations and POD structs only: the AVX2 TU is compiled with -mavx2 and must not
 // instantiate any inline function that code running on other CPUs could end up using.
 #pragma once
 
@@ -41,6 +41,15 @@ bool decode_fp8(unsigned mantissa_bits, const uint8_t* rest, size_t rest_readabl
 // XXH3-64 (low 32 bits) compiled with AVX2.
 uint32_t h32(const void* data, size_t size);
 }  // namespace avx2
+
+namespace avx512 {
+// BF16 with AVX-512 BW + VBMI, len a multiple of 64; otherwise as avx2::encode_bf16 / decode_bf16 (the decoder
+// reads exactly len * k / 8 code bytes and len rest bytes).
+size_t encode_bf16(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes, const CodeTables& t,
+                   uint16_t* pos, uint8_t* exps, uint32_t pos_base);
+bool decode_bf16(const uint8_t* rest, const uint8_t* codes, size_t len, const CodeTables& t, uint8_t* out);
+uint32_t h32(const void* data, size_t size);
+}  // namespace avx512
 
 }  // namespace kernels
 }  // namespace splitzip
