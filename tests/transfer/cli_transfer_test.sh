@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# cli_transfer_test.sh SPLITZIP_BINARY REPO_DIR — `splitzip serve` and `splitzip send` end to end on loopback:
+# a bit-exact transfer in both modes, a refused token with "splitzip: error:" and a non-zero exit on both sides,
+# and option errors.
+set -u
+BIN=$1
+REPO=$2
+DATA=$REPO/data/kv_code_bf16_slice.bin
+WORK=$(mktemp -d)
+SERVER_PID=
+cleanup() {
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# start_server ARGS...: serve --once in the background, wait for its port file
+start_server() {
+  rm -f "$WORK/port"
+  "$BIN" serve --listen 127.0.0.1:0 --once --port-file "$WORK/port" --timeout 10 "$@" >"$WORK/serve.out" 2>"$WORK/serve.err" &
+  SERVER_PID=$!
+  for _ in $(seq 200); do [ -s "$WORK/port" ] && break; sleep 0.05; done
+  [ -s "$WORK/port" ] || fail "server did not start: $(cat "$WORK/serve.err")"
+  PORT=$(cat "$WORK/port")
+}
+wait_server() {
+  wait "$SERVER_PID"
+  SERVER_RC=$?
+  SERVER_PID=
+}
+
+export UCX_TLS=${UCX_TLS:-tcp}
+cp "$DATA" "$WORK/a.bin"
+head -c 100002 "$DATA" >"$WORK/b.bin"
+for mode in "" "--raw"; do
+  rm -rf "$WORK/out" && mkdir "$WORK/out"
+  start_server --out "$WORK/out"
+  "$BIN" send "$WORK/a.bin" "$WORK/b.bin" --to "127.0.0.1:$PORT" $mode --chunk-values 50000 --window 3 --threads 2 \
+    >"$WORK/send.out" 2>"$WORK/send.err" || fail "send $mode: $(cat "$WORK/send.err")"
+  wait_server
+  [ "$SERVER_RC" -eq 0 ] || fail "serve $mode exited $SERVER_RC: $(cat "$WORK/serve.err")"
+  cmp "$WORK/a.bin" "$WORK/out/a.bin" || fail "a.bin differs ($mode)"
+  cmp "$WORK/b.bin" "$WORK/out/b.bin" || fail "b.bin differs ($mode)"
+  grep -q "sent 2 tensors" "$WORK/send.out" || fail "no summary: $(cat "$WORK/send.out")"
+  echo "ok: bit-exact transfer ${mode:-compressed}"
+done
+
+# token: the receiver wants one, the sender has another
+rm -rf "$WORK/out" && mkdir "$WORK/out"
+start_server --out "$WORK/out" --token right
+SPLITZIP_TOKEN=wrong "$BIN" send "$WORK/a.bin" --to "127.0.0.1:$PORT" >"$WORK/send.out" 2>"$WORK/send.err"
+rc=$?
+wait_server
+[ "$rc" -ne 0 ] || fail "send with a wrong token succeeded"
+[ "$SERVER_RC" -ne 0 ] || fail "serve --once accepted a wrong token"
+grep -q "^splitzip: error: .*token" "$WORK/send.err" || fail "sender message: $(cat "$WORK/send.err")"
+[ -z "$(ls -A "$WORK/out")" ] || fail "files written for a refused peer"
+echo "ok: wrong token refused"
+
+# option errors
+"$BIN" serve --out "$WORK/out" --discard >/dev/null 2>"$WORK/err" && fail "serve with --out and --discard"
+grep -q "^splitzip: error:" "$WORK/err" || fail "serve option message: $(cat "$WORK/err")"
+"$BIN" send "$WORK/a.bin" --to nowhere-without-port >/dev/null 2>"$WORK/err" && fail "send without a port"
+grep -q "^splitzip: error:" "$WORK/err" || fail "send option message: $(cat "$WORK/err")"
+"$BIN" send "$WORK/b.bin" --to 127.0.0.1:1 --dtype fp32 >/dev/null 2>"$WORK/err" && fail "odd-sized fp32 file accepted"
+grep -q "^splitzip: error:" "$WORK/err" || fail "dtype size message: $(cat "$WORK/err")"
+echo "ok: option errors"
+echo "3 passed, 0 failed"
