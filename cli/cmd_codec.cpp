@@ -37,7 +37,7 @@ void add_common(CLI::App* sub, CommonOptions* o, const char* verb) {
   sub->add_flag("-c,--stdout", o->to_stdout, "Write to stdout");
   sub->add_flag("-f,--force", o->force, "Overwrite existing output files (and write compressed data to a terminal)");
   sub->add_flag("-k,--keep", o->keep, "Keep the input file (the default, as in zstd)");
-  sub->add_flag("--rm", o->remove_input, "Remove the input file after success");
+  sub->add_flag("--rm", o->remove_input, "Remove the input file after success (not when writing to stdout)");
   sub->add_flag("-q,--quiet", o->quiet, "Print no summary line");
   sub->add_option("--threads,-T", o->threads, "CPU threads (0: one per hardware thread; never changes the output)")
       ->default_val(1);
@@ -61,8 +61,9 @@ std::string target_path(const CommonOptions& o, const std::string& input, bool c
   return input.substr(0, input.size() - 4);
 }
 
-void finish_input(const CommonOptions& o, const std::string& input) {
-  if (o.remove_input && input != "-") {
+// --rm, as zstd does it: only after success, and not when the output went to stdout.
+void finish_input(const CommonOptions& o, const std::string& input, const std::string& output) {
+  if (o.remove_input && input != "-" && output != "-") {
     if (unlink(input.c_str()) != 0) throw CliError("cannot remove '" + input + "'");
   }
 }
@@ -131,7 +132,7 @@ Command add_compress_command(CLI::App& app) {
       progress.finish();
       out.commit();
       summary(*o, input, output, data.size(), result.size(), true);
-      finish_input(*o, input);
+      finish_input(*o, input, output);
     }
     return 0;
   };
@@ -174,7 +175,7 @@ Command add_decompress_command(CLI::App& app) {
       progress.finish();
       out.commit();
       summary(*o, input, output, data.size(), plain.size(), false);
-      finish_input(*o, input);
+      finish_input(*o, input, output);
     }
     return 0;
   };

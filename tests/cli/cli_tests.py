@@ -457,6 +457,9 @@ def case_errors(r, ctx):
     r.write("gone.bin", gen_values("fp32", 10, 2))
     r.ok(["compress", "-q", "--rm", "--dtype", "fp32", "gone.bin"])
     check(not os.path.exists(r.path("gone.bin")), "--rm removed the input")
+    r.write("stay.bin", gen_values("fp32", 10, 3))
+    r.ok(["compress", "--rm", "-c", "--dtype", "fp32", "stay.bin"], binary_stdout=True)
+    check(os.path.exists(r.path("stay.bin")), "--rm keeps the input when the output went to stdout")
     r.fails(["compress", "--rm", "--dtype", "fp32", "odd.bin"])
     check(os.path.exists(r.path("odd.bin")), "a failed --rm run keeps its input")
 
