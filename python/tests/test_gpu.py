@@ -36,6 +36,18 @@ def test_custom_ops_registered():
     assert hasattr(torch.ops.splitzip, "compress") and hasattr(torch.ops.splitzip, "decompress")
 
 
+def test_custom_ops_pass_opcheck():
+    x = to_cuda(kv_like_bits("bf16", 5000), "bf16").view(torch.uint8)
+    checks = ("test_schema", "test_faketensor")
+    torch.library.opcheck(torch.ops.splitzip.compress, (x, 1, [], 12, 1), test_utils=checks)
+    frame, size = torch.ops.splitzip.compress(x, 1, [], 12, 1)
+    f = frame[: int(size.item())].clone()
+    out = torch.empty(10_000, dtype=torch.uint8, device="cuda")
+    torch.library.opcheck(torch.ops.splitzip.decompress, (f, out), test_utils=checks)
+    status = torch.ops.splitzip.decompress(f, out)
+    assert int(status.item()) == 0 and torch.equal(out, x)
+
+
 @pytest.mark.parametrize("name", ALL_DTYPES)
 @pytest.mark.parametrize("n", [0, 1, 255, 4096, 4097, 1_000_003])
 def test_gpu_frame_equals_cpu_frame_and_round_trips(name, n):
