@@ -68,6 +68,9 @@ sz_status compress(const void* d_src, const void* const* d_pages, uint64_t page_
   const uint32_t groups = (1u << p.chunk_log2) / 8;
   a.raw_rec_max = groups * t.exponent_bits;
   a.esc_cap_max = groups * (t.exponent_bits - cb.code_bits) / 3;
+  // Chunks of up to 16 KiB are staged in shared memory for the checksum; larger ones are hashed from global memory.
+  const uint64_t chunk_bytes = (uint64_t)(1u << p.chunk_log2) * (t.value_bits / 8);
+  a.stage_bytes = (checksums && chunk_bytes <= 16384) ? (uint32_t)chunk_bytes : 0;
   for (int i = 0; i < 16; ++i) a.codebook[i] = i < cb.count ? cb.values[i] : 0;
   detail::build_encode_table(cb, a.table);
   a.tile_state = (unsigned long long*)d_workspace;

@@ -179,26 +179,36 @@ __device__ __forceinline__ void load_group_at(const uint8_t* p, unsigned v, uint
     x[j] = val;
   }
 }
-template <int W>
+// kGlobal: p is global memory (streaming stores); else shared memory (plain stores: .cs is global-only).
+template <int W, bool kGlobal = true>
 __device__ __forceinline__ void store_group_at(uint8_t* p, unsigned v, const uint32_t x[8]) {
   const uintptr_t a = (uintptr_t)p;
   if (v == 8) {
     if constexpr (W == 16) {
       if ((a & 15) == 0) {
-        __stcs(reinterpret_cast<uint4*>(p), make_uint4(x[0] | (x[1] << 16), x[2] | (x[3] << 16),
-                                                       x[4] | (x[5] << 16), x[6] | (x[7] << 16)));
+        const uint4 q = make_uint4(x[0] | (x[1] << 16), x[2] | (x[3] << 16), x[4] | (x[5] << 16), x[6] | (x[7] << 16));
+        if constexpr (kGlobal) __stcs(reinterpret_cast<uint4*>(p), q);
+        else *reinterpret_cast<uint4*>(p) = q;
         return;
       }
     } else if constexpr (W == 32) {
       if ((a & 15) == 0) {
-        __stcs(reinterpret_cast<uint4*>(p), make_uint4(x[0], x[1], x[2], x[3]));
-        __stcs(reinterpret_cast<uint4*>(p) + 1, make_uint4(x[4], x[5], x[6], x[7]));
+        const uint4 q0 = make_uint4(x[0], x[1], x[2], x[3]), q1 = make_uint4(x[4], x[5], x[6], x[7]);
+        if constexpr (kGlobal) {
+          __stcs(reinterpret_cast<uint4*>(p), q0);
+          __stcs(reinterpret_cast<uint4*>(p) + 1, q1);
+        } else {
+          reinterpret_cast<uint4*>(p)[0] = q0;
+          reinterpret_cast<uint4*>(p)[1] = q1;
+        }
         return;
       }
     } else {
       if ((a & 7) == 0) {
-        __stcs(reinterpret_cast<uint2*>(p), make_uint2(x[0] | (x[1] << 8) | (x[2] << 16) | (x[3] << 24),
-                                                       x[4] | (x[5] << 8) | (x[6] << 16) | (x[7] << 24)));
+        const uint2 q = make_uint2(x[0] | (x[1] << 8) | (x[2] << 16) | (x[3] << 24),
+                                   x[4] | (x[5] << 8) | (x[6] << 16) | (x[7] << 24));
+        if constexpr (kGlobal) __stcs(reinterpret_cast<uint2*>(p), q);
+        else *reinterpret_cast<uint2*>(p) = q;
         return;
       }
     }

@@ -72,6 +72,18 @@ __device__ __noinline__ uint32_t chunk_hash(const Values<W, PAGED>& vals, uint64
   return (uint32_t)xxh3::xxh3_64_warp(f, (size_t)len);
 }
 
+struct SmemFetch {
+  const uint8_t* p;
+  __device__ __forceinline__ uint8_t byte(uint64_t o) const { return p[o]; }
+  __device__ __forceinline__ uint64_t word(uint64_t o) const {
+    if ((o & 7) == 0) return *reinterpret_cast<const uint64_t*>(p + o);
+    return layout::load_u64(p + o);
+  }
+};
+__device__ __noinline__ uint32_t stage_hash(const uint8_t* stage, uint64_t len) {
+  return (uint32_t)xxh3::xxh3_64_warp(SmemFetch{stage}, (size_t)len);
+}
+
 template <int DT, bool PAGED>
 __global__ void __launch_bounds__(kThreads, 4) encode_kernel(const __grid_constant__ EncodeArgs a) {
   using T = Traits<DT>;
@@ -84,6 +96,7 @@ __global__ void __launch_bounds__(kThreads, 4) encode_kernel(const __grid_consta
 
   uint8_t* rec = smem;                                  // the chunk's record, built in place
   uint8_t* esc_exp = smem + ((a.raw_rec_max + 15) & ~15u);  // escape exponents until X is known
+  uint8_t* stage = esc_exp + ((a.esc_cap_max + 15) & ~15u);  // the chunk's input, for the hash (a.stage_bytes)
 
   const unsigned tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
   for (unsigned i = tid; i < 256; i += kThreads) s_table[i] = a.table[i];
@@ -95,11 +108,15 @@ __global__ void __launch_bounds__(kThreads, 4) encode_kernel(const __grid_consta
   const bool checksums = (a.flags & layout::kFlagChecksums) != 0;
   volatile unsigned long long* state = a.tile_state + 1;
 
+  // Thread 0 takes the next chunk id while the CTA works on the current one (ids stay increasing per CTA, and every
+  // chunk a look-back waits on is held by a CTA that is working on it or on a smaller one, so nothing deadlocks).
+  if (tid == 0) s_chunk = atomicAdd(a.tile_state, 1ull);
+  __syncthreads();
   for (;;) {
-    if (tid == 0) s_chunk = atomicAdd(a.tile_state, 1ull);
-    __syncthreads();
     const uint64_t c = s_chunk;
     if (c >= a.n_chunks) break;
+    unsigned long long next_chunk = 0;
+    if (tid == 0) next_chunk = atomicAdd(a.tile_state, 1ull);
 
     const uint64_t first = c * S;
     const uint64_t L = (a.n - first < S) ? (a.n - first) : S;
@@ -107,6 +124,7 @@ __global__ void __launch_bounds__(kThreads, 4) encode_kernel(const __grid_consta
     const uint32_t G = Gn * k;
     const uint32_t cap = Gn * (uint32_t)(T::E - (int)k) / 3;
     const uint64_t g0 = first / 8;
+    const bool use_stage = checksums && L * (T::W / 8) <= a.stage_bytes;
     uint8_t* rest_out = a.dst + a.rest_off + g0 * T::R;
 
     // ---- 1. one pass over the values ----
@@ -143,6 +161,14 @@ __global__ void __launch_bounds__(kThreads, 4) encode_kernel(const __grid_consta
           codes |= ((real && !is_esc) ? t : 0u) << (j * k);
         }
         for (uint32_t b = 0; b < k; ++b) rec[gl * k + b] = (uint8_t)(codes >> (8 * b));
+        if (use_stage) {
+          if (nv[q] == 8) {
+            store_group_at<T::W, false>(stage + gl * T::W, 8, x[q]);
+          } else {
+            for (unsigned j = 0; j < nv[q]; ++j)
+              for (int b = 0; b < T::W / 8; ++b) stage[gl * T::W + j * (T::W / 8) + b] = (uint8_t)(x[q][j] >> (8 * b));
+          }
+        }
         store_packed<T::R>(rest_out + (uint64_t)gl * T::R, pack8<T::R>(r));
       }
       uint32_t packed = 0;
@@ -223,7 +249,7 @@ __global__ void __launch_bounds__(kThreads, 4) encode_kernel(const __grid_consta
       }
       if (lane == 0) s_prefix = excl_prefix;
     } else if (warp == 1 && checksums) {
-      const uint32_t h = chunk_hash<T::W, PAGED>(vals, first, L * (T::W / 8));
+      const uint32_t h = use_stage ? stage_hash(stage, L * (T::W / 8)) : chunk_hash<T::W, PAGED>(vals, first, L * (T::W / 8));
       if (lane == 0) s_hash = h;
     }
     __syncthreads();
@@ -240,6 +266,7 @@ __global__ void __launch_bounds__(kThreads, 4) encode_kernel(const __grid_consta
         write_header(a, prefix + size);
         *a.frame_size = a.exp_off + prefix + size;
       }
+      s_chunk = next_chunk;  // every thread read s_chunk before the barriers above
     }
     __syncthreads();  // shared memory is reused by the next chunk
   }
@@ -248,7 +275,7 @@ __global__ void __launch_bounds__(kThreads, 4) encode_kernel(const __grid_consta
 template <int DT, bool PAGED>
 sz_status launch_typed(const EncodeArgs& a, cudaStream_t stream) {
   auto kernel = encode_kernel<DT, PAGED>;
-  const size_t smem = ((a.raw_rec_max + 15) & ~15u) + a.esc_cap_max + 16;
+  const size_t smem = ((a.raw_rec_max + 15) & ~15u) + ((a.esc_cap_max + 15) & ~15u) + a.stage_bytes;
   if (smem > 48 * 1024) {
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
       return SZ_ERROR_CUDA;

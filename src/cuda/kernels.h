@@ -26,6 +26,7 @@ struct EncodeArgs {
   uint32_t dtype;
   uint32_t raw_rec_max;     // bytes of a raw record of a full chunk = (S/8)*E
   uint32_t esc_cap_max;     // escapes a coded full chunk can hold = floor((S/8)*(E-k)/3)
+  uint32_t stage_bytes;     // shared memory for the chunk's input when hashing (0: hash from global memory)
   uint8_t codebook[16];
   uint8_t table[256];       // exponent -> code, 0xFF = escape
   unsigned long long* tile_state;  // workspace: [0] chunk counter, [1 + c] look-back word of chunk c
