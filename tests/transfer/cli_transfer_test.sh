@@ -66,4 +66,4 @@ grep -q "^splitzip: error:" "$WORK/err" || fail "send option message: $(cat "$WO
 "$BIN" send "$WORK/b.bin" --to 127.0.0.1:1 --dtype fp32 >/dev/null 2>"$WORK/err" && fail "odd-sized fp32 file accepted"
 grep -q "^splitzip: error:" "$WORK/err" || fail "dtype size message: $(cat "$WORK/err")"
 echo "ok: option errors"
-echo "3 passed, 0 failed"
+echo "4 passed, 0 failed"

@@ -315,7 +315,8 @@ TEST(Transfer, ReceiverKilledMidTransferFailsTheSenderWithinItsTimeout) {
   const double t_wait = now_s();
   while (!fs::exists(port_file) && now_s() - t_wait < 20) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_TRUE(fs::exists(port_file));
-  const int port = std::stoi(std::string((const char*)read_file(port_file).data(), read_file(port_file).size()));
+  const auto pf = read_file(port_file);
+  const int port = std::stoi(std::string(pf.begin(), pf.end()));
   const auto& kv = kv_slice();
   tr::SendOptions o;
   o.chunk_values = 16384;
@@ -338,6 +339,105 @@ TEST(Transfer, ReceiverKilledMidTransferFailsTheSenderWithinItsTimeout) {
   EXPECT_EQ(st, SZ_ERROR_IO) << err;
   EXPECT_LT(elapsed, o.timeout_s + 5.0);
   EXPECT_FALSE(fs::exists(d.path / "victim.bin")) << "a killed receiver must not leave a file that looks complete";
+}
+
+TEST(Transfer, StalledReceiverTimesOutCleanly) {
+  TempDir d, ctl;
+  const fs::path port_file = ctl.path / "port";
+  const pid_t pid = spawn({SPLITZIP_TRANSFER_PEER, "serve", port_file.string(), d.path.string(), "30"});
+  ASSERT_GT(pid, 0);
+  const double t_wait = now_s();
+  while (!fs::exists(port_file) && now_s() - t_wait < 20) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(fs::exists(port_file));
+  const auto pf = read_file(port_file);
+  const int port = std::stoi(std::string(pf.begin(), pf.end()));
+  const auto& kv = kv_slice();
+  tr::SendOptions o;
+  o.chunk_values = 16384;
+  o.window = 2;
+  o.rate_bytes_per_s = 2e6;
+  o.timeout_s = 1.5;
+  std::thread freezer([pid] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    kill(pid, SIGSTOP);  // alive, connected, and silent
+  });
+  std::string err;
+  const double t0 = now_s();
+  const sz_status st =
+      tr::send("127.0.0.1", (uint16_t)port, {{"victim.bin", SZ_DTYPE_BF16, kv.data(), kv.size()}}, o, nullptr, &err);
+  const double elapsed = now_s() - t0;
+  freezer.join();
+  kill(pid, SIGKILL);
+  int wst = 0;
+  waitpid(pid, &wst, 0);
+  EXPECT_EQ(st, SZ_ERROR_IO) << err;
+  EXPECT_NE(err.find("stalled"), std::string::npos) << err;
+  EXPECT_LT(elapsed, o.timeout_s + 3.0);  // the timeout, not a hang on the frozen peer while cleaning up
+  EXPECT_FALSE(fs::exists(d.path / "victim.bin"));
+}
+
+TEST(Transfer, GarbageChunkAfterAValidHandshakeIsRejected) {
+  tr::ServeOptions so;
+  so.discard = true;
+  so.timeout_s = 5;
+  so.accept_timeout_s = 20;
+  tr::Server server;
+  std::string err;
+  ASSERT_EQ(server.open(so, &err), SZ_OK) << err;
+  sz_status ss = SZ_ERROR_INTERNAL;
+  std::string serr;
+  std::thread t([&] {
+    tr::SessionStats s;
+    ss = server.serve_one(&s, &serr);
+  });
+  {
+    namespace proto = tr::proto;
+    tr::Ucx peer;
+    ASSERT_EQ(peer.init(&err), SZ_OK) << err;
+    ASSERT_EQ(peer.connect("127.0.0.1", server.port(), &err), SZ_OK) << err;
+    proto::Hello h;
+    h.protocol_version = tr::kProtocolVersion;
+    h.format_version = SZ_FORMAT_VERSION;
+    h.mode = proto::kModeRaw;
+    h.session = 42;
+    h.chunk_values = 1024;
+    h.window = 2;
+    proto::TensorEntry e;
+    e.name = "t";
+    e.dtype = SZ_DTYPE_BF16;
+    e.size = 4096;
+    h.tensors.push_back(e);
+    const std::vector<uint8_t> payload = proto::encode_hello(h);
+    proto::Header hh;
+    hh.type = proto::kHello;
+    hh.flags = proto::kFlagPayloadHash;
+    hh.payload_size = payload.size();
+    hh.payload_hash = proto::h32(payload.data(), payload.size());
+    uint8_t header[proto::kHeaderSize];
+    proto::write_header(header, hh);
+    tr::Op hello, ack, junk_op;
+    std::vector<uint8_t> ack_buf(4096);
+    ASSERT_EQ(peer.send(proto::tag_of(proto::kHello, 42), header, sizeof header, payload.data(), payload.size(), &hello),
+              SZ_OK);
+    ASSERT_EQ(peer.recv(proto::tag_of(proto::kTagToSender, 42), proto::kTagFull, ack_buf.data(), ack_buf.size(), &ack),
+              SZ_OK);
+    const double t0 = now_s();
+    while (!(hello.done && ack.done) && now_s() - t0 < 5) peer.wait(0.01);
+    ASSERT_TRUE(ack.done);
+    proto::Header got;
+    ASSERT_EQ(proto::read_header(ack_buf.data(), ack.length, &got), SZ_OK);
+    EXPECT_EQ(got.type, proto::kHelloAck);
+    peer.reap(&hello);
+    peer.reap(&ack);
+    // Now a "chunk" of the right size that is not a message at all.
+    const std::vector<uint8_t> junk = sztest::random_bytes(proto::kHeaderSize + 2048, 5);
+    ASSERT_EQ(peer.send(proto::tag_of(proto::kChunk, 42), junk.data(), junk.size(), nullptr, 0, &junk_op), SZ_OK);
+    const double t1 = now_s();
+    while (!junk_op.done && now_s() - t1 < 5) peer.wait(0.01);
+    peer.reap(&junk_op);
+    t.join();
+  }
+  EXPECT_EQ(ss, SZ_ERROR_BAD_MAGIC) << serr;
 }
 
 TEST(Transfer, StalledSenderTimesOutCleanly) {

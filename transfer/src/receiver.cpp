@@ -209,11 +209,11 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
         unlinkat(S.dir_fd, t.tmp_name.c_str(), 0);
       }
     }
+    ucx.close_ep(ok, ok ? 2.0 : 0.5);  // first: completes the endpoint's sends, so no cancel waits on the peer
     for (auto& sl : slots) ucx.cancel(&sl.op);
     ucx.cancel(&hello_op);
     ucx.cancel(&credit_op);
     ucx.cancel(&ack_op);
-    ucx.close_ep(ok, ok ? 2.0 : 0.5);
   };
   auto abort_session = [&](sz_status st, const std::string& msg) {
     reply(proto::kResult, st, msg, true);

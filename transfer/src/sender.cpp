@@ -153,10 +153,12 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   std::unique_ptr<CodecPool> pool;
   auto cleanup = [&](bool flush) {
     if (pool) pool->stop();
+    // Closing the endpoint first completes its sends (forced: with an error), so that no cancel below waits on a
+    // peer that does not answer.
+    ucx.close_ep(flush, flush ? 2.0 : 0.5);
     for (auto& s : slots) ucx.cancel(&s.op);
     ucx.cancel(&hello_op);
     ucx.cancel(&ctrl_op);
-    ucx.close_ep(flush, flush ? 2.0 : 0.5);
   };
   auto peer_gone = [&]() {
     return fail(error, SZ_ERROR_IO,
