@@ -301,9 +301,10 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   uint64_t next_send = 0;  // next seq to hand to UCX
   uint32_t job_tensor = 0;
   const double rate = opt.rate_bytes_per_s;
+  // The bucket holds two of the largest messages either mode can send (or 10 ms of the rate, if more): the same
+  // for raw and compressed, and enough that waking up late (timer slack, a busy machine) never loses tokens.
   const double bucket_cap =
-      std::max((double)(proto::kHeaderSize + std::max(slot_capacity, (size_t)(opt.chunk_values * max_value_bytes))),
-               rate * 0.002);
+      std::max(2.0 * (double)(proto::kHeaderSize + SZ_COMPRESS_BOUND(opt.chunk_values, max_value_bytes)), rate * 0.01);
   double tokens = 0;
   double t_refill = now_s();
   double last_activity = now_s();
