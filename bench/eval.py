@@ -747,12 +747,14 @@ def markdown(ev, n_results, started, elapsed, args):
     bf = [r for r in ev["cpu"]["rows"] if r["codec"] == "splitzip" and r["dtype"] == "bf16" and r["threads"] == 1
           and r["part"] == "all"]
     if bf:
-        enc = min(r["enc_gbps"] for r in bf)
-        dec = min(r["dec_gbps"] for r in bf)
-        A(f"Issue-2 target check, BF16 whole files, 1 thread: encode {fmt(min(r['enc_gbps'] for r in bf), 2)}–"
-          f"{fmt(max(r['enc_gbps'] for r in bf), 2)} GB/s (target 4: {'met' if enc >= 4 else '**not met**'}), "
-          f"decode {fmt(min(r['dec_gbps'] for r in bf), 2)}–{fmt(max(r['dec_gbps'] for r in bf), 2)} GB/s "
-          f"(target 6: {'met' if dec >= 6 else '**not met**'}) in this run.")
+        ne = sum(r["enc_gbps"] >= 4 for r in bf)
+        nd = sum(r["dec_gbps"] >= 6 for r in bf)
+        A(f"Issue-2 target check, BF16 whole files, 1 thread, checksums on and off ({len(bf)} measurements): "
+          f"encode {fmt(min(r['enc_gbps'] for r in bf), 2)}–{fmt(max(r['enc_gbps'] for r in bf), 2)} GB/s, "
+          f"≥ 4 in {ne} of {len(bf)}; decode {fmt(min(r['dec_gbps'] for r in bf), 2)}–"
+          f"{fmt(max(r['dec_gbps'] for r in bf), 2)} GB/s, ≥ 6 in {nd} of {len(bf)}. The small files fit in cache; "
+          "on the 12–19 MB files memcpy itself runs at only a few GB/s on this loaded machine, so see the "
+          "16-core host's figures below for per-core speed.")
         A("")
     cpu_table([r for r in ev["cpu"]["rows"] if r["part"] == "all"])
     A("<details><summary>K and V halves (each gathered into one contiguous tensor)</summary>")
