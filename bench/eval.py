@@ -501,6 +501,38 @@ def plots(ev, img):
         fig.savefig(img / "cpu_throughput.png", dpi=110)
         plt.close(fig)
 
+    # thread scaling on the 16-core host of the H200 machine (recorded run), if present
+    hj = REPO / "bench" / "results" / "cpu_h200_host.json"
+    if hj.exists():
+        h = json.loads(hj.read_text())["rows"]
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        for fname, style in (("kv_code_bf16.bin", "-"), ("kv_code_e5m2.bin", ":")):
+            for ck, color in ((True, "#3182bd"), (False, "#e6550d")):
+                rows = sorted((r for r in h if r["file"] == fname and r["part"] == "all"
+                               and r["codec"] == "splitzip" and r.get("checksums") == ck), key=lambda r: r["threads"])
+                if not rows:
+                    continue
+                th = [r["threads"] for r in rows]
+                ax.plot(th, [r["enc_gbps"] for r in rows], style, marker="o", color=color,
+                        label=f"{fname} encode, crc {'on' if ck else 'off'}")
+                ax.plot(th, [r["dec_gbps"] for r in rows], style, marker="s", color=color, alpha=0.55,
+                        label=f"{fname} decode, crc {'on' if ck else 'off'}")
+        mc = next((r for r in h if r["file"] == "kv_code_bf16.bin" and r["part"] == "all"
+                   and r["codec"] == "memcpy"), None)
+        if mc:
+            ax.axhline(mc["enc_gbps"], color="gray", lw=1, ls="--", label="memcpy, 1 thread (BF16 file)")
+        ax.axhline(4, color="green", lw=0.8, ls="-.", label="issue-2 target: encode 4 GB/s per core")
+        ax.axhline(6, color="purple", lw=0.8, ls="-.", label="issue-2 target: decode 6 GB/s per core")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([1, 2, 4, 8, 16], ["1", "2", "4", "8", "16"])
+        ax.set_xlabel("threads")
+        ax.set_ylabel("GB/s of uncompressed data")
+        ax.set_title("SplitZip CPU codec on the 16-core H200 host (recorded run)")
+        ax.legend(fontsize=6.5, ncol=2)
+        fig.tight_layout()
+        fig.savefig(img / "cpu_threads_h200_host.png", dpi=110)
+        plt.close(fig)
+
     # exponent histograms, K and V of the BF16 files
     bf = [(d, p) for d in ev["datasets"] if d["dtype"] == "bf16" and d["model"] != "trained-d512 (repo slice)"
           and d["name"] in ("kv_code_bf16", "kv_prose_bf16", "shakespeare_0", "minilm_code_bf16")
@@ -797,6 +829,8 @@ def markdown(ev, n_results, started, elapsed, args):
                   f"{fmt(r['dec_gbps'] / m['dec_gbps'], 3) if m else '–'} |")
             A("")
 
+        A("![thread scaling](img/cpu_threads_h200_host.png)")
+        A("")
         htable([r for r in h["rows"] if r["part"] == "all"])
         A("<details><summary>K and V halves</summary>")
         A("")
