@@ -158,12 +158,23 @@ inline uint32_t field_at(const uint8_t* base, uint64_t j, unsigned b) {  // one 
 
 template <unsigned VB>
 inline uint32_t load_value(const uint8_t* p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  typename std::conditional<VB == 1, uint8_t, typename std::conditional<VB == 2, uint16_t, uint32_t>::type>::type v;
+  memcpy(&v, p, VB);
+  return v;
+#else
   if (VB == 1) return p[0];
   if (VB == 2) return load_u16(p);
   return load_u32(p);
+#endif
 }
 template <unsigned VB>
 inline void store_value(uint8_t* p, uint32_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  typename std::conditional<VB == 1, uint8_t, typename std::conditional<VB == 2, uint16_t, uint32_t>::type>::type w =
+      (decltype(w))v;
+  memcpy(p, &w, VB);
+#else
   if (VB == 1) {
     p[0] = (uint8_t)v;
   } else if (VB == 2) {
@@ -171,6 +182,7 @@ inline void store_value(uint8_t* p, uint32_t v) {
   } else {
     store_u32(p, v);
   }
+#endif
 }
 
 // H32 of a chunk with the widest XXH3 build the CPU runs.
@@ -209,22 +221,33 @@ constexpr DtypeTraits traits_of() {
                  : DtypeTraits{8, 5, 3, 2};
 }
 
-// Little-endian loads/stores of B bytes (B a compile-time constant) to and from a 128-bit integer.
+// Little-endian loads/stores of B bytes (B a compile-time constant, at most sizeof(T)) to and from an integer.
 typedef unsigned __int128 u128;
-template <unsigned B>
-inline u128 load_le(const uint8_t* p) {
-  u128 v = 0;
-  for (unsigned i = 0; i < B; ++i) v |= (u128)p[i] << (8 * i);
+template <unsigned B, class T>
+inline T load_le(const uint8_t* p) {
+  T v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (B == 1 || B == 2 || B == 4 || B == 8 || B == 16) {
+    memcpy(&v, p, B);
+    return v;
+  }
+#endif
+  // Odd sizes byte by byte: a memcpy of 3 bytes into an integer can go through the stack and stall the load.
+  for (unsigned i = 0; i < B; ++i) v |= (T)p[i] << (8 * i);
   return v;
 }
-template <unsigned B>
-inline void store_le(uint8_t* p, u128 v) {
+template <unsigned B, class T>
+inline void store_le(uint8_t* p, T v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  memcpy(p, &v, B);
+#else
   for (unsigned i = 0; i < B; ++i) p[i] = (uint8_t)(v >> (8 * i));
+#endif
 }
 
 // Portable encode of values [j0, j1) of a chunk (j0 a multiple of 8), one group of 8 values at a time: rest fields
 // into rest (the chunk's rest slice), codes into codes (the chunk's code area), escapes into pos/exps from index x
-// (pos/exps need room for one entry more than the escapes: the escape test is branch-free). Returns the new x.
+// Returns the new x.
 template <unsigned DT, unsigned K>
 size_t encode_portable(const EncodeCtx& c, const uint8_t* values, size_t j0, size_t j1, uint8_t* rest,
                        uint8_t* codes, uint16_t* pos, uint8_t* exps, size_t x) {
@@ -240,21 +263,25 @@ size_t encode_portable(const EncodeCtx& c, const uint8_t* values, size_t j0, siz
       const uint32_t v = u < m ? load_value<VB>(values + (g + u) * VB) : 0;
       const uint32_t e = exponent_of(v, t);
       uint32_t code = code_of[e];
-      const bool escape = code == 0xFF && u < m;
-      pos[x] = (uint16_t)(g + u);
-      exps[x] = (uint8_t)e;
-      x += escape;
-      code = (code == 0xFF || u >= m) ? 0 : code;
+      if (code == 0xFF) {  // escapes are rare on real data: a predictable branch beats two stores per value
+        if (u < m) {
+          pos[x] = (uint16_t)(g + u);
+          exps[x] = (uint8_t)e;
+          ++x;
+        }
+        code = 0;
+      }
+      if (u >= m) code = 0;  // padding fields are zero
       cw |= code << (u * K);
       const uint32_t r = rest_of(v, t);
       if (R == 24) {
-        store_le<3>(rest + (g + u) * 3, r);
+        store_le<3, uint32_t>(rest + (g + u) * 3, r);
       } else {
         rw |= (decltype(rw))r << (u * R);
       }
     }
-    store_le<K>(codes + g / 8 * K, cw);
-    if (R != 24) store_le<(R == 24 ? 1 : R)>(rest + g / 8 * R, rw);
+    store_le<K, uint32_t>(codes + g / 8 * K, cw);
+    if (R != 24) store_le<(R == 24 ? 1 : R), decltype(rw)>(rest + g / 8 * R, rw);
   }
   return x;
 }
@@ -422,40 +449,51 @@ struct DecodeCtx {
   CodeTables tables;
 };
 
-template <unsigned DT>
+template <unsigned DT, unsigned K>
 bool decode_values_portable(const DecodeCtx& d, const uint8_t* rest, const uint8_t* codes, size_t j0, size_t j1,
                             uint8_t* out) {
   constexpr DtypeTraits t = traits_of<DT>();
   constexpr unsigned VB = t.value_bits / 8, R = t.rest_bits;
-  const unsigned k = d.tables.k, count = d.tables.count;
-  const uint32_t code_mask = (1u << k) - 1;
+  constexpr unsigned k = K;
+  const unsigned count = d.tables.count;
+  constexpr uint32_t code_mask = (1u << k) - 1;
   constexpr uint32_t rest_mask = (1u << R) - 1;
   const uint8_t* exp_of = d.tables.exp_of;
   uint32_t max_code = 0;
   for (size_t g = j0; g < j1; g += 8) {
     const unsigned m = j1 - g < 8 ? (unsigned)(j1 - g) : 8u;
-    uint32_t cw = 0;
-    for (unsigned i = 0; i < k; ++i) cw |= (uint32_t)codes[g / 8 * k + i] << (8 * i);
-    const typename std::conditional<(8 * R > 64), u128, uint64_t>::type rw =
-        R == 24 ? 0 : load_le<(R == 24 ? 1 : R)>(rest + g / 8 * R);
+    const uint32_t cw = load_le<K, uint32_t>(codes + g / 8 * k);
+    typedef typename std::conditional<(8 * R > 64), u128, uint64_t>::type RestWord;
+    const RestWord rw = R == 24 ? 0 : load_le<(R == 24 ? 1 : R), RestWord>(rest + g / 8 * R);
     for (unsigned u = 0; u < m; ++u) {
       const uint32_t code = (cw >> (u * k)) & code_mask;
       max_code = code > max_code ? code : max_code;
-      const uint32_t r = R == 24 ? (uint32_t)load_le<3>(rest + (g + u) * 3) : (uint32_t)(rw >> (u * R)) & rest_mask;
+      const uint32_t r = R == 24 ? load_le<3, uint32_t>(rest + (g + u) * 3) : (uint32_t)(rw >> (u * R)) & rest_mask;
       store_value<VB>(out + (g + u) * VB, join(exp_of[code], r, t));
     }
   }
   return max_code < count;
 }
 
+template <unsigned DT>
+bool decode_values_k(const DecodeCtx& d, const uint8_t* rest, const uint8_t* codes, size_t j0, size_t j1,
+                     uint8_t* out) {
+  switch (d.tables.k) {
+    case 1: return decode_values_portable<DT, 1>(d, rest, codes, j0, j1, out);
+    case 2: return decode_values_portable<DT, 2>(d, rest, codes, j0, j1, out);
+    case 3: return decode_values_portable<DT, 3>(d, rest, codes, j0, j1, out);
+    default: return decode_values_portable<DT, 4>(d, rest, codes, j0, j1, out);
+  }
+}
+
 bool decode_values(const DecodeCtx& d, const uint8_t* rest, const uint8_t* codes, size_t j0, size_t j1,
                    uint8_t* out) {
   switch (d.h->dtype) {
-    case 1: return decode_values_portable<1>(d, rest, codes, j0, j1, out);
-    case 2: return decode_values_portable<2>(d, rest, codes, j0, j1, out);
-    case 3: return decode_values_portable<3>(d, rest, codes, j0, j1, out);
-    case 4: return decode_values_portable<4>(d, rest, codes, j0, j1, out);
-    default: return decode_values_portable<5>(d, rest, codes, j0, j1, out);
+    case 1: return decode_values_k<1>(d, rest, codes, j0, j1, out);
+    case 2: return decode_values_k<2>(d, rest, codes, j0, j1, out);
+    case 3: return decode_values_k<3>(d, rest, codes, j0, j1, out);
+    case 4: return decode_values_k<4>(d, rest, codes, j0, j1, out);
+    default: return decode_values_k<5>(d, rest, codes, j0, j1, out);
   }
 }
 
