@@ -254,7 +254,7 @@ inline std::vector<uint8_t> container(std::vector<Item>& items) {
     const uint64_t end = it.data_offset + it.data.size();
     if (out.size() < end) out.resize(end, 0);
     // An item placed inside the header on purpose does not overwrite the header.
-    if (it.data_offset >= 16) memcpy(out.data() + it.data_offset, it.data.data(), it.data.size());
+    if (!it.data.empty() && it.data_offset >= 16) memcpy(out.data() + it.data_offset, it.data.data(), it.data.size());
     if (it.data_offset + it.data_size > cursor) cursor = it.data_offset + it.data_size;
   }
   if (out.size() < cursor) out.resize(cursor, 0);

@@ -3,6 +3,7 @@
 // the encoders write today), and every file under invalid/ must be rejected with exactly the status of its manifest.
 // A change of the format or of an error shows up here as a failure against committed bytes.
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "test_util.h"
@@ -99,6 +100,25 @@ TEST(Golden, InvalidFramesGiveExactlyTheManifestStatus) {
       std::vector<uint8_t> out;
       EXPECT_EQ(decompress_vec(ref, f, 1 << 20, &out), expect)
           << e.file << " (" << (ref ? "reference" : "fast") << " decoder): " << e.line;
+    }
+    // sz_frame_info_get checks the header and the index structure only: it either accepts the frame or reports
+    // the same error; for breaks of the header or of the index it must report them.
+    sz_frame_info info;
+    const sz_status is = sz_frame_info_get(f.data(), f.size(), &info);
+    EXPECT_TRUE(is == SZ_OK || is == expect) << e.file << ": sz_frame_info_get gave " << status_str(is);
+    static const std::set<std::string> must_see = {
+        // header (§4.1 steps 1-6)
+        "truncated_header.spz", "bad_magic.spz", "container_magic.spz", "version_2.spz", "version_0_bad_checksum.spz",
+        "header_checksum.spz", "n_values_changed_unsealed.spz", "dtype_0.spz", "dtype_6.spz", "code_bits_0.spz",
+        "code_bits_5.spz", "e4m3_code_bits_4.spz", "chunk_log2_7.spz", "chunk_log2_17.spz", "unknown_flag.spz",
+        "codebook_count_0.spz", "codebook_count_5.spz", "reserved_13.spz", "reserved_55.spz", "n_values_2_48.spz",
+        "codebook_duplicate.spz", "codebook_unused_entry.spz", "fp16_codebook_entry_32.spz",
+        // chunk index and record sizes (§4.3)
+        "index_mode_2.spz", "index_mode_3.spz", "index_last_end_short.spz", "index_decreasing.spz",
+        "raw_record_wrong_size.spz", "coded_record_not_3x.spz", "empty_with_exponent_bytes.spz"};
+    const bool structural = must_see.count(e.file) != 0;
+    if (structural) {
+      EXPECT_EQ(is, expect) << e.file << ": sz_frame_info_get must see this";
     }
     ++checked;
   }
