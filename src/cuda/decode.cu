@@ -87,19 +87,6 @@ __device__ __noinline__ uint32_t chunk_hash(const Values<W, PAGED>& vals, uint64
   return (uint32_t)xxh3::xxh3_64_warp(f, (size_t)len);
 }
 
-struct ChunkShared {
-  uint64_t begin;
-  uint32_t X;
-  uint32_t raw;
-  int32_t err;
-};
-
-// Reads an index entry (8 bytes, aligned when the frame is).
-__device__ __forceinline__ uint64_t load_entry(const uint8_t* p) {
-  if (((uintptr_t)p & 7) == 0) return *reinterpret_cast<const uint64_t*>(p);
-  return layout::load_u64(p);
-}
-
 // Reads bytes of a chunk staged in shared memory, for the warp hash.
 struct SmemFetch {
   const uint8_t* p;
@@ -109,15 +96,22 @@ struct SmemFetch {
     return layout::load_u64(p + o);
   }
 };
+__device__ __noinline__ uint32_t stage_hash(const uint8_t* stage, uint64_t len) {
+  return (uint32_t)xxh3::xxh3_64_warp(SmemFetch{stage}, (size_t)len);
+}
 
-constexpr uint32_t kStageBytes = 16384;  // chunks of up to 16 KiB are hashed from shared memory
-constexpr int kEscSlots = 2;             // escapes a thread holds in registers on the fast path
+constexpr uint32_t kStageBytes = 16384;  // chunks of up to 16 KiB are hashed from a copy in shared memory
 
-// entry / prev_entry: index entries c and c-1 (thread 0 only; prefetched by the caller).
+struct ChunkShared {
+  uint64_t begin;
+  uint32_t X;
+  uint32_t raw;
+  int32_t err;
+};
+
 template <int DT, bool PAGED>
-__device__ __noinline__ void decode_chunk(const DecodeArgs& a, const Header& h, uint64_t c, uint64_t entry, uint64_t prev_entry,
-                             const uint8_t* s_in_codebook, uint8_t* s_exp, uint8_t* s_stage,
-                             ChunkShared* s_chunk) {
+__device__ void decode_chunk(const DecodeArgs& a, const Header& h, uint64_t c, const uint8_t* s_in_codebook,
+                             uint8_t* s_exp, uint8_t* s_stage, ChunkShared* s_chunk) {
   using T = Traits<DT>;
   const unsigned tid = threadIdx.x;
   const uint64_t S = 1ull << h.chunk_log2;
@@ -127,15 +121,14 @@ __device__ __noinline__ void decode_chunk(const DecodeArgs& a, const Header& h, 
   const uint32_t k = h.k;
   const uint32_t G = Gn * k;
   const uint64_t g0 = first / 8;
-  const bool checksums = (h.flags & layout::kFlagChecksums) != 0;
-  const uint64_t chunk_bytes = L * (T::W / 8);
-  const bool stage = checksums && chunk_bytes <= kStageBytes;
+  const bool stage = (h.flags & layout::kFlagChecksums) != 0 && L * (T::W / 8) <= kStageBytes;
 
   if (tid == 0) {
     int32_t err = SZ_OK;
+    const uint64_t entry = layout::load_u64(a.src + h.index_off + 8 * c);
     const uint64_t mode = entry >> layout::kIndexModeShift;
     const uint64_t end = entry & layout::kIndexEndMask;
-    const uint64_t begin = c ? (prev_entry & layout::kIndexEndMask) : 0;
+    const uint64_t begin = c ? (layout::load_u64(a.src + h.index_off + 8 * (c - 1)) & layout::kIndexEndMask) : 0;
     uint32_t X = 0;
     if (mode > layout::kModeRaw || end < begin || end > h.exp_size || (c == h.n_chunks - 1 && end != h.exp_size)) {
       err = SZ_ERROR_CORRUPT;
@@ -166,132 +159,7 @@ __device__ __noinline__ void decode_chunk(const DecodeArgs& a, const Header& h, 
   const uint8_t* pos_list = rec + G;
   const uint8_t* exp_list = rec + G + 2 * X;
   const uint32_t code_mask = (1u << k) - 1u;
-  const Values<T::W, PAGED> out{a.dst, a.pages, a.page_values, a.page_values * (uint64_t)(T::W / 8)};
-  const uint8_t* rest_in = a.src + h.rest_off + g0 * T::R;
 
-  if (Gn <= (uint32_t)kRoundGroups && X <= (uint32_t)(kEscSlots * kThreads)) {
-    // ---- fast path: the whole chunk in one step, every global load issued up front ----
-    Packed<T::R> rp[kGroupsPerThread];
-    uint32_t cw[kGroupsPerThread];
-    Packed<T::E> pe[kGroupsPerThread];
-    unsigned nv[kGroupsPerThread];
-#pragma unroll
-    for (int q = 0; q < kGroupsPerThread; ++q) {
-      const uint32_t gl = q * kThreads + tid;
-      nv[q] = 0;
-      cw[q] = 0;
-      if (gl >= Gn) continue;
-      const uint64_t left = L - 8ull * gl;
-      nv[q] = left < 8 ? (unsigned)left : 8u;
-      rp[q] = load_packed<T::R>(rest_in + (uint64_t)gl * T::R);
-      if (raw) {
-        pe[q] = load_packed<T::E>(rec + (uint64_t)gl * T::E);
-      } else {
-        for (uint32_t b = 0; b < k; ++b) cw[q] |= (uint32_t)rec[gl * k + b] << (8 * b);
-      }
-    }
-    uint32_t ep[kEscSlots], eprev[kEscSlots], ee[kEscSlots];
-#pragma unroll
-    for (int s = 0; s < kEscSlots; ++s) {
-      const uint32_t i = s * kThreads + tid;
-      ep[s] = 0;
-      eprev[s] = 0;
-      ee[s] = 0;
-      if (i < X) {
-        ep[s] = layout::load_u16(pos_list + 2 * i);
-        if (i > 0) eprev[s] = layout::load_u16(pos_list + 2 * (i - 1));
-        ee[s] = exp_list[i];
-      }
-    }
-    bool bad = false;
-#pragma unroll
-    for (int q = 0; q < kGroupsPerThread; ++q) {
-      if (nv[q] == 0) continue;
-      const unsigned v = nv[q];
-      uint32_t ex[8];
-      if (raw) {
-        unpack8<T::E>(pe[q], ex);
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-          if ((unsigned)j >= v && ex[j] != 0) bad = true;
-      } else {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const uint32_t code = (cw[q] >> (j * k)) & code_mask;
-          if ((unsigned)j < v) {
-            if (code >= h.count) bad = true;
-            ex[j] = h.codebook[code & 15u];
-          } else {
-            if (code != 0) bad = true;
-            ex[j] = 0;
-          }
-        }
-      }
-      if (v < 8) {
-        uint32_t r[8];
-        unpack8<T::R>(rp[q], r);
-        for (unsigned j = v; j < 8; ++j)
-          if (r[j] != 0) bad = true;
-      }
-      const uint32_t o = (q * kThreads + tid) * 8;
-      *reinterpret_cast<uint2*>(s_exp + o) = make_uint2(ex[0] | (ex[1] << 8) | (ex[2] << 16) | (ex[3] << 24),
-                                                        ex[4] | (ex[5] << 8) | (ex[6] << 16) | (ex[7] << 24));
-    }
-    if (__syncthreads_or(bad)) {
-      if (tid == 0) report(a.status, SZ_ERROR_CORRUPT);
-      return;
-    }
-    if (X > 0) {
-      // §4.5: positions strictly increasing and < L; exponent < 2^E and not in the codebook; the code there is 0
-      // (its decoded exponent is codebook[0], the entries being distinct).
-#pragma unroll
-      for (int s = 0; s < kEscSlots; ++s) {
-        const uint32_t i = s * kThreads + tid;
-        if (i >= X) continue;
-        if (ep[s] >= L || (i > 0 && eprev[s] >= ep[s])) bad = true;
-        else if (s_exp[ep[s]] != h.codebook[0]) bad = true;
-        if (ee[s] >= (1u << T::E) || s_in_codebook[ee[s]]) bad = true;
-      }
-      if (__syncthreads_or(bad)) {
-        if (tid == 0) report(a.status, SZ_ERROR_CORRUPT);
-        return;
-      }
-#pragma unroll
-      for (int s = 0; s < kEscSlots; ++s)
-        if (s * kThreads + tid < X) s_exp[ep[s]] = (uint8_t)ee[s];
-      __syncthreads();
-    }
-#pragma unroll
-    for (int q = 0; q < kGroupsPerThread; ++q) {
-      const uint32_t gl = q * kThreads + tid;
-      if (nv[q] == 0) continue;
-      const uint2 ew = *reinterpret_cast<const uint2*>(s_exp + gl * 8);
-      uint32_t r[8], x[8];
-      unpack8<T::R>(rp[q], r);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) x[j] = join<DT>(((j < 4 ? ew.x : ew.y) >> (8 * (j & 3))) & 0xFFu, r[j]);
-      out.store_group(g0 + gl, nv[q], x);
-      if (stage) {
-        if (nv[q] == 8) {
-          store_group_at<T::W, false>(s_stage + gl * T::W, 8, x);
-        } else {
-          for (unsigned j = 0; j < nv[q]; ++j)
-            for (int b = 0; b < T::W / 8; ++b) s_stage[gl * T::W + j * (T::W / 8) + b] = (uint8_t)(x[j] >> (8 * b));
-        }
-      }
-    }
-    if (checksums) {
-      __syncthreads();
-      if (tid < 32) {
-        const uint32_t hv = stage ? (uint32_t)xxh3::xxh3_64_warp(SmemFetch{s_stage}, (size_t)chunk_bytes)
-                                  : chunk_hash<T::W, PAGED>(out, first, chunk_bytes);
-        if (tid == 0 && hv != layout::load_u32(a.src + h.checksum_off + 4 * c)) report(a.status, SZ_ERROR_CHECKSUM);
-      }
-    }
-    return;
-  }
-
-  // ---- general path: chunks of more than 4096 values or with many escapes ----
   // Escape lists (§4.5): positions strictly increasing and < L, exponents not in the codebook and < 2^E, code 0.
   if (!raw && X > 0) {
     bool bad = false;
@@ -313,6 +181,8 @@ __device__ __noinline__ void decode_chunk(const DecodeArgs& a, const Header& h, 
     }
   }
 
+  const Values<T::W, PAGED> out{a.dst, a.pages, a.page_values, a.page_values * (uint64_t)(T::W / 8)};
+  const uint8_t* rest_in = a.src + h.rest_off + g0 * T::R;
   for (uint32_t seg = 0; seg < Gn; seg += kRoundGroups) {
     bool bad = false;
     Packed<T::R> rp[kGroupsPerThread];
@@ -384,13 +254,22 @@ __device__ __noinline__ void decode_chunk(const DecodeArgs& a, const Header& h, 
         x[j] = join<DT>(e, r[j]);
       }
       out.store_group(g0 + gl, nv[q], x);
+      if (stage) {
+        if (nv[q] == 8) {
+          store_group_at<T::W, false>(s_stage + gl * T::W, 8, x);
+        } else {
+          for (unsigned j = 0; j < nv[q]; ++j)
+            for (int b = 0; b < T::W / 8; ++b) s_stage[gl * T::W + j * (T::W / 8) + b] = (uint8_t)(x[j] >> (8 * b));
+        }
+      }
     }
     __syncthreads();  // s_exp is reused by the next step; output visible to the hash below
   }
 
   if (h.flags & layout::kFlagChecksums) {
     if (threadIdx.x < 32) {
-      const uint32_t hv = chunk_hash<T::W, PAGED>(out, first, L * (T::W / 8));
+      const uint64_t len = L * (T::W / 8);
+      const uint32_t hv = stage ? stage_hash(s_stage, len) : chunk_hash<T::W, PAGED>(out, first, len);
       if (threadIdx.x == 0 && hv != layout::load_u32(a.src + h.checksum_off + 4 * c))
         report(a.status, SZ_ERROR_CHECKSUM);
     }
@@ -431,30 +310,14 @@ __global__ void __launch_bounds__(kThreads, 4) decode_kernel(const __grid_consta
   }
   __syncthreads();
   const Header& h = s_h;
-  // Thread 0 reads the index entries of its next chunk while the CTA decodes the current one.
-  const uint8_t* index = a.src + h.index_off;
-  uint64_t entry = 0, prev_entry = 0;
-  uint64_t c = blockIdx.x;
-  if (threadIdx.x == 0 && c < h.n_chunks) {
-    entry = load_entry(index + 8 * c);
-    prev_entry = c ? load_entry(index + 8 * (c - 1)) : 0;
-  }
-  for (; c < h.n_chunks; c += gridDim.x) {
-    const uint64_t cn = c + gridDim.x;
-    uint64_t next_entry = 0, next_prev = 0;
-    if (threadIdx.x == 0 && cn < h.n_chunks) {
-      next_entry = load_entry(index + 8 * cn);
-      next_prev = load_entry(index + 8 * (cn - 1));
-    }
+  for (uint64_t c = blockIdx.x; c < h.n_chunks; c += gridDim.x) {
     switch (h.dtype) {
-      case 1: decode_chunk<1, PAGED>(a, h, c, entry, prev_entry, s_in_codebook, s_exp, s_stage, &s_chunk); break;
-      case 2: decode_chunk<2, PAGED>(a, h, c, entry, prev_entry, s_in_codebook, s_exp, s_stage, &s_chunk); break;
-      case 3: decode_chunk<3, PAGED>(a, h, c, entry, prev_entry, s_in_codebook, s_exp, s_stage, &s_chunk); break;
-      case 4: decode_chunk<4, PAGED>(a, h, c, entry, prev_entry, s_in_codebook, s_exp, s_stage, &s_chunk); break;
-      default: decode_chunk<5, PAGED>(a, h, c, entry, prev_entry, s_in_codebook, s_exp, s_stage, &s_chunk); break;
+      case 1: decode_chunk<1, PAGED>(a, h, c, s_in_codebook, s_exp, s_stage, &s_chunk); break;
+      case 2: decode_chunk<2, PAGED>(a, h, c, s_in_codebook, s_exp, s_stage, &s_chunk); break;
+      case 3: decode_chunk<3, PAGED>(a, h, c, s_in_codebook, s_exp, s_stage, &s_chunk); break;
+      case 4: decode_chunk<4, PAGED>(a, h, c, s_in_codebook, s_exp, s_stage, &s_chunk); break;
+      default: decode_chunk<5, PAGED>(a, h, c, s_in_codebook, s_exp, s_stage, &s_chunk); break;
     }
-    entry = next_entry;
-    prev_entry = next_prev;
     __syncthreads();
   }
 }

@@ -108,15 +108,14 @@ __global__ void __launch_bounds__(kThreads, 4) encode_kernel(const __grid_consta
   const bool checksums = (a.flags & layout::kFlagChecksums) != 0;
   volatile unsigned long long* state = a.tile_state + 1;
 
-  // Thread 0 takes the next chunk id while the CTA works on the current one (ids stay increasing per CTA, and every
-  // chunk a look-back waits on is held by a CTA that is working on it or on a smaller one, so nothing deadlocks).
-  if (tid == 0) s_chunk = atomicAdd(a.tile_state, 1ull);
-  __syncthreads();
+  // Chunk ids come from a counter at the start of each chunk, so a CTA's look-back only waits on chunks that other
+  // CTAs are already working on. (Taking the next id one chunk ahead made a chunk's predecessor wait for a whole
+  // chunk of its CTA's earlier work before it could publish: v2 in bench/NOTES.md, 2.3x slower.)
   for (;;) {
+    if (tid == 0) s_chunk = atomicAdd(a.tile_state, 1ull);
+    __syncthreads();
     const uint64_t c = s_chunk;
     if (c >= a.n_chunks) break;
-    unsigned long long next_chunk = 0;
-    if (tid == 0) next_chunk = atomicAdd(a.tile_state, 1ull);
 
     const uint64_t first = c * S;
     const uint64_t L = (a.n - first < S) ? (a.n - first) : S;
@@ -266,7 +265,6 @@ __global__ void __launch_bounds__(kThreads, 4) encode_kernel(const __grid_consta
         write_header(a, prefix + size);
         *a.frame_size = a.exp_off + prefix + size;
       }
-      s_chunk = next_chunk;  // every thread read s_chunk before the barriers above
     }
     __syncthreads();  // shared memory is reused by the next chunk
   }
