@@ -2,8 +2,10 @@
 // byte for byte, for every input and thread count; only faster.
 //
 // Structure
-//   - Per-chunk kernels: BF16 has AVX2 kernels (fast_avx2.cpp, picked at run time) and a portable path; the other
-//     dtypes use portable loops templated on the dtype and code width. Values whose exponent is not in the codebook
+//   - Per-chunk kernels, picked at run time (selected_isa; SPLITZIP_CPU_ISA=portable|avx2|avx512 forces one): BF16
+//     has AVX-512 BW+VBMI kernels (fast_avx512.cpp) and AVX2+BMI2 kernels (fast_avx2.cpp), FP8 has AVX2+BMI2
+//     kernels, and every dtype has portable loops templated on dtype and code width (also used for the tail of a
+//     chunk that is not a multiple of the vector width, and for FP16/FP32). Values whose exponent is not in the codebook
 //     are listed in per-chunk scratch while the codes are written (their code is 0), then appended as escape lists;
 //     a chunk whose coded record would be larger than its raw exponents is re-packed raw (§4.7).
 //   - Threads (encode): chunks are cut into contiguous ranges, one per thread. Rest fields go straight to their
@@ -13,6 +15,8 @@
 //     the capacity record by record, so SZ_ERROR_DST_TOO_SMALL means exactly "the frame does not fit".
 //   - Threads (decode): chunk ranges decode independently; the error reported is that of the first failing chunk,
 //     as the reference (which goes chunk by chunk) would report it.
+//   - Threads are only started for at least 1 MiB of input each, at most 256; the calling thread takes a share.
+//     Chunk checksums use XXH3 compiled for the selected ISA.
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +24,6 @@
 #include <new>
 #include <thread>
 #include <type_traits>
-#include <vector>
 
 #include "internal.h"
 #include "kernels.h"
@@ -57,20 +60,6 @@ Isa selected_isa() {
   return (int)want < (int)best ? want : best;
 }
 
-// The AVX-512 BF16 decoder measured ~30% faster than the AVX2 one on an AMD Zen 4 core but ~20% slower on an Intel
-// Emerald Rapids core (512-bit frequency licence), so on Intel CPUs decoding keeps the AVX2 kernel unless
-// SPLITZIP_CPU_ISA=avx512 asks for AVX-512 explicitly. Encoding uses AVX-512 on both (faster on both).
-static bool avx512_decode_pays() {
-  const char* env = getenv("SPLITZIP_CPU_ISA");
-  if (env != nullptr && strcmp(env, "avx512") == 0) return true;
-#if defined(SPLITZIP_HAVE_AVX2_TU) && (defined(__GNUC__) || defined(__clang__))
-  static const bool intel = (__builtin_cpu_init(), __builtin_cpu_is("intel") != 0);
-  return !intel;
-#else
-  return true;
-#endif
-}
-
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::kAvx512: return "avx512";
@@ -83,6 +72,8 @@ namespace {
 
 // Below this many input bytes per thread, extra threads cost more than they gain.
 constexpr uint64_t kMinBytesPerThread = (uint64_t)1 << 20;
+// Most threads one call uses (bookkeeping lives in fixed arrays, no allocation).
+constexpr unsigned kMaxThreads = 256;
 
 void build_tables(const uint8_t* values, unsigned count, unsigned k, CodeTables* t) {
   memset(t, 0, sizeof *t);
@@ -406,37 +397,24 @@ unsigned resolve_threads(unsigned requested, uint64_t bytes, uint64_t chunks) {
     if (t == 0) t = 1;
   }
   const uint64_t by_size = std::max<uint64_t>(1, bytes / kMinBytesPerThread);
-  return (unsigned)std::max<uint64_t>(1, std::min<uint64_t>({(uint64_t)t, by_size, chunks}));
+  return (unsigned)std::max<uint64_t>(1, std::min<uint64_t>({(uint64_t)t, by_size, chunks, (uint64_t)kMaxThreads}));
 }
 
 // Runs fn(i) for i in [0, n) on n threads (the calling thread takes i = 0). If a thread cannot be started, its
 // work runs on the calling thread.
 template <class Fn>
 void run_parallel(unsigned n, Fn fn) {
-  std::vector<std::thread> pool;
-  std::vector<unsigned> inline_work;
-  try {
-    pool.reserve(n);
-  } catch (...) {
-  }
+  std::thread pool[kMaxThreads];
   for (unsigned i = 1; i < n; ++i) {
-    bool started = false;
     try {
-      pool.emplace_back(fn, i);
-      started = true;
-    } catch (...) {
-    }
-    if (!started) {
-      try {
-        inline_work.push_back(i);
-      } catch (...) {
-        fn(i);
-      }
+      pool[i] = std::thread(fn, i);
+    } catch (...) {  // no thread: do that share here
+      fn(i);
     }
   }
   fn(0);
-  for (unsigned i : inline_work) fn(i);
-  for (std::thread& th : pool) th.join();
+  for (unsigned i = 1; i < n; ++i)
+    if (pool[i].joinable()) pool[i].join();
 }
 
 // ---- decode ------------------------------------------------------------------------------------------------------
@@ -639,8 +617,8 @@ SZ_API sz_status sz_compress(const void* src_v, uint64_t n, sz_dtype dtype, cons
     if (s != SZ_OK) return s;
   } else {
     const uint64_t S = (uint64_t)1 << p.chunk_log2;
-    std::vector<uint64_t> first(threads + 1), used(threads, 0);
-    std::vector<sz_status> status(threads, SZ_OK);
+    uint64_t first[kMaxThreads + 1], used[kMaxThreads] = {};
+    sz_status status[kMaxThreads];
     for (unsigned i = 0; i <= threads; ++i) first[i] = chunks * i / threads;
     auto provisional = [&](unsigned i) {  // where range i's records would start if all earlier ones were raw
       return first[i] * (S / 8) * c.t.exponent_bits;
@@ -686,7 +664,7 @@ SZ_API sz_status sz_decompress(const void* src_v, size_t src_size, void* dst_v, 
   if (s != SZ_OK) return s;
   const Isa isa = selected_isa();
   d.avx2 = isa >= Isa::kAvx2;
-  d.avx512 = isa >= Isa::kAvx512 && avx512_decode_pays();
+  d.avx512 = isa >= Isa::kAvx512;
   build_tables(h.codebook, h.count, h.code_bits, &d.tables);
 
   const unsigned nt = resolve_threads(threads, out_size, h.chunks);
@@ -696,15 +674,15 @@ SZ_API sz_status sz_decompress(const void* src_v, size_t src_size, void* dst_v, 
       if (s != SZ_OK) return s;
     }
   } else {
-    std::vector<uint64_t> first(nt + 1), failed(nt, ~(uint64_t)0);
-    std::vector<sz_status> status(nt, SZ_OK);
+    uint64_t first[kMaxThreads + 1];
+    sz_status status[kMaxThreads];
     for (unsigned i = 0; i <= nt; ++i) first[i] = h.chunks * i / nt;
     run_parallel(nt, [&](unsigned i) {
+      status[i] = SZ_OK;
       for (uint64_t ci = first[i]; ci < first[i + 1]; ++ci) {
         const sz_status cs = decode_chunk(d, ci);
         if (cs != SZ_OK) {
           status[i] = cs;
-          failed[i] = ci;
           return;
         }
       }
