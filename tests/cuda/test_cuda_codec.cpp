@@ -218,6 +218,48 @@ TEST(CudaCodec, RealKvSliceEqualsReference) {
   }
 }
 
+// Input, frame and output at odd addresses: the byte-wise load / store paths of the kernels.
+TEST(CudaCodec, UnalignedBuffers) {
+  SZ_SKIP_WITHOUT_GPU();
+  for (sz_dtype dtype : sztest::kAllDtypes) {
+    const size_t vb = sztest::value_bytes(dtype);
+    const size_t n = 3 * 4096 + 77;
+    unsigned center = 0;
+    const std::vector<uint8_t> data = test_values(dtype, n, 31 + dtype, &center);
+    sz_params p = sz_params_default();
+    p.flags = SZ_FLAG_CHECKSUMS;
+    sz_codebook cb;
+    ASSERT_EQ(sz_default_codebook(dtype, SZ_KIND_GENERIC, &cb), SZ_OK);
+    const std::vector<uint8_t> ref = cpu_compress(data, n, dtype, cb, p);
+    const size_t bound = sz_compress_bound(n, dtype);
+    size_t ws = 0;
+    ASSERT_EQ(sz_cuda_compress_workspace_size(n, dtype, &p, &ws), SZ_OK);
+    DevBuf src(data.size() + 16), dst(bound + 16), out(data.size() + 16), work(ws), fsize(8), st(4);
+    const size_t so = vb == 1 ? 1 : vb, fo = 3, oo = 1;  // odd offsets (a whole value for the input)
+    CUDA_OK(cudaMemcpy(src.p + so, data.data(), data.size(), cudaMemcpyHostToDevice));
+    ASSERT_EQ(sz_cuda_compress(src.p + so, n, dtype, &cb, &p, dst.p + fo, bound, work.p, ws, (uint64_t*)fsize.p,
+                               nullptr, nullptr),
+              SZ_OK);
+    CUDA_OK(cudaDeviceSynchronize());
+    uint64_t size = 0;
+    CUDA_OK(cudaMemcpy(&size, fsize.p, 8, cudaMemcpyDeviceToHost));
+    ASSERT_EQ(size, ref.size());
+    std::vector<uint8_t> frame(size);
+    CUDA_OK(cudaMemcpy(frame.data(), dst.p + fo, size, cudaMemcpyDeviceToHost));
+    ASSERT_TRUE(frame == ref) << "dtype " << dtype;
+    ASSERT_EQ(sz_cuda_decompress(dst.p + fo, size, out.p + oo, data.size(), nullptr, 0, (int32_t*)st.p, nullptr,
+                                 nullptr),
+              SZ_OK);
+    CUDA_OK(cudaDeviceSynchronize());
+    int32_t status = -1;
+    CUDA_OK(cudaMemcpy(&status, st.p, 4, cudaMemcpyDeviceToHost));
+    ASSERT_EQ(status, SZ_OK);
+    std::vector<uint8_t> back(data.size());
+    CUDA_OK(cudaMemcpy(back.data(), out.p + oo, back.size(), cudaMemcpyDeviceToHost));
+    ASSERT_TRUE(back == data) << "dtype " << dtype;
+  }
+}
+
 // ---- paged API ---------------------------------------------------------------------------------------------------
 
 TEST(CudaCodec, PagesEqualSingleFrame) {
