@@ -3,9 +3,9 @@
 //
 // Structure
 //   - Per-chunk kernels, picked at run time (selected_isa; SPLITZIP_CPU_ISA=portable|avx2|avx512 forces one): BF16
-//     has AVX-512 BW+VBMI kernels (fast_avx512.cpp) and AVX2+BMI2 kernels (fast_avx2.cpp), FP8 has AVX2+BMI2
-//     kernels, and every dtype has portable loops templated on dtype and code width (also used for the tail of a
-//     chunk that is not a multiple of the vector width, and for FP16/FP32). Values whose exponent is not in the codebook
+//     has AVX-512 BW+VBMI kernels (fast_avx512.cpp) and AVX2+BMI2 kernels (fast_avx2.cpp), FP16 and FP8 have
+//     AVX2+BMI2 kernels, and every dtype has portable loops templated on dtype and code width (also used for the
+//     tail of a chunk that is not a multiple of the vector width, and for FP32). Values whose exponent is not in the codebook
 //     are listed in per-chunk scratch while the codes are written (their code is 0), then appended as escape lists;
 //     a chunk whose coded record would be larger than its raw exponents is re-packed raw (§4.7).
 //   - Threads (encode): chunks are cut into contiguous ranges, one per thread. Rest fields go straight to their
@@ -350,6 +350,9 @@ sz_status encode_range(const EncodeCtx& c, uint64_t c0, uint64_t c1, uint8_t* ou
     if (j == 0 && c.avx2 && c.dtype == SZ_DTYPE_BF16) {
       j = len & ~(size_t)31;
       x = kernels::avx2::encode_bf16(values, j, rest, cursor, c.tables, s->pos, s->exps, 0);
+    } else if (j == 0 && c.avx2 && c.dtype == SZ_DTYPE_FP16) {
+      j = len & ~(size_t)31;
+      x = kernels::avx2::encode_fp16(values, j, rest, cursor, c.tables, s->pos, s->exps, 0);
     } else if (j == 0 && c.avx2 && (c.dtype == SZ_DTYPE_FP8_E4M3 || c.dtype == SZ_DTYPE_FP8_E5M2)) {
       j = len & ~(size_t)31;
       x = kernels::avx2::encode_fp8(c.t.mantissa_bits, values, j, rest, cursor, c.tables, s->pos, s->exps, 0);
@@ -532,6 +535,10 @@ sz_status decode_chunk(const DecodeCtx& d, uint64_t ci) {
     if (j == 0 && d.avx2 && h.dtype == SZ_DTYPE_BF16) {
       j = len & ~(size_t)31;
       ok = kernels::avx2::decode_bf16(rest, record, readable, j, d.tables, out);
+    } else if (j == 0 && d.avx2 && h.dtype == SZ_DTYPE_FP16) {
+      j = len & ~(size_t)31;
+      const size_t rest_readable = (size_t)(h.off.end - (uint64_t)(rest - d.src));
+      ok = kernels::avx2::decode_fp16(rest, rest_readable, record, readable, j, d.tables, out);
     } else if (j == 0 && d.avx2 && (h.dtype == SZ_DTYPE_FP8_E4M3 || h.dtype == SZ_DTYPE_FP8_E5M2)) {
       j = len & ~(size_t)31;
       const size_t rest_readable = (size_t)(h.off.end - (uint64_t)(rest - d.src));

@@ -1,4 +1,4 @@
-// fast_avx2.cpp — AVX2 + BMI2 kernels of the fast CPU codec for BF16 and FP8 (docs/FORMAT.md §2, §3, §4.5), and
+// fast_avx2.cpp — AVX2 + BMI2 kernels of the fast CPU codec for BF16, FP16 and FP8 (docs/FORMAT.md §2, §3, §4.5), and
 // XXH3 built for AVX2. Compiled with -mavx2 -mbmi2 and only called after a run-time CPU check (fast.cpp).
 //
 // Encode, 32 values per step: the exponent byte (x >> 7) and the rest byte are narrowed with packus; the exponent
@@ -317,6 +317,145 @@ bool decode_fp8_m(const uint8_t* rest, size_t rest_readable, const uint8_t* code
   }
 }
 
+// ---- FP16: 32 values per step. Rest fields are 11 bits: pext packs 4 of them (44 bits) from each 64-bit lane and two
+// lanes make the 11 bytes of a group of 8; decode spreads them back with pdep. ----------------------------------------
+constexpr uint64_t kRest11 = 0x07FF07FF07FF07FFull;
+
+inline void store_group11(uint8_t* dst, uint64_t lo44, uint64_t hi44) {
+  const unsigned __int128 g = (unsigned __int128)lo44 | ((unsigned __int128)hi44 << 44);
+  memcpy(dst, &g, 11);
+}
+
+template <unsigned K, unsigned NN>
+size_t encode_fp16_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes, const CodeTables& t,
+                     uint16_t* pos, uint8_t* exps, uint32_t pos_base) {
+  const __m256i m001f = _mm256_set1_epi16(0x001F);
+  const __m256i m0400 = _mm256_set1_epi16(0x0400);
+  const __m256i m03ff = _mm256_set1_epi16(0x03FF);
+  const __m256i m0f = _mm256_set1_epi8(0x0F);
+  const __m256i one = _mm256_set1_epi8(1);
+  const __m256i zero = _mm256_setzero_si256();
+  __m256i luts[16], nibs[16];
+  const unsigned n_nib = NN != 0 ? NN : t.n_nibbles;
+  for (unsigned h = 0; h < n_nib; ++h) {
+    luts[h] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)t.nibble_lut[h]));
+    nibs[h] = _mm256_set1_epi8((char)t.nibbles[h]);
+  }
+  size_t x = 0;
+  for (size_t i = 0; i < len; i += 32) {
+    const __m256i a = _mm256_loadu_si256((const __m256i*)(src + 2 * i));
+    const __m256i b = _mm256_loadu_si256((const __m256i*)(src + 2 * i + 32));
+    const __m256i ea = _mm256_and_si256(_mm256_srli_epi16(a, 10), m001f);
+    const __m256i eb = _mm256_and_si256(_mm256_srli_epi16(b, 10), m001f);
+    const __m256i ra = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 5), m0400), _mm256_and_si256(a, m03ff));
+    const __m256i rb = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 5), m0400), _mm256_and_si256(b, m03ff));
+    const __m256i e = _mm256_permute4x64_epi64(_mm256_packus_epi16(ea, eb), 0xD8);
+    uint8_t* rp = rest + i / 8 * 11;
+    store_group11(rp, _pext_u64((uint64_t)_mm256_extract_epi64(ra, 0), kRest11),
+                  _pext_u64((uint64_t)_mm256_extract_epi64(ra, 1), kRest11));
+    store_group11(rp + 11, _pext_u64((uint64_t)_mm256_extract_epi64(ra, 2), kRest11),
+                  _pext_u64((uint64_t)_mm256_extract_epi64(ra, 3), kRest11));
+    store_group11(rp + 22, _pext_u64((uint64_t)_mm256_extract_epi64(rb, 0), kRest11),
+                  _pext_u64((uint64_t)_mm256_extract_epi64(rb, 1), kRest11));
+    store_group11(rp + 33, _pext_u64((uint64_t)_mm256_extract_epi64(rb, 2), kRest11),
+                  _pext_u64((uint64_t)_mm256_extract_epi64(rb, 3), kRest11));
+
+    const __m256i lo = _mm256_and_si256(e, m0f);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(e, 4), m0f);
+    __m256i c1;
+    if (NN == 1) {
+      c1 = _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[0]), _mm256_shuffle_epi8(luts[0], lo));
+    } else if (NN == 2) {
+      c1 = _mm256_or_si256(_mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[0]), _mm256_shuffle_epi8(luts[0], lo)),
+                           _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[1]), _mm256_shuffle_epi8(luts[1], lo)));
+    } else {
+      c1 = zero;
+      for (unsigned h = 0; h < n_nib; ++h)
+        c1 = _mm256_or_si256(c1, _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[h]), _mm256_shuffle_epi8(luts[h], lo)));
+    }
+    uint32_t esc = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(c1, zero));
+    const __m256i code = _mm256_subs_epu8(c1, one);
+    const uint64_t p0 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 0), kPextMask[K]);
+    const uint64_t p1 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 1), kPextMask[K]);
+    const uint64_t p2 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 2), kPextMask[K]);
+    const uint64_t p3 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 3), kPextMask[K]);
+    const unsigned __int128 joined = (unsigned __int128)p0 | ((unsigned __int128)p1 << (8 * K)) |
+                                     ((unsigned __int128)p2 << (16 * K)) | ((unsigned __int128)p3 << (24 * K));
+    memcpy(codes + i / 8 * K, &joined, 4 * K);
+    if (esc != 0) {
+      alignas(32) uint8_t etmp[32];
+      _mm256_store_si256((__m256i*)etmp, e);
+      do {
+        const unsigned j = (unsigned)__builtin_ctz(esc);
+        pos[x] = (uint16_t)(pos_base + i + j);
+        exps[x] = etmp[j];
+        ++x;
+        esc &= esc - 1;
+      } while (esc != 0);
+    }
+  }
+  return x;
+}
+
+// Spreads the 11-byte rest group at p into 8 u16 lanes (two u64 of 4 values each).
+inline void load_group11(const uint8_t* p, bool whole_loads, uint64_t* lo, uint64_t* hi) {
+  uint64_t a, b;
+  if (whole_loads) {  // bits 0..63, and bits 40..103 shifted down to 44..
+    memcpy(&a, p, 8);
+    memcpy(&b, p + 5, 8);
+    b >>= 4;
+  } else {
+    unsigned __int128 g = 0;
+    memcpy(&g, p, 11);
+    a = (uint64_t)g;
+    b = (uint64_t)(g >> 44);
+  }
+  *lo = _pdep_u64(a, kRest11);
+  *hi = _pdep_u64(b, kRest11);
+}
+
+template <unsigned K>
+bool decode_fp16_k(const uint8_t* rest, size_t rest_readable, const uint8_t* codes, size_t readable, size_t len,
+                   const CodeTables& t, uint8_t* out) {
+  const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)t.exp_of));
+  const __m256i max_code = _mm256_set1_epi8((char)(t.count - 1));
+  const __m256i m0400 = _mm256_set1_epi16(0x0400);
+  const __m256i m03ff = _mm256_set1_epi16(0x03FF);
+  __m256i bad = _mm256_setzero_si256();
+  for (size_t i = 0; i < len; i += 32) {
+    const __m256i code = spread_groups<K>(codes + i / 8 * K, i / 8 * K + 3 * K + 8 <= readable, kPextMask[K]);
+    bad = _mm256_or_si256(bad, _mm256_cmpgt_epi8(code, max_code));
+    const __m256i e = _mm256_shuffle_epi8(lut, code);
+    const uint8_t* rp = rest + i / 8 * 11;
+    const bool whole = i / 8 * 11 + 33 + 13 <= rest_readable;
+    uint64_t r[8];
+    for (unsigned g = 0; g < 4; ++g) load_group11(rp + 11 * g, whole, &r[2 * g], &r[2 * g + 1]);
+    const __m256i r0 = _mm256_set_epi64x((long long)r[3], (long long)r[2], (long long)r[1], (long long)r[0]);
+    const __m256i r1 = _mm256_set_epi64x((long long)r[7], (long long)r[6], (long long)r[5], (long long)r[4]);
+    const __m256i e0 = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(e));
+    const __m256i e1 = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(e, 1));
+    const __m256i v0 = _mm256_or_si256(_mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(r0, m0400), 5),
+                                                       _mm256_slli_epi16(e0, 10)),
+                                       _mm256_and_si256(r0, m03ff));
+    const __m256i v1 = _mm256_or_si256(_mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(r1, m0400), 5),
+                                                       _mm256_slli_epi16(e1, 10)),
+                                       _mm256_and_si256(r1, m03ff));
+    _mm256_storeu_si256((__m256i*)(out + 2 * i), v0);
+    _mm256_storeu_si256((__m256i*)(out + 2 * i + 32), v1);
+  }
+  return _mm256_testz_si256(bad, bad) != 0;
+}
+
+template <unsigned K>
+size_t encode_fp16_nn(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes, const CodeTables& t,
+                      uint16_t* pos, uint8_t* exps, uint32_t pos_base) {
+  switch (t.n_nibbles) {
+    case 1: return encode_fp16_k<K, 1>(src, len, rest, codes, t, pos, exps, pos_base);
+    case 2: return encode_fp16_k<K, 2>(src, len, rest, codes, t, pos, exps, pos_base);
+    default: return encode_fp16_k<K, 0>(src, len, rest, codes, t, pos, exps, pos_base);
+  }
+}
+
 template <unsigned K>
 size_t encode_bf16_nn(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes, const CodeTables& t,
                       uint16_t* pos, uint8_t* exps, uint32_t pos_base) {
@@ -359,6 +498,26 @@ bool decode_fp8(unsigned mantissa_bits, const uint8_t* rest, size_t rest_readabl
                 size_t readable, size_t len, const CodeTables& t, uint8_t* out) {
   return mantissa_bits == 3 ? decode_fp8_m<3>(rest, rest_readable, codes, readable, len, t, out)
                             : decode_fp8_m<2>(rest, rest_readable, codes, readable, len, t, out);
+}
+
+size_t encode_fp16(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes, const CodeTables& t,
+                   uint16_t* pos, uint8_t* exps, uint32_t pos_base) {
+  switch (t.k) {
+    case 1: return encode_fp16_nn<1>(src, len, rest, codes, t, pos, exps, pos_base);
+    case 2: return encode_fp16_nn<2>(src, len, rest, codes, t, pos, exps, pos_base);
+    case 3: return encode_fp16_nn<3>(src, len, rest, codes, t, pos, exps, pos_base);
+    default: return encode_fp16_nn<4>(src, len, rest, codes, t, pos, exps, pos_base);
+  }
+}
+
+bool decode_fp16(const uint8_t* rest, size_t rest_readable, const uint8_t* codes, size_t readable, size_t len,
+                 const CodeTables& t, uint8_t* out) {
+  switch (t.k) {
+    case 1: return decode_fp16_k<1>(rest, rest_readable, codes, readable, len, t, out);
+    case 2: return decode_fp16_k<2>(rest, rest_readable, codes, readable, len, t, out);
+    case 3: return decode_fp16_k<3>(rest, rest_readable, codes, readable, len, t, out);
+    default: return decode_fp16_k<4>(rest, rest_readable, codes, readable, len, t, out);
+  }
 }
 
 uint32_t h32(const void* data, size_t size) { return (uint32_t)XXH3_64bits(data, size); }

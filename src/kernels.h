@@ -38,6 +38,11 @@ size_t encode_fp8(unsigned mantissa_bits, const uint8_t* src, size_t len, uint8_
                   const CodeTables& t, uint16_t* pos, uint8_t* exps, uint32_t pos_base);
 bool decode_fp8(unsigned mantissa_bits, const uint8_t* rest, size_t rest_readable, const uint8_t* codes,
                 size_t readable, size_t len, const CodeTables& t, uint8_t* out);
+// FP16, len a multiple of 32: as the FP8 kernels, with 11-bit rest fields.
+size_t encode_fp16(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes, const CodeTables& t,
+                   uint16_t* pos, uint8_t* exps, uint32_t pos_base);
+bool decode_fp16(const uint8_t* rest, size_t rest_readable, const uint8_t* codes, size_t readable, size_t len,
+                 const CodeTables& t, uint8_t* out);
 // XXH3-64 (low 32 bits) compiled with AVX2.
 uint32_t h32(const void* data, size_t size);
 }  // namespace avx2
