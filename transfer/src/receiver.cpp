@@ -217,6 +217,14 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
   };
   auto abort_session = [&](sz_status st, const std::string& msg) {
     reply(proto::kResult, st, msg, true);
+    // Linger (bounded) until the sender has read the result and hung up: closing first would reset the connection
+    // under a sender that is still sending, and it could lose the result and see only the reset.
+    if (can_reply && ucx.has_ep()) {
+      const double deadline = now_s() + std::min(0.5, opt.timeout_s);
+      while (!ucx.ep_failed() && now_s() < deadline) {
+        if (!ucx.progress()) ucx.wait(0.01);
+      }
+    }
     cleanup(false);
     return fail(error, st, msg);
   };

@@ -201,6 +201,22 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
     return SZ_OK;
   };
   auto peer_status = [](uint32_t s) { return (s > 0 && s <= SZ_ERROR_INTERNAL) ? (sz_status)s : SZ_ERROR_IO; };
+  // The connection failed or a send failed. A receiver that rejects the transfer sends its result and then hangs
+  // up, so the failure may arrive together with that result: report the receiver's reason when it is there.
+  auto peer_failed = [&](const std::string& what) -> sz_status {
+    for (int i = 0; i < 8 && !ctrl_op.done; ++i) ucx.progress();
+    if (ctrl_op.done) {
+      proto::Header h;
+      std::string text;
+      uint32_t status = 0;
+      if (take_ctrl(&h, &text, &status) == SZ_OK && h.type == proto::kResult && status != SZ_OK) {
+        cleanup(false);
+        return fail(error, peer_status(status), "the receiver failed: " + text);
+      }
+    }
+    cleanup(false);
+    return what.empty() ? peer_gone() : fail(error, SZ_ERROR_IO, what);
+  };
 
   // Wait for HELLO_ACK.
   {
@@ -308,10 +324,7 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
 
   for (;;) {
     bool active = ucx.progress();
-    if (ucx.ep_failed()) {
-      cleanup(false);
-      return peer_gone();
-    }
+    if (ucx.ep_failed()) return peer_failed("");
     // control messages: credits and the final result
     while (ctrl_op.done) {
       proto::Header h;
@@ -359,10 +372,7 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
     for (auto& s : slots) {
       if (s.state == Slot::kSending && s.op.done) {
         const ucs_status_t us = ucx.reap(&s.op);
-        if (us != UCS_OK) {
-          cleanup(false);
-          return fail(error, SZ_ERROR_IO, "send failed: " + ucs_text(us));
-        }
+        if (us != UCS_OK) return peer_failed("send failed: " + ucs_text(us));
         s.state = Slot::kFree;
         active = true;
       }
@@ -421,12 +431,7 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
       }
       if (opt.faults.tamper) opt.faults.tamper(s.seq, s.buf.data() + proto::kHeaderSize, s.payload_size);
       if (ucx.send(data_tag, s.buf.data(), proto::kHeaderSize + s.payload_size, nullptr, 0, &s.op) != SZ_OK) {
-        if (ucx.ep_failed()) {
-          cleanup(false);
-          return peer_gone();
-        }
-        cleanup(false);
-        return fail(error, SZ_ERROR_IO, "send failed: " + ucs_text(s.op.status));
+        return peer_failed(ucx.ep_failed() ? std::string() : "send failed: " + ucs_text(s.op.status));
       }
       s.state = Slot::kSending;
       stats.payload_bytes += s.payload_size;
