@@ -103,7 +103,10 @@ class _Tensor:
             self.element = str(x.dtype)[len("torch."):]
             self.itemsize = x.element_size()
             flat = x.detach().reshape(-1)
-            b = flat.view(torch.uint8) if self.itemsize != 1 or flat.dtype != torch.uint8 else flat
+            if flat.numel() == 0:  # an empty tensor may carry stride 0, which view() refuses
+                b = torch.empty(0, dtype=torch.uint8, device=x.device)
+            else:
+                b = flat.view(torch.uint8) if self.itemsize != 1 or flat.dtype != torch.uint8 else flat
             self.bytes = b.numpy() if self.device == "cpu" else b
         elif cupy is not None and isinstance(x, cupy.ndarray):
             if not x.flags.c_contiguous:
@@ -504,7 +507,25 @@ def decompress_pages(buffer: Any, pages: Sequence[Any], *, threads: int | None =
 
 # ---- GPU paths --------------------------------------------------------------------------------------------------
 
+def _to_device_like(t: _Tensor, host: np.ndarray):
+    """A copy of a host uint8 array on t's framework and device."""
+    if t.framework == "torch":
+        import torch
+        return torch.from_numpy(host).to(t.obj.device)
+    import cupy
+    with t.obj.device:
+        return cupy.asarray(host)
+
+
+def _device_to_host(b) -> np.ndarray:
+    return b.cpu().numpy() if hasattr(b, "cpu") else b.get()
+
+
 def _cuda_compress(t: _Tensor, n: int, did: int, cb, log2: int, flags: int):
+    if n == 0:
+        # Zero-size device arrays do not cross DLPack as contiguous arrays: the frame of no values is a bare header,
+        # made on the host (the same bytes the kernel writes) and copied over.
+        return _to_device_like(t, _compress_host(np.empty(0, dtype=np.uint8), 0, did, cb, log2, flags, 1))
     if t.framework == "torch":
         from . import _torch_ops
         dst, size_t = _torch_ops.compress_op(t.bytes, did, _torch_ops.pack_codebook(cb), log2, flags)
@@ -525,8 +546,7 @@ def _cuda_compress(t: _Tensor, n: int, did: int, cb, log2: int, flags: int):
 
 def _cuda_decompress(t: _Tensor, out: Any, status: Any):
     if out is None:
-        head = t.bytes[: _ext.FRAME_HEADER_SIZE]
-        head = head.cpu().numpy() if t.framework == "torch" else head.get()
+        head = _device_to_host(t.bytes[: _ext.FRAME_HEADER_SIZE])
         raw = _frame_info_host(head, "decompress")
         did = raw["dtype_id"]
         if t.framework == "torch":
@@ -539,6 +559,15 @@ def _cuda_decompress(t: _Tensor, out: Any, status: Any):
     o = _Tensor(out, "out", writable=True)
     if o.device != "cuda" or o.framework != t.framework:
         raise ValueError("out: must be a CUDA tensor of the buffer's framework")
+    if o.nbytes == 0:
+        # Nothing to write (zero-size arrays do not cross DLPack): validate the frame on the host, where the same
+        # checks run; a frame of more values than fit raises DstTooSmallError there.
+        st_host = _ext.decompress(_device_to_host(t.bytes), np.empty(0, dtype=np.uint8), 1, True)[0]
+        if status is None:
+            check(st_host, "decompress")
+        else:
+            status[...] = int(st_host)
+        return out
     if t.framework == "torch":
         from . import _torch_ops
         st = _torch_ops.decompress_op(t.bytes, o.bytes)

@@ -49,6 +49,10 @@ Raw raw_view(const Array& a, const char* what, Where where) {
   } else if (dev != kDevCuda && dev != kDevCudaManaged) {
     throw nb::value_error((std::string(what) + ": expected an array in CUDA device memory").c_str());
   }
+  for (size_t i = 0; i < a.ndim(); ++i) {
+    // An empty array has no layout to check (exporters give it arbitrary strides, numpy 2.5 and torch give 0).
+    if (a.shape(i) == 0) return Raw{static_cast<const void*>(a.data()), 0};
+  }
   int64_t expect = 1;
   for (size_t i = a.ndim(); i-- > 0;) {
     if (a.shape(i) != 1 && a.stride(i) != expect) {
