@@ -28,6 +28,38 @@ namespace {
 constexpr uint64_t kPextMask[5] = {0, 0x0101010101010101ull, 0x0303030303030303ull, 0x0707070707070707ull,
                                    0x0F0F0F0F0F0F0F0Full};
 
+// Code + 1 of each of the 32 exponent bytes in e, or 0 where the exponent is not in the codebook: one byte shuffle
+// over the low nibble per high nibble present in the codebook. NN: the number of those high nibbles when it is 1 or 2
+// (unrolled), 0 for any number (n_nib).
+template <unsigned NN>
+inline __m256i lookup_codes_plus1(__m256i e, const __m256i* luts, const __m256i* nibs, unsigned n_nib) {
+  const __m256i m0f = _mm256_set1_epi8(0x0F);
+  const __m256i lo = _mm256_and_si256(e, m0f);
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(e, 4), m0f);
+  if (NN == 1) return _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[0]), _mm256_shuffle_epi8(luts[0], lo));
+  if (NN == 2)
+    return _mm256_or_si256(_mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[0]), _mm256_shuffle_epi8(luts[0], lo)),
+                           _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[1]), _mm256_shuffle_epi8(luts[1], lo)));
+  __m256i c1 = _mm256_setzero_si256();
+  for (unsigned h = 0; h < n_nib; ++h)
+    c1 = _mm256_or_si256(c1, _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[h]), _mm256_shuffle_epi8(luts[h], lo)));
+  return c1;
+}
+
+// Packs the B low bits of each of the 32 bytes of v into 4·B bytes at dst (FORMAT.md §3 order): pext gathers the
+// fields of 8 bytes, the four 8B-bit groups are joined in a register (no store-to-load forwarding stalls).
+template <unsigned B>
+inline void pack_low_bits_32(__m256i v, uint8_t* dst) {
+  const uint64_t mask = kPextMask[B];
+  const uint64_t p0 = _pext_u64((uint64_t)_mm256_extract_epi64(v, 0), mask);
+  const uint64_t p1 = _pext_u64((uint64_t)_mm256_extract_epi64(v, 1), mask);
+  const uint64_t p2 = _pext_u64((uint64_t)_mm256_extract_epi64(v, 2), mask);
+  const uint64_t p3 = _pext_u64((uint64_t)_mm256_extract_epi64(v, 3), mask);
+  const unsigned __int128 joined = (unsigned __int128)p0 | ((unsigned __int128)p1 << (8 * B)) |
+                                   ((unsigned __int128)p2 << (16 * B)) | ((unsigned __int128)p3 << (24 * B));
+  memcpy(dst, &joined, 4 * B);
+}
+
 // Encodes 32 BF16 values at src: rest bytes to rest, 4K code bytes to codes; returns the escape lanes as a bit mask
 // and the exponent bytes in *e. NN: number of distinct high nibbles in the codebook when it is 1 or 2 (unrolled),
 // 0 for any number.
@@ -37,7 +69,6 @@ inline uint32_t encode_bf16_32(const uint8_t* src, uint8_t* rest, uint8_t* codes
   const __m256i m00ff = _mm256_set1_epi16(0x00FF);
   const __m256i m007f = _mm256_set1_epi16(0x007F);
   const __m256i m0080 = _mm256_set1_epi16(0x0080);
-  const __m256i m0f = _mm256_set1_epi8(0x0F);
   const __m256i one = _mm256_set1_epi8(1);
   const __m256i zero = _mm256_setzero_si256();
   const __m256i a = _mm256_loadu_si256((const __m256i*)src);
@@ -50,31 +81,13 @@ inline uint32_t encode_bf16_32(const uint8_t* src, uint8_t* rest, uint8_t* codes
   const __m256i r = _mm256_permute4x64_epi64(_mm256_packus_epi16(ra, rb), 0xD8);
   _mm256_storeu_si256((__m256i*)rest, r);
 
-  const __m256i lo = _mm256_and_si256(e, m0f);
-  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(e, 4), m0f);
-  __m256i c1;  // code + 1, or 0 for an escape
-  if (NN == 1) {
-    c1 = _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[0]), _mm256_shuffle_epi8(luts[0], lo));
-  } else if (NN == 2) {
-    c1 = _mm256_or_si256(_mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[0]), _mm256_shuffle_epi8(luts[0], lo)),
-                         _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[1]), _mm256_shuffle_epi8(luts[1], lo)));
-  } else {
-    c1 = zero;
-    for (unsigned h = 0; h < n_nib; ++h)
-      c1 = _mm256_or_si256(c1, _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[h]), _mm256_shuffle_epi8(luts[h], lo)));
-  }
+  const __m256i c1 = lookup_codes_plus1<NN>(e, luts, nibs, n_nib);  // code + 1, or 0 for an escape
   const uint32_t esc = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(c1, zero));
   const __m256i code = _mm256_subs_epu8(c1, one);
 
   // pext gathers the K low bits of 8 codes; the four 8K-bit groups are joined in a register (no store-to-load
   // forwarding stalls) and stored as 4K bytes.
-  const uint64_t p0 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 0), kPextMask[K]);
-  const uint64_t p1 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 1), kPextMask[K]);
-  const uint64_t p2 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 2), kPextMask[K]);
-  const uint64_t p3 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 3), kPextMask[K]);
-  const unsigned __int128 joined = (unsigned __int128)p0 | ((unsigned __int128)p1 << (8 * K)) |
-                                   ((unsigned __int128)p2 << (16 * K)) | ((unsigned __int128)p3 << (24 * K));
-  memcpy(codes, &joined, 4 * K);
+  pack_low_bits_32<K>(code, codes);
   *e_out = e;
   return esc;
 }
@@ -176,11 +189,9 @@ template <unsigned M, unsigned K, unsigned NN>
 size_t encode_fp8_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes, const CodeTables& t,
                     uint16_t* pos, uint8_t* exps, uint32_t pos_base) {
   constexpr unsigned E = 7 - M, R = M + 1;
-  constexpr uint64_t kRestMask = R == 4 ? 0x0F0F0F0F0F0F0F0Full : 0x0707070707070707ull;
   const __m256i emask = _mm256_set1_epi8((char)((1u << E) - 1));
   const __m256i mmask = _mm256_set1_epi8((char)((1u << M) - 1));
   const __m256i smask = _mm256_set1_epi8((char)(1u << M));
-  const __m256i m0f = _mm256_set1_epi8(0x0F);
   const __m256i one = _mm256_set1_epi8(1);
   const __m256i zero = _mm256_setzero_si256();
   __m256i luts[16], nibs[16];
@@ -194,38 +205,14 @@ size_t encode_fp8_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* code
     const __m256i v = _mm256_loadu_si256((const __m256i*)(src + i));
     const __m256i e = _mm256_and_si256(_mm256_srli_epi16(v, M), emask);
     const __m256i r = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 7 - M), smask), _mm256_and_si256(v, mmask));
-    const __m256i lo = _mm256_and_si256(e, m0f);
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(e, 4), m0f);
-    __m256i c1;
-    if (NN == 1) {
-      c1 = _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[0]), _mm256_shuffle_epi8(luts[0], lo));
-    } else if (NN == 2) {
-      c1 = _mm256_or_si256(_mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[0]), _mm256_shuffle_epi8(luts[0], lo)),
-                           _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[1]), _mm256_shuffle_epi8(luts[1], lo)));
-    } else {
-      c1 = zero;
-      for (unsigned h = 0; h < n_nib; ++h)
-        c1 = _mm256_or_si256(c1, _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[h]), _mm256_shuffle_epi8(luts[h], lo)));
-    }
+    const __m256i c1 = lookup_codes_plus1<NN>(e, luts, nibs, n_nib);  // code + 1, or 0 for an escape
     uint32_t esc = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(c1, zero));
     const __m256i code = _mm256_subs_epu8(c1, one);
     {
-      const uint64_t p0 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 0), kPextMask[K]);
-      const uint64_t p1 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 1), kPextMask[K]);
-      const uint64_t p2 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 2), kPextMask[K]);
-      const uint64_t p3 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 3), kPextMask[K]);
-      const unsigned __int128 joined = (unsigned __int128)p0 | ((unsigned __int128)p1 << (8 * K)) |
-                                       ((unsigned __int128)p2 << (16 * K)) | ((unsigned __int128)p3 << (24 * K));
-      memcpy(codes + i / 8 * K, &joined, 4 * K);
+      pack_low_bits_32<K>(code, codes + i / 8 * K);
     }
     {
-      const uint64_t p0 = _pext_u64((uint64_t)_mm256_extract_epi64(r, 0), kRestMask);
-      const uint64_t p1 = _pext_u64((uint64_t)_mm256_extract_epi64(r, 1), kRestMask);
-      const uint64_t p2 = _pext_u64((uint64_t)_mm256_extract_epi64(r, 2), kRestMask);
-      const uint64_t p3 = _pext_u64((uint64_t)_mm256_extract_epi64(r, 3), kRestMask);
-      const unsigned __int128 joined = (unsigned __int128)p0 | ((unsigned __int128)p1 << (8 * R)) |
-                                       ((unsigned __int128)p2 << (16 * R)) | ((unsigned __int128)p3 << (24 * R));
-      memcpy(rest + i / 8 * R, &joined, 4 * R);
+      pack_low_bits_32<R>(r, rest + i / 8 * R);
     }
     if (esc != 0) {
       alignas(32) uint8_t etmp[32];
@@ -332,7 +319,6 @@ size_t encode_fp16_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* cod
   const __m256i m001f = _mm256_set1_epi16(0x001F);
   const __m256i m0400 = _mm256_set1_epi16(0x0400);
   const __m256i m03ff = _mm256_set1_epi16(0x03FF);
-  const __m256i m0f = _mm256_set1_epi8(0x0F);
   const __m256i one = _mm256_set1_epi8(1);
   const __m256i zero = _mm256_setzero_si256();
   __m256i luts[16], nibs[16];
@@ -360,28 +346,10 @@ size_t encode_fp16_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* cod
     store_group11(rp + 33, _pext_u64((uint64_t)_mm256_extract_epi64(rb, 2), kRest11),
                   _pext_u64((uint64_t)_mm256_extract_epi64(rb, 3), kRest11));
 
-    const __m256i lo = _mm256_and_si256(e, m0f);
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(e, 4), m0f);
-    __m256i c1;
-    if (NN == 1) {
-      c1 = _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[0]), _mm256_shuffle_epi8(luts[0], lo));
-    } else if (NN == 2) {
-      c1 = _mm256_or_si256(_mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[0]), _mm256_shuffle_epi8(luts[0], lo)),
-                           _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[1]), _mm256_shuffle_epi8(luts[1], lo)));
-    } else {
-      c1 = zero;
-      for (unsigned h = 0; h < n_nib; ++h)
-        c1 = _mm256_or_si256(c1, _mm256_and_si256(_mm256_cmpeq_epi8(hi, nibs[h]), _mm256_shuffle_epi8(luts[h], lo)));
-    }
+    const __m256i c1 = lookup_codes_plus1<NN>(e, luts, nibs, n_nib);  // code + 1, or 0 for an escape
     uint32_t esc = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(c1, zero));
     const __m256i code = _mm256_subs_epu8(c1, one);
-    const uint64_t p0 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 0), kPextMask[K]);
-    const uint64_t p1 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 1), kPextMask[K]);
-    const uint64_t p2 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 2), kPextMask[K]);
-    const uint64_t p3 = _pext_u64((uint64_t)_mm256_extract_epi64(code, 3), kPextMask[K]);
-    const unsigned __int128 joined = (unsigned __int128)p0 | ((unsigned __int128)p1 << (8 * K)) |
-                                     ((unsigned __int128)p2 << (16 * K)) | ((unsigned __int128)p3 << (24 * K));
-    memcpy(codes + i / 8 * K, &joined, 4 * K);
+    pack_low_bits_32<K>(code, codes + i / 8 * K);
     if (esc != 0) {
       alignas(32) uint8_t etmp[32];
       _mm256_store_si256((__m256i*)etmp, e);
