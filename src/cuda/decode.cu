@@ -12,6 +12,7 @@
 
 #include "cuda/codec.cuh"
 #include "cuda/kernels.h"
+#include "cuda/chunk_hash.cuh"
 #include "cuda/xxh3.cuh"
 
 namespace splitzip {
@@ -81,24 +82,6 @@ __device__ __noinline__ sz_status parse_header(const uint8_t* src, size_t src_si
   return SZ_OK;
 }
 
-template <int W, bool PAGED>
-__device__ __noinline__ uint32_t chunk_hash(const Values<W, PAGED>& vals, uint64_t first, uint64_t len) {
-  const ByteFetch<W, PAGED> f{vals, first * (uint64_t)(W / 8)};
-  return (uint32_t)xxh3::xxh3_64_warp(f, (size_t)len);
-}
-
-// Reads bytes of a chunk staged in shared memory, for the warp hash.
-struct SmemFetch {
-  const uint8_t* p;
-  __device__ __forceinline__ uint8_t byte(uint64_t o) const { return p[o]; }
-  __device__ __forceinline__ uint64_t word(uint64_t o) const {
-    if ((o & 7) == 0) return *reinterpret_cast<const uint64_t*>(p + o);
-    return layout::load_u64(p + o);
-  }
-};
-__device__ __noinline__ uint32_t stage_hash(const uint8_t* stage, uint64_t len) {
-  return (uint32_t)xxh3::xxh3_64_warp(SmemFetch{stage}, (size_t)len);
-}
 
 constexpr uint32_t kStageBytes = 16384;  // chunks of up to 16 KiB are hashed from a copy in shared memory
 

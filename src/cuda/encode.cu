@@ -14,6 +14,7 @@
 
 #include "cuda/codec.cuh"
 #include "cuda/kernels.h"
+#include "cuda/chunk_hash.cuh"
 #include "cuda/xxh3.cuh"
 
 namespace splitzip {
@@ -66,23 +67,6 @@ __global__ void encode_empty_kernel(EncodeArgs a) {
   }
 }
 
-template <int W, bool PAGED>
-__device__ __noinline__ uint32_t chunk_hash(const Values<W, PAGED>& vals, uint64_t first, uint64_t len) {
-  const ByteFetch<W, PAGED> f{vals, first * (uint64_t)(W / 8)};
-  return (uint32_t)xxh3::xxh3_64_warp(f, (size_t)len);
-}
-
-struct SmemFetch {
-  const uint8_t* p;
-  __device__ __forceinline__ uint8_t byte(uint64_t o) const { return p[o]; }
-  __device__ __forceinline__ uint64_t word(uint64_t o) const {
-    if ((o & 7) == 0) return *reinterpret_cast<const uint64_t*>(p + o);
-    return layout::load_u64(p + o);
-  }
-};
-__device__ __noinline__ uint32_t stage_hash(const uint8_t* stage, uint64_t len) {
-  return (uint32_t)xxh3::xxh3_64_warp(SmemFetch{stage}, (size_t)len);
-}
 
 template <int DT, bool PAGED>
 __global__ void __launch_bounds__(kThreads, 4) encode_kernel(const __grid_constant__ EncodeArgs a) {
