@@ -46,6 +46,27 @@ inline __m256i lookup_codes_plus1(__m256i e, const __m256i* luts, const __m256i*
   return c1;
 }
 
+// Appends the escapes of up to 64 lanes to a chunk's escape lists: bit j of esc marks lane j, whose exponent is
+// e_bytes[j] and whose position in the chunk is first + j. Returns the new number of escapes.
+inline size_t append_escapes(uint64_t esc, const uint8_t* e_bytes, uint64_t first, uint16_t* pos, uint8_t* exps,
+                             size_t x) {
+  for (; esc != 0; esc &= esc - 1) {
+    const unsigned j = (unsigned)__builtin_ctzll(esc);
+    pos[x] = (uint16_t)(first + j);
+    exps[x] = e_bytes[j];
+    ++x;
+  }
+  return x;
+}
+
+// The same for the 32 lanes of one register of exponent bytes.
+inline size_t append_escapes_32(uint32_t esc, __m256i e, uint64_t first, uint16_t* pos, uint8_t* exps, size_t x) {
+  if (esc == 0) return x;
+  alignas(32) uint8_t etmp[32];
+  _mm256_store_si256((__m256i*)etmp, e);
+  return append_escapes(esc, etmp, first, pos, exps, x);
+}
+
 // Packs the B low bits of each of the 32 bytes of v into 4·B bytes at dst (FORMAT.md §3 order): pext gathers the
 // fields of 8 bytes, the four 8B-bit groups are joined in a register (no store-to-load forwarding stalls).
 template <unsigned B>
@@ -114,29 +135,13 @@ size_t encode_bf16_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* cod
       alignas(32) uint8_t etmp[64];
       _mm256_store_si256((__m256i*)etmp, e0);
       _mm256_store_si256((__m256i*)(etmp + 32), e1);
-      do {
-        const unsigned j = (unsigned)__builtin_ctzll(esc);
-        pos[x] = (uint16_t)(pos_base + i + j);
-        exps[x] = etmp[j];
-        ++x;
-        esc &= esc - 1;
-      } while (esc != 0);
+      x = append_escapes(esc, etmp, pos_base + i, pos, exps, x);
     }
   }
   for (; i < len; i += 32) {
     __m256i e0;
     uint32_t esc = encode_bf16_32<K, NN>(src + 2 * i, rest + i, codes + i / 8 * K, luts, nibs, n_nib, &e0);
-    if (esc != 0) {
-      alignas(32) uint8_t etmp[32];
-      _mm256_store_si256((__m256i*)etmp, e0);
-      do {
-        const unsigned j = (unsigned)__builtin_ctz(esc);
-        pos[x] = (uint16_t)(pos_base + i + j);
-        exps[x] = etmp[j];
-        ++x;
-        esc &= esc - 1;
-      } while (esc != 0);
-    }
+    x = append_escapes_32(esc, e0, pos_base + i, pos, exps, x);
   }
   return x;
 }
@@ -208,23 +213,9 @@ size_t encode_fp8_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* code
     const __m256i c1 = lookup_codes_plus1<NN>(e, luts, nibs, n_nib);  // code + 1, or 0 for an escape
     uint32_t esc = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(c1, zero));
     const __m256i code = _mm256_subs_epu8(c1, one);
-    {
-      pack_low_bits_32<K>(code, codes + i / 8 * K);
-    }
-    {
-      pack_low_bits_32<R>(r, rest + i / 8 * R);
-    }
-    if (esc != 0) {
-      alignas(32) uint8_t etmp[32];
-      _mm256_store_si256((__m256i*)etmp, e);
-      do {
-        const unsigned j = (unsigned)__builtin_ctz(esc);
-        pos[x] = (uint16_t)(pos_base + i + j);
-        exps[x] = etmp[j];
-        ++x;
-        esc &= esc - 1;
-      } while (esc != 0);
-    }
+    pack_low_bits_32<K>(code, codes + i / 8 * K);
+    pack_low_bits_32<R>(r, rest + i / 8 * R);
+    x = append_escapes_32(esc, e, pos_base + i, pos, exps, x);
   }
   return x;
 }
@@ -350,17 +341,7 @@ size_t encode_fp16_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* cod
     uint32_t esc = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(c1, zero));
     const __m256i code = _mm256_subs_epu8(c1, one);
     pack_low_bits_32<K>(code, codes + i / 8 * K);
-    if (esc != 0) {
-      alignas(32) uint8_t etmp[32];
-      _mm256_store_si256((__m256i*)etmp, e);
-      do {
-        const unsigned j = (unsigned)__builtin_ctz(esc);
-        pos[x] = (uint16_t)(pos_base + i + j);
-        exps[x] = etmp[j];
-        ++x;
-        esc &= esc - 1;
-      } while (esc != 0);
-    }
+    x = append_escapes_32(esc, e, pos_base + i, pos, exps, x);
   }
   return x;
 }
