@@ -146,6 +146,28 @@ size_t encode_bf16_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* cod
   return x;
 }
 
+// Spreads four groups of B bytes (8 fields of B bits each, FORMAT.md §3) at p into the low bits of 32 bytes with
+// pdep. pdep uses only the low 8B bits of its source, so a whole 8-byte load is fine where the buffer extends far
+// enough (whole_loads), else each group is copied byte by byte.
+template <unsigned B>
+inline __m256i spread_groups(const uint8_t* p, bool whole_loads, uint64_t mask) {
+  uint64_t g0, g1, g2, g3;
+  if (whole_loads) {
+    memcpy(&g0, p, 8);
+    memcpy(&g1, p + B, 8);
+    memcpy(&g2, p + 2 * B, 8);
+    memcpy(&g3, p + 3 * B, 8);
+  } else {
+    g0 = g1 = g2 = g3 = 0;
+    memcpy(&g0, p, B);
+    memcpy(&g1, p + B, B);
+    memcpy(&g2, p + 2 * B, B);
+    memcpy(&g3, p + 3 * B, B);
+  }
+  return _mm256_set_epi64x((long long)_pdep_u64(g3, mask), (long long)_pdep_u64(g2, mask),
+                           (long long)_pdep_u64(g1, mask), (long long)_pdep_u64(g0, mask));
+}
+
 template <unsigned K>
 bool decode_bf16_k(const uint8_t* rest, const uint8_t* codes, size_t readable, size_t len, const CodeTables& t,
                    uint8_t* out) {
@@ -155,24 +177,7 @@ bool decode_bf16_k(const uint8_t* rest, const uint8_t* codes, size_t readable, s
   const __m256i max_code = _mm256_set1_epi8((char)(t.count - 1));
   __m256i bad = _mm256_setzero_si256();
   for (size_t i = 0; i < len; i += 32) {
-    // 8 codes (8K bits) from each K-byte group; pdep uses only the low 8K bits of its source, so a whole 8-byte
-    // load is fine where the buffer extends far enough, else the group is copied byte by byte.
-    const uint8_t* cp = codes + i / 8 * K;
-    uint64_t g0, g1, g2, g3;
-    if (i / 8 * K + 3 * K + 8 <= readable) {
-      memcpy(&g0, cp, 8);
-      memcpy(&g1, cp + K, 8);
-      memcpy(&g2, cp + 2 * K, 8);
-      memcpy(&g3, cp + 3 * K, 8);
-    } else {
-      g0 = g1 = g2 = g3 = 0;
-      memcpy(&g0, cp, K);
-      memcpy(&g1, cp + K, K);
-      memcpy(&g2, cp + 2 * K, K);
-      memcpy(&g3, cp + 3 * K, K);
-    }
-    const __m256i code = _mm256_set_epi64x((long long)_pdep_u64(g3, kPextMask[K]), (long long)_pdep_u64(g2, kPextMask[K]),
-                                           (long long)_pdep_u64(g1, kPextMask[K]), (long long)_pdep_u64(g0, kPextMask[K]));
+    const __m256i code = spread_groups<K>(codes + i / 8 * K, i / 8 * K + 3 * K + 8 <= readable, kPextMask[K]);
     bad = _mm256_or_si256(bad, _mm256_cmpgt_epi8(code, max_code));
     const __m256i e = _mm256_shuffle_epi8(lut, code);
     const __m256i r = _mm256_loadu_si256((const __m256i*)(rest + i));
@@ -218,25 +223,6 @@ size_t encode_fp8_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* code
     x = append_escapes_32(esc, e, pos_base + i, pos, exps, x);
   }
   return x;
-}
-
-template <unsigned B>
-inline __m256i spread_groups(const uint8_t* p, bool whole_loads, uint64_t mask) {
-  uint64_t g0, g1, g2, g3;
-  if (whole_loads) {
-    memcpy(&g0, p, 8);
-    memcpy(&g1, p + B, 8);
-    memcpy(&g2, p + 2 * B, 8);
-    memcpy(&g3, p + 3 * B, 8);
-  } else {
-    g0 = g1 = g2 = g3 = 0;
-    memcpy(&g0, p, B);
-    memcpy(&g1, p + B, B);
-    memcpy(&g2, p + 2 * B, B);
-    memcpy(&g3, p + 3 * B, B);
-  }
-  return _mm256_set_epi64x((long long)_pdep_u64(g3, mask), (long long)_pdep_u64(g2, mask),
-                           (long long)_pdep_u64(g1, mask), (long long)_pdep_u64(g0, mask));
 }
 
 template <unsigned M, unsigned K>
