@@ -143,6 +143,19 @@ pid_t spawn(const std::vector<std::string>& args) {
   return pid;
 }
 
+// Starts the peer program as a receiver that writes into out, and waits up to 20 s for the port it bound (written to
+// a file in ctl). Returns the port, or -1; *pid is the receiver's process id (-1 if it did not start).
+int spawn_receiver(const TempDir& out, const TempDir& ctl, pid_t* pid) {
+  const fs::path port_file = ctl.path / "port";
+  *pid = spawn({SPLITZIP_TRANSFER_PEER, "serve", port_file.string(), out.path.string(), "30"});
+  if (*pid <= 0) return -1;
+  const double t_wait = now_s();
+  while (!fs::exists(port_file) && now_s() - t_wait < 20) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!fs::exists(port_file)) return -1;
+  const auto pf = read_file(port_file);
+  return std::stoi(std::string(pf.begin(), pf.end()));
+}
+
 }  // namespace
 
 // ---- bit-exact transfers -------------------------------------------------------------------------------------------
@@ -309,14 +322,10 @@ TEST(Transfer, SenderKilledMidTransferFailsTheReceiverWithinItsTimeout) {
 
 TEST(Transfer, ReceiverKilledMidTransferFailsTheSenderWithinItsTimeout) {
   TempDir d, ctl;
-  const fs::path port_file = ctl.path / "port";
-  const pid_t pid = spawn({SPLITZIP_TRANSFER_PEER, "serve", port_file.string(), d.path.string(), "30"});
+  pid_t pid = -1;
+  const int port = spawn_receiver(d, ctl, &pid);
   ASSERT_GT(pid, 0);
-  const double t_wait = now_s();
-  while (!fs::exists(port_file) && now_s() - t_wait < 20) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_TRUE(fs::exists(port_file));
-  const auto pf = read_file(port_file);
-  const int port = std::stoi(std::string(pf.begin(), pf.end()));
+  ASSERT_GT(port, 0) << "the receiver did not report its port within 20 s";
   const auto& kv = kv_slice();
   tr::SendOptions o;
   o.chunk_values = 16384;
@@ -343,14 +352,10 @@ TEST(Transfer, ReceiverKilledMidTransferFailsTheSenderWithinItsTimeout) {
 
 TEST(Transfer, StalledReceiverTimesOutCleanly) {
   TempDir d, ctl;
-  const fs::path port_file = ctl.path / "port";
-  const pid_t pid = spawn({SPLITZIP_TRANSFER_PEER, "serve", port_file.string(), d.path.string(), "30"});
+  pid_t pid = -1;
+  const int port = spawn_receiver(d, ctl, &pid);
   ASSERT_GT(pid, 0);
-  const double t_wait = now_s();
-  while (!fs::exists(port_file) && now_s() - t_wait < 20) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_TRUE(fs::exists(port_file));
-  const auto pf = read_file(port_file);
-  const int port = std::stoi(std::string(pf.begin(), pf.end()));
+  ASSERT_GT(port, 0) << "the receiver did not report its port within 20 s";
   const auto& kv = kv_slice();
   tr::SendOptions o;
   o.chunk_values = 16384;
