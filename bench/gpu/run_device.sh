@@ -5,7 +5,10 @@
 #   sanitize   compute-sanitizer memcheck and racecheck on the corrupt-frame, paged and small byte-equality tests
 #   bench      bench_gpu on .devdata tiled to 1 GiB (table on stdout, CSV in $OUT/gpu_bench.csv)
 #   peers      nvCOMP peers (bench/gpu/peers.py) from the carried .whl/pk/nvcomp.tar.xz
+#   dfloat11   DFloat11 0.5.0 decoder (bench/gpu/dfloat11_peer.py) on the BF16 KV tiled to DFL_MIB (256) MiB,
+#              from the carried .whl/dfl wheels (dfloat11, dahuffman); CSV in $OUT/dfloat11.csv
 # Needs .debs/ (libxxhash-dev, googletest, libgtest-dev .deb files) and .devdata/ (real KV files) carried along.
+# The library is built only when tests, sanitize or bench is among the steps.
 set -u
 OUT=${OUT:-/tmp/sz_out}
 mkdir -p "$OUT"
@@ -13,13 +16,16 @@ P=/tmp/prefix
 mkdir -p $P
 for f in .debs/*.deb; do dpkg -x "$f" $P; done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+case " $* " in *" tests "*|*" sanitize "*|*" bench "*) ;; *) SKIP_BUILD=1 ;; esac  # Python-only steps: no build
 t0=$(date +%s)
+[ -n "${SKIP_BUILD:-}" ] || {
 cmake -S bench/gpu -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DSPLITZIP_GPU_WITH_TESTS=ON -DSPLITZIP_XXHASH_INCLUDE_DIR=$P/usr/include \
   -DSPLITZIP_GTEST_SOURCE_DIR=$P/usr/src/googletest > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 ninja -C build-dev splitzip_cuda_tests splitzip_cuda_xxh3_tests splitzip_gpu_bench > "$OUT/build.log" 2>&1 \
   || { grep -E "error|Error" -A3 "$OUT/build.log" | head -60; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
+}
 T=build-dev/splitzip/tests/cuda
 for step in "$@"; do
   case $step in
@@ -40,5 +46,10 @@ for step in "$@"; do
       mkdir -p /tmp/site && tar xJf .whl/pk/nvcomp.tar.xz -C /tmp/site
       PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site timeout 300 python3 bench/gpu/peers.py --data .devdata --gib 1 \
         --csv "$OUT/peers.csv" 2>&1 | tee "$OUT/peers.log" ;;
+    dfloat11)
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        .whl/dfl/*.whl || { echo "dfloat11: wheel install failed"; continue; }
+      PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site timeout 150 python3 bench/gpu/dfloat11_peer.py --data .devdata \
+        --mib ${DFL_MIB:-256} --csv "$OUT/dfloat11.csv" 2>&1 | tee "$OUT/dfloat11.log" ;;
   esac
 done
