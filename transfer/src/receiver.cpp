@@ -5,6 +5,12 @@
 // message's XXH3 in raw mode), decodes it and writes it at its offset in the tensor's temporary file. When every
 // chunk of a tensor verified, the file is renamed to its name; on any failure temporary files are removed. Every
 // size the peer announces is checked against the ServeOptions limits before anything is allocated.
+//
+// With ServeOptions::gpu the slots are device buffers that UCX receives into (direct, when UCX reports CUDA memory
+// support) or pinned host buffers (staged), and a codec thread decodes each message on its own CUDA stream
+// (sz_cuda_decompress, status read back and checked) into the tensor's device destination; raw messages are
+// hashed on the host (a staged message where it lies, a direct one after a copy) before they are copied in place.
+// A tensor that goes to out_dir is copied back and written once all its chunks verified.
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -15,6 +21,7 @@
 #include <chrono>
 #include <unordered_set>
 
+#include "gpu.h"
 #include "pool.h"
 #include "protocol.h"
 #include "splitzip/transfer.hpp"
@@ -46,17 +53,33 @@ struct TensorState {
   int fd = -1;
   std::string tmp_name;
   bool finished = false;
+  uint8_t* dev = nullptr;  // GPU receive: the device destination
+  gpu::Mem owned;          // ... when the library allocated it
 };
 
 struct Slot {
   enum State { kPosted, kDecoding, kIdle } state = kIdle;
-  std::vector<uint8_t> buf;
+  std::vector<uint8_t> buf;  // host receive buffer
+  gpu::Mem mem;              // GPU receive: device (direct) or pinned host (staged) receive buffer
+  uint8_t* rbuf = nullptr;   // where UCX receives: buf or mem
+  size_t cap = 0;
+  uint8_t hdr[proto::kHeaderSize] = {};  // a direct message's header, copied to the host
   Op op;
   proto::Header h;
   uint64_t n_values = 0;
   uint32_t tensor = 0;
   sz_status status = SZ_OK;
   std::string why;
+};
+
+// What a codec thread owns for the GPU decoder.
+struct GpuWorker {
+  gpu::Stream stream;
+  gpu::Mem workspace;
+  gpu::Mem d_frame;  // staged compressed messages are copied here first
+  gpu::Mem h_scratch;  // pinned: a direct raw message for its hash, a direct frame's header
+  gpu::Mem d_result;   // int32 status at 0, uint64 size at 8
+  gpu::Mem h_result;
 };
 
 bool same_codebook(const sz_codebook& a, const sz_codebook& b) {
@@ -105,6 +128,7 @@ struct Server::Impl {
   uint16_t port = 0;
   int dir_fd = -1;
   bool open = false;
+  int cuda_device = 0;
   ~Impl() {
     if (dir_fd >= 0) ::close(dir_fd);
   }
@@ -129,7 +153,12 @@ sz_status Server::open(const ServeOptions& options, std::string* error) {
   if (s.opt.max_window < 1 || s.opt.max_window > 1024)
     return fail(error, SZ_ERROR_INVALID_ARGUMENT, "max window must be 1..1024");
   if (s.opt.token.size() > proto::kMaxToken) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "token longer than 256 bytes");
-  if (!s.opt.discard) {
+  if (s.opt.gpu) {
+    std::string why;
+    if (!gpu::available(&why)) return fail(error, SZ_ERROR_NOT_SUPPORTED, "GPU receive: " + why);
+    s.cuda_device = gpu::current_device();
+  }
+  if (!s.opt.discard && !(s.opt.gpu && s.opt.device_destination)) {
     if (s.opt.out_dir.empty()) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "an output directory or discard is needed");
     s.dir_fd = ::open(s.opt.out_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (s.dir_fd < 0)
@@ -137,6 +166,8 @@ sz_status Server::open(const ServeOptions& options, std::string* error) {
   }
   sz_status st = s.ucx.init(error);
   if (st != SZ_OK) return st;
+  if (s.opt.gpu && s.opt.gpu_path == GpuPath::kDirect && !s.ucx.cuda_memory())
+    return fail(error, SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support (GpuPath::kDirect)");
   st = s.ucx.listen(s.opt.address, s.opt.port, &s.port, error);
   if (st != SZ_OK) return st;
   s.open = true;
@@ -176,7 +207,11 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
   Op credit_op;
   std::vector<Slot> slots;
   std::vector<TensorState> ts;
+  std::vector<GpuWorker> gpu_workers;
   std::unique_ptr<CodecPool> pool;
+  const bool use_gpu = opt.gpu;
+  const bool direct = use_gpu && opt.gpu_path != GpuPath::kStaged && ucx.cuda_memory();
+  const bool files = !opt.discard && !(use_gpu && opt.device_destination);  // tensors go to out_dir
   uint64_t ctrl_tag = 0;
   bool can_reply = false;
 
@@ -345,18 +380,136 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
   // ---- allocate (all sizes checked above) and accept ----
   const uint64_t data_tag = proto::tag_of(proto::kChunk, hello.session);
   slots.resize(window);
-  for (auto& sl : slots) sl.buf.resize((size_t)(proto::kHeaderSize + max_payload));
   std::vector<std::vector<uint8_t>> scratch(opt.threads);
-  if (!raw)
-    for (auto& b : scratch) b.resize((size_t)(hello.chunk_values * max_w));
+  stats.gpu = use_gpu;
+  stats.gpu_direct = direct;
+  if (!use_gpu) {
+    for (auto& sl : slots) {
+      sl.buf.resize((size_t)(proto::kHeaderSize + max_payload));
+      sl.rbuf = sl.buf.data();
+      sl.cap = sl.buf.size();
+    }
+    if (!raw)
+      for (auto& b : scratch) b.resize((size_t)(hello.chunk_values * max_w));
+  } else {
+    std::string why;
+    st = gpu::set_device(S.cuda_device, &why);
+    for (auto& sl : slots) {
+      if (st == SZ_OK)
+        st = sl.mem.alloc(direct ? gpu::Mem::kDevice : gpu::Mem::kPinned, (size_t)(proto::kHeaderSize + max_payload),
+                          &why);
+      sl.rbuf = sl.mem.get();
+      sl.cap = (size_t)(proto::kHeaderSize + max_payload);
+    }
+    size_t ws = 0;
+    if (st == SZ_OK && !raw) {
+      st = sz_cuda_decompress_workspace_size((size_t)max_payload, (size_t)(hello.chunk_values * max_w), &ws);
+      if (st != SZ_OK) why = std::string("workspace size: ") + sz_status_name(st);
+    }
+    gpu_workers.resize(opt.threads);
+    for (auto& g : gpu_workers) {
+      if (st == SZ_OK) st = g.stream.create(&why);
+      if (st == SZ_OK && ws > 0) st = g.workspace.alloc(gpu::Mem::kDevice, ws, &why);
+      if (st == SZ_OK && !raw && !direct) st = g.d_frame.alloc(gpu::Mem::kDevice, (size_t)max_payload, &why);
+      if (st == SZ_OK && direct)
+        st = g.h_scratch.alloc(gpu::Mem::kPinned, raw ? (size_t)max_payload : (size_t)SZ_FRAME_HEADER_SIZE, &why);
+      if (st == SZ_OK) st = g.d_result.alloc(gpu::Mem::kDevice, 16, &why);
+      if (st == SZ_OK) st = g.h_result.alloc(gpu::Mem::kPinned, 16, &why);
+    }
+    if (st != SZ_OK) return refuse(st, "GPU receive buffers: " + why);
+  }
   std::vector<uint8_t> seen(2 * (size_t)window, 0);  // ring over seqs [base, base + 2*window)
   uint64_t base = 0;
 
   reply(proto::kHelloAck, SZ_OK, "", false);
 
+  // One message on codec thread `worker`'s stream, into the tensor's device destination.
+  auto decode_gpu = [&](unsigned worker, Slot& sl) {
+    TensorState& t = ts[sl.tensor];
+    GpuWorker& g = gpu_workers[worker];
+    const sz_cuda_stream stream = g.stream.get();
+    const uint8_t* payload = sl.rbuf + proto::kHeaderSize;  // device memory when direct, else pinned host
+    const size_t psize = (size_t)sl.h.payload_size;
+    const size_t bytes = (size_t)(sl.n_values * t.value_bytes);
+    uint8_t* const dst = t.dev + sl.h.chunk * hello.chunk_values * t.value_bytes;
+    std::string why;
+    sz_status e = gpu::set_device(S.cuda_device, &why);
+    const std::string where = "chunk " + std::to_string(sl.h.chunk) + " of " + t.name;
+    if (raw) {
+      const uint8_t* host = payload;
+      if (e == SZ_OK && direct) {
+        e = gpu::copy_async(g.h_scratch.get(), payload, psize, stream, &why);
+        if (e == SZ_OK) e = gpu::sync(stream, &why);
+        host = g.h_scratch.get();
+      }
+      if (e == SZ_OK && proto::h32(host, psize) != sl.h.payload_hash) {
+        sl.status = SZ_ERROR_CHECKSUM;
+        sl.why = where + " failed its XXH3 check";
+        return;
+      }
+      if (e == SZ_OK) e = gpu::copy_async(dst, payload, bytes, stream, &why);
+      if (e == SZ_OK) e = gpu::sync(stream, &why);
+    } else {
+      const size_t head = std::min(psize, (size_t)SZ_FRAME_HEADER_SIZE);
+      const uint8_t* frame_header = payload;
+      if (e == SZ_OK && direct) {
+        e = gpu::copy_async(g.h_scratch.get(), payload, head, stream, &why);
+        if (e == SZ_OK) e = gpu::sync(stream, &why);
+        frame_header = g.h_scratch.get();
+      }
+      if (e == SZ_OK) {
+        sz_frame_info info;
+        sz_status fs = sz_frame_info_get(frame_header, head, &info);
+        if (fs == SZ_OK && (info.dtype != (uint8_t)t.dtype || info.n_values != sl.n_values ||
+                            info.frame_size != psize || !(info.flags & SZ_FLAG_CHECKSUMS) ||
+                            !same_codebook(info.codebook, t.codebook)))
+          fs = SZ_ERROR_CORRUPT;
+        if (fs != SZ_OK) {
+          sl.status = fs;
+          sl.why = where + " failed verification: " + sz_status_name(fs);
+          return;
+        }
+      }
+      const uint8_t* src = payload;
+      if (e == SZ_OK && !direct) {
+        e = gpu::copy_async(g.d_frame.get(), payload, psize, stream, &why);
+        src = g.d_frame.get();
+      }
+      int32_t* const d_status = reinterpret_cast<int32_t*>(g.d_result.get());
+      uint64_t* const d_size = reinterpret_cast<uint64_t*>(g.d_result.get() + 8);
+      if (e == SZ_OK) {
+        e = sz_cuda_decompress(src, psize, dst, bytes, g.workspace.get(), g.workspace.size(), d_status, d_size,
+                               stream);
+        if (e != SZ_OK) why = std::string("sz_cuda_decompress: ") + sz_status_name(e);
+      }
+      if (e == SZ_OK) e = gpu::copy_async(g.h_result.get(), g.d_result.get(), 16, stream, &why);
+      if (e == SZ_OK) e = gpu::sync(stream, &why);
+      if (e == SZ_OK) {
+        int32_t ds;
+        uint64_t dn;
+        memcpy(&ds, g.h_result.get(), sizeof ds);
+        memcpy(&dn, g.h_result.get() + 8, sizeof dn);
+        if (ds == SZ_OK && dn != bytes) ds = SZ_ERROR_CORRUPT;
+        if (ds != SZ_OK) {
+          sl.status = (ds > 0 && ds <= SZ_ERROR_INTERNAL) ? (sz_status)ds : SZ_ERROR_CORRUPT;
+          sl.why = where + " failed verification on the GPU: " + sz_status_name(sl.status);
+          return;
+        }
+      }
+    }
+    if (e != SZ_OK) {
+      sl.status = e;
+      sl.why = where + ": " + why;
+    }
+  };
   auto decode = [&](unsigned worker, int si) {
     Slot& sl = slots[(size_t)si];
     TensorState& t = ts[sl.tensor];
+    if (use_gpu) {
+      sl.status = SZ_OK;
+      decode_gpu(worker, sl);
+      return;
+    }
     const uint8_t* payload = sl.buf.data() + proto::kHeaderSize;
     const size_t psize = (size_t)sl.h.payload_size;
     const size_t bytes = (size_t)(sl.n_values * t.value_bytes);
@@ -393,8 +546,24 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
   };
   pool.reset(new CodecPool(opt.threads, decode, [&ucx] { ucx.wake(); }));
 
+  // A GPU-received tensor that goes to a file: device -> host in pieces, written at its offsets.
+  auto write_from_device = [&](TensorState& t) -> bool {
+    if (t.dev == nullptr || t.size == 0) return true;
+    std::vector<uint8_t> piece((size_t)std::min<uint64_t>(t.size, (uint64_t)64 << 20));
+    std::string why;
+    for (uint64_t off = 0; off < t.size; off += piece.size()) {
+      const size_t n = (size_t)std::min<uint64_t>(piece.size(), t.size - off);
+      if (gpu::copy(piece.data(), t.dev + off, n, &why) != SZ_OK) {
+        errno = EIO;
+        return false;
+      }
+      if (!write_all(t.fd, piece.data(), n, off)) return false;
+    }
+    return true;
+  };
   auto finish_tensor = [&](TensorState& t) -> bool {
-    if (!opt.discard) {
+    if (files && use_gpu && t.fd >= 0 && !write_from_device(t)) return false;
+    if (files) {
       if (t.fd < 0) {  // an empty tensor
         t.fd = openat(S.dir_fd, t.tmp_name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (t.fd < 0) return false;
@@ -416,7 +585,9 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
     r.name = t.name;
     r.dtype = t.dtype;
     r.size = t.size;
-    if (!opt.discard) r.path = opt.out_dir + "/" + t.name;
+    if (files) r.path = opt.out_dir + "/" + t.name;
+    if (use_gpu && opt.device_destination) r.device_data = t.dev;
+    t.owned.reset();
     stats.tensors.push_back(r);
     return true;
   };
@@ -425,7 +596,7 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
   }
 
   for (size_t i = 0; i < slots.size(); ++i) {
-    if (ucx.recv(data_tag, proto::kTagFull, slots[i].buf.data(), slots[i].buf.size(), &slots[i].op) != SZ_OK)
+    if (ucx.recv(data_tag, proto::kTagFull, slots[i].rbuf, slots[i].cap, &slots[i].op, direct) != SZ_OK)
       return abort_session(SZ_ERROR_IO, "cannot post a receive");
     slots[i].state = Slot::kPosted;
   }
@@ -449,7 +620,14 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
         return abort_session(SZ_ERROR_IO, "receive failed: " + ucs_text(us));
       }
       const size_t len = sl.op.length;
-      st = proto::read_header(sl.buf.data(), len, &sl.h);
+      const uint8_t* hdr = sl.rbuf;
+      if (direct) {  // the header is in device memory: bring it over
+        std::string why;
+        if (len >= proto::kHeaderSize && gpu::copy(sl.hdr, sl.rbuf, proto::kHeaderSize, &why) != SZ_OK)
+          return abort_session(SZ_ERROR_CUDA, "reading a message header from the device: " + why);
+        hdr = sl.hdr;
+      }
+      st = proto::read_header(hdr, len, &sl.h);
       if (st != SZ_OK) return abort_session(st, "a message header failed its check");
       if (sl.h.type != proto::kChunk || sl.h.payload_size != len - proto::kHeaderSize)
         return abort_session(SZ_ERROR_CORRUPT, "unexpected message");
@@ -472,7 +650,18 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
       if (raw ? (sl.h.payload_size != bytes || !(sl.h.flags & proto::kFlagPayloadHash))
               : (sl.h.payload_size > SZ_COMPRESS_BOUND(sl.n_values, t.value_bytes)))
         return abort_session(SZ_ERROR_CORRUPT, "chunk " + std::to_string(c) + " of " + t.name + " has a wrong size");
-      if (!opt.discard && t.fd < 0) {
+      if (use_gpu && t.dev == nullptr) {
+        if (opt.device_destination) {
+          t.dev = static_cast<uint8_t*>(opt.device_destination(t.name, t.dtype, t.size));
+          if (t.dev == nullptr) return abort_session(SZ_ERROR_IO, "no device destination for " + t.name);
+        } else {
+          std::string why;
+          const sz_status as = t.owned.alloc(gpu::Mem::kDevice, (size_t)t.size, &why);
+          if (as != SZ_OK) return abort_session(as, "device memory for " + t.name + ": " + why);
+          t.dev = t.owned.get();
+        }
+      }
+      if (files && t.fd < 0) {
         t.fd = openat(S.dir_fd, t.tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (t.fd < 0) return abort_session(SZ_ERROR_IO, "cannot create a file for " + t.name + ": " + strerror(errno));
       }
@@ -496,7 +685,7 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
       if (received + (uint64_t)std::count_if(slots.begin(), slots.end(),
                                              [](const Slot& x) { return x.state == Slot::kPosted; }) <
           total) {
-        if (ucx.recv(data_tag, proto::kTagFull, sl.buf.data(), sl.buf.size(), &sl.op) != SZ_OK)
+        if (ucx.recv(data_tag, proto::kTagFull, sl.rbuf, sl.cap, &sl.op, direct) != SZ_OK)
           return abort_session(SZ_ERROR_IO, "cannot post a receive");
         sl.state = Slot::kPosted;
       }

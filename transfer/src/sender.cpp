@@ -3,12 +3,19 @@
 // One UCX thread (the caller's) owns the endpoint; `threads` codec threads encode messages into slots. Slots move
 // Free -> Encoding -> Ready -> Sending -> Free. Messages go out strictly in sequence order, only while fewer than
 // `window` messages are unconsumed by the receiver (its CREDIT messages), and only when the token bucket allows.
+//
+// Device tensors (Tensor::device): each codec thread owns a CUDA stream and a codec workspace; a slot owns a device
+// buffer [header | frame] and a pinned host buffer of the same size. A job compresses into the device buffer
+// (sz_cuda_compress, frame size to pinned host), then either writes the header into the device buffer, which UCX
+// sends as CUDA memory (direct), or copies the message to the pinned buffer, which UCX sends as host memory
+// (staged). The codec thread waits on its own stream, so while it copies message i+1 the UCX thread sends message i.
 #include <string.h>
 
 #include <chrono>
 #include <random>
 #include <unordered_set>
 
+#include "gpu.h"
 #include "pool.h"
 #include "protocol.h"
 #include "splitzip/transfer.hpp"
@@ -35,11 +42,24 @@ struct Slot {
   enum State { kFree, kEncoding, kReady, kSending } state = kFree;
   uint64_t seq = 0;
   Job job;
-  std::vector<uint8_t> buf;
+  std::vector<uint8_t> buf;  // host tensors: [header | payload]
+  gpu::Mem d_buf;            // device tensors: [header | frame] on the device
+  gpu::Mem h_buf;            // device tensors: [header | payload] in pinned host memory
+  gpu::Mem d_size;           // device tensors: the frame size, on the device
+  gpu::Mem h_size;           // ... and in pinned host memory
+  uint8_t* msg = nullptr;    // the message UCX sends: [header | payload]
+  bool msg_device = false;   // msg is device memory
   const uint8_t* payload = nullptr;
   size_t payload_size = 0;
   sz_status status = SZ_OK;
+  std::string why;
   Op op;
+};
+
+// What a codec thread owns for the GPU codec.
+struct GpuWorker {
+  gpu::Stream stream;
+  gpu::Mem workspace;
 };
 
 sz_status fail(std::string* error, sz_status st, const std::string& msg) {
@@ -67,6 +87,15 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
     return fail(error, SZ_ERROR_INVALID_ARGUMENT, "frame chunk_log2 out of range");
   if (!(opt.timeout_s > 0)) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "timeout must be positive");
   if (opt.rate_bytes_per_s < 0) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "rate must not be negative");
+  size_t n_device = 0;
+  for (const Tensor& t : tensors) n_device += t.device ? 1 : 0;
+  const bool use_gpu = n_device > 0;
+  if (use_gpu && n_device != tensors.size())
+    return fail(error, SZ_ERROR_INVALID_ARGUMENT, "tensors of one send must all be on the device or all on the host");
+  std::string gpu_why;
+  if (use_gpu && !gpu::available(&gpu_why))
+    return fail(error, SZ_ERROR_NOT_SUPPORTED, "device tensors need the GPU codec: " + gpu_why);
+  const int cuda_device = use_gpu ? gpu::current_device() : 0;
 
   proto::Hello hello;
   hello.protocol_version = opt.faults.protocol_version ? opt.faults.protocol_version : kProtocolVersion;
@@ -127,6 +156,11 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   Ucx ucx;
   sz_status st = ucx.init(error);
   if (st != SZ_OK) return st;
+  const bool direct = use_gpu && opt.gpu_path != GpuPath::kStaged && ucx.cuda_memory();
+  if (use_gpu && opt.gpu_path == GpuPath::kDirect && !direct)
+    return fail(error, SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support (GpuPath::kDirect)");
+  stats.gpu = use_gpu;
+  stats.gpu_direct = direct;
   st = ucx.connect(host, port, error);
   if (st != SZ_OK) return st;
 
@@ -149,6 +183,7 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
 
   // Everything below that is in flight is cancelled by this before the buffers go away.
   std::vector<Slot> slots;
+  std::vector<GpuWorker> gpu_workers;
   std::unique_ptr<CodecPool> pool;
   auto cleanup = [&](bool flush) {
     if (pool) pool->stop();
@@ -273,7 +308,47 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
                                    : (size_t)SZ_COMPRESS_BOUND(opt.chunk_values, max_value_bytes);
   slots.resize(nslots);
   // A slot holds [header | payload] contiguously, so that a compressed message is one contiguous UCX send.
-  for (auto& s : slots) s.buf.resize(proto::kHeaderSize + slot_capacity);
+  if (!use_gpu) {
+    for (auto& s : slots) s.buf.resize(proto::kHeaderSize + slot_capacity);
+  } else {
+    // Device and pinned buffers of the bounded pool; a workspace and a stream per codec thread.
+    const size_t cap = proto::kHeaderSize + (size_t)SZ_COMPRESS_BOUND(opt.chunk_values, max_value_bytes);
+    std::string why;
+    for (auto& s : slots) {
+      st = s.d_buf.alloc(gpu::Mem::kDevice, cap, &why);
+      if (st == SZ_OK) st = s.h_buf.alloc(gpu::Mem::kPinned, cap, &why);
+      if (st == SZ_OK) st = s.d_size.alloc(gpu::Mem::kDevice, sizeof(uint64_t), &why);
+      if (st == SZ_OK) st = s.h_size.alloc(gpu::Mem::kPinned, sizeof(uint64_t), &why);
+      if (st != SZ_OK) {
+        cleanup(false);
+        return fail(error, st, "GPU staging buffers: " + why);
+      }
+    }
+    size_t ws = 0;
+    if (!raw) {
+      sz_params p = sz_params_default();
+      p.chunk_log2 = opt.frame_chunk_log2;
+      p.flags = SZ_FLAG_CHECKSUMS;
+      for (const Tensor& t : tensors) {
+        size_t w = 0;
+        st = sz_cuda_compress_workspace_size(opt.chunk_values, t.dtype, &p, &w);
+        if (st != SZ_OK) {
+          cleanup(false);
+          return fail(error, st, std::string("GPU workspace size: ") + sz_status_name(st));
+        }
+        ws = std::max(ws, w);
+      }
+    }
+    gpu_workers.resize(threads);
+    for (auto& g : gpu_workers) {
+      st = g.stream.create(&why);
+      if (st == SZ_OK && ws > 0) st = g.workspace.alloc(gpu::Mem::kDevice, ws, &why);
+      if (st != SZ_OK) {
+        cleanup(false);
+        return fail(error, st, "GPU codec resources: " + why);
+      }
+    }
+  }
   std::vector<int> slot_of_seq(nslots, -1);  // ring: seq % nslots -> slot, for seqs assigned and not yet sent
 
   sz_params params = sz_params_default();
@@ -281,10 +356,75 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   params.chunk_log2 = opt.frame_chunk_log2;
   params.flags = SZ_FLAG_CHECKSUMS;
 
-  auto encode = [&](unsigned, int si) {
+  // One message of device data, on codec thread `worker`'s stream. Leaves s.msg / s.payload_size or an error.
+  auto encode_gpu = [&](unsigned worker, Slot& s) {
+    const Job& j = s.job;
+    GpuWorker& g = gpu_workers[worker];
+    const sz_cuda_stream stream = g.stream.get();
+    std::string why;
+    sz_status e = gpu::set_device(cuda_device, &why);
+    uint8_t* const h = s.h_buf.get();
+    uint8_t* const d = s.d_buf.get();
+    proto::Header hd;
+    hd.type = proto::kChunk;
+    hd.seq = s.seq;
+    hd.tensor = j.tensor;
+    hd.chunk = j.chunk;
+    if (raw) {
+      // The XXH3 of a raw message is computed on the host, so the bytes come to the pinned buffer either way.
+      if (e == SZ_OK) e = gpu::copy_async(h + proto::kHeaderSize, j.src, j.bytes, stream, &why);
+      if (e == SZ_OK) e = gpu::sync(stream, &why);
+      s.payload_size = j.bytes;
+      hd.flags = proto::kFlagPayloadHash;
+      hd.payload_size = j.bytes;
+      if (e == SZ_OK) hd.payload_hash = proto::h32(h + proto::kHeaderSize, j.bytes);
+      if (e == SZ_OK) proto::write_header(h, hd);
+      if (e == SZ_OK && direct) {
+        e = gpu::copy_async(d, h, proto::kHeaderSize, stream, &why);
+        if (e == SZ_OK) e = gpu::copy_async(d + proto::kHeaderSize, j.src, j.bytes, stream, &why);
+        if (e == SZ_OK) e = gpu::sync(stream, &why);
+      }
+    } else {
+      uint64_t* const hsize = reinterpret_cast<uint64_t*>(s.h_size.get());
+      *hsize = 0;
+      if (e == SZ_OK) {
+        e = sz_cuda_compress(j.src, j.n_values, tensors[j.tensor].dtype, &codebooks[j.tensor], &params,
+                             d + proto::kHeaderSize, s.d_buf.size() - proto::kHeaderSize, g.workspace.get(),
+                             g.workspace.size(), reinterpret_cast<uint64_t*>(s.d_size.get()), hsize, stream);
+        if (e != SZ_OK) why = std::string("sz_cuda_compress: ") + sz_status_name(e);
+      }
+      if (e == SZ_OK) e = gpu::sync(stream, &why);
+      if (e == SZ_OK && (*hsize == 0 || *hsize > s.d_buf.size() - proto::kHeaderSize)) {
+        e = SZ_ERROR_INTERNAL;
+        why = "the GPU encoder reported an impossible frame size " + std::to_string(*hsize);
+      }
+      if (e == SZ_OK) {
+        s.payload_size = (size_t)*hsize;
+        hd.flags = 0;
+        hd.payload_size = s.payload_size;
+        proto::write_header(h, hd);
+        if (direct) {
+          e = gpu::copy_async(d, h, proto::kHeaderSize, stream, &why);
+        } else {
+          e = gpu::copy_async(h + proto::kHeaderSize, d + proto::kHeaderSize, s.payload_size, stream, &why);
+        }
+        if (e == SZ_OK) e = gpu::sync(stream, &why);
+      }
+    }
+    s.status = e;
+    if (e != SZ_OK) s.why = "GPU encode of message " + std::to_string(s.seq) + ": " + why;
+    s.msg = direct ? d : h;
+    s.msg_device = direct;
+    s.payload = s.msg + proto::kHeaderSize;
+  };
+  auto encode = [&](unsigned worker, int si) {
     Slot& s = slots[(size_t)si];
     const Job& j = s.job;
     s.status = SZ_OK;
+    if (use_gpu) {
+      encode_gpu(worker, s);
+      return;
+    }
     if (raw) {
       memcpy(s.buf.data() + proto::kHeaderSize, j.src, j.bytes);
       s.payload = s.buf.data() + proto::kHeaderSize;
@@ -305,6 +445,8 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
     h.payload_size = s.payload_size;
     h.payload_hash = raw ? proto::h32(s.payload, s.payload_size) : 0;
     proto::write_header(s.buf.data(), h);
+    s.msg = s.buf.data();
+    s.msg_device = false;
   };
   pool.reset(new CodecPool(threads, encode, [&ucx] { ucx.wake(); }));
 
@@ -383,7 +525,8 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
       Slot& s = slots[(size_t)done_slot];
       if (s.status != SZ_OK) {
         cleanup(false);
-        return fail(error, s.status, std::string("compression failed: ") + sz_status_name(s.status));
+        return fail(error, s.status,
+                    s.why.empty() ? std::string("compression failed: ") + sz_status_name(s.status) : s.why);
       }
       s.state = Slot::kReady;
       active = true;
@@ -429,8 +572,19 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
         }
         tokens -= (double)msg;
       }
-      if (opt.faults.tamper) opt.faults.tamper(s.seq, s.buf.data() + proto::kHeaderSize, s.payload_size);
-      if (ucx.send(data_tag, s.buf.data(), proto::kHeaderSize + s.payload_size, nullptr, 0, &s.op) != SZ_OK) {
+      if (opt.faults.tamper) {
+        if (!s.msg_device) {
+          opt.faults.tamper(s.seq, s.msg + proto::kHeaderSize, s.payload_size);
+        } else {  // a test hook: through the host and back
+          std::vector<uint8_t> tmp(s.payload_size);
+          std::string why;
+          if (gpu::copy(tmp.data(), s.payload, s.payload_size, &why) == SZ_OK) {
+            opt.faults.tamper(s.seq, tmp.data(), tmp.size());
+            gpu::copy(s.msg + proto::kHeaderSize, tmp.data(), tmp.size(), &why);
+          }
+        }
+      }
+      if (ucx.send(data_tag, s.msg, proto::kHeaderSize + s.payload_size, nullptr, 0, &s.op, s.msg_device) != SZ_OK) {
         return peer_failed(ucx.ep_failed() ? std::string() : "send failed: " + ucs_text(s.op.status));
       }
       s.state = Slot::kSending;

@@ -93,6 +93,13 @@ sz_status Ucx::init(std::string* error) {
     *error = "UCX init: " + ucs_text(st);
     return SZ_ERROR_IO;
   }
+  {
+    ucp_context_attr_t attr;
+    memset(&attr, 0, sizeof attr);
+    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    cuda_memory_ = ucp_context_query(context_, &attr) == UCS_OK &&
+                   (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+  }
   ucp_worker_params_t wp;
   memset(&wp, 0, sizeof wp);
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -212,12 +219,17 @@ sz_status Ucx::accept(std::string* error) {
   return SZ_OK;
 }
 
-sz_status Ucx::send(uint64_t tag, const void* a, size_t a_size, const void* b, size_t b_size, Op* op) {
+sz_status Ucx::send(uint64_t tag, const void* a, size_t a_size, const void* b, size_t b_size, Op* op, bool device) {
   if (ep_ == nullptr || ep_failed_) return SZ_ERROR_IO;
+  if (device && (!cuda_memory_ || b_size != 0)) return SZ_ERROR_INVALID_ARGUMENT;
   *op = Op();
   ucp_request_param_t p;
   memset(&p, 0, sizeof p);
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  if (device) {
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    p.memory_type = UCS_MEMORY_TYPE_CUDA;
+  }
   p.cb.send = send_cb;
   p.user_data = op;
   ucs_status_ptr_t r;
@@ -246,11 +258,16 @@ sz_status Ucx::send(uint64_t tag, const void* a, size_t a_size, const void* b, s
   return SZ_OK;
 }
 
-sz_status Ucx::recv(uint64_t tag, uint64_t mask, void* buffer, size_t capacity, Op* op) {
+sz_status Ucx::recv(uint64_t tag, uint64_t mask, void* buffer, size_t capacity, Op* op, bool device) {
+  if (device && !cuda_memory_) return SZ_ERROR_INVALID_ARGUMENT;
   *op = Op();
   ucp_request_param_t p;
   memset(&p, 0, sizeof p);
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  if (device) {
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    p.memory_type = UCS_MEMORY_TYPE_CUDA;
+  }
   p.cb.recv = recv_cb;
   p.user_data = op;
   ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, buffer, capacity, tag, mask, &p);

@@ -44,9 +44,13 @@ class Ucx {
   bool has_conn_request() const { return !conn_requests_.empty(); }
   sz_status accept(std::string* error);
 
-  // buffers must stay valid until the op is reaped (done and reap()ed) or cancelled.
-  sz_status send(uint64_t tag, const void* a, size_t a_size, const void* b, size_t b_size, Op* op);
-  sz_status recv(uint64_t tag, uint64_t mask, void* buffer, size_t capacity, Op* op);
+  // buffers must stay valid until the op is reaped (done and reap()ed) or cancelled. `device`: the buffer is CUDA
+  // device memory (only when cuda_memory(); a two-part send must be host memory).
+  sz_status send(uint64_t tag, const void* a, size_t a_size, const void* b, size_t b_size, Op* op,
+                 bool device = false);
+  sz_status recv(uint64_t tag, uint64_t mask, void* buffer, size_t capacity, Op* op, bool device = false);
+  // Whether this UCX build and its loaded transports accept CUDA device memory (ucp_context_query memory types).
+  bool cuda_memory() const { return cuda_memory_; }
   // Frees the request of a completed op; returns its status. Call only when op->done.
   ucs_status_t reap(Op* op);
   // Cancels an op in flight and progresses until its callback ran (bounded by a short time).
@@ -77,6 +81,7 @@ class Ucx {
   int ucx_fd_ = -1;
   int wake_fd_ = -1;
   bool ep_failed_ = false;
+  bool cuda_memory_ = false;
   ucs_status_t ep_status_ = UCS_OK;
   std::vector<ucp_conn_request_h> conn_requests_;
 };

@@ -11,12 +11,22 @@
 // is bounded on both sides whatever the tensor sizes. A token bucket can cap the sender's wire rate so that a
 // loopback link can emulate a slower network.
 //
+// GPU-resident tensors (Tensor::device, ServeOptions::gpu): the codec runs on CUDA streams (splitzip_cuda.h), one per
+// codec thread, into device staging buffers of a bounded pool (one per window slot). Each message then goes to UCX
+// straight from device memory when the UCX build reports CUDA memory support (ucp_context_query, memory types), or
+// through pinned host staging buffers otherwise (GpuPath). Because a message owns its slot until UCX completed it,
+// the device-to-host copy of message i+1 overlaps the send of message i. The wire protocol is the same either way:
+// a CPU peer and a GPU peer interoperate. A build without CUDA, or a machine without a GPU, answers GPU requests with
+// SZ_ERROR_NOT_SUPPORTED.
+//
 // Errors are sz_status codes plus a one-line message; nothing here throws, aborts or prints.
 //   SZ_ERROR_IO               the network: cannot connect, peer gone, timeout, refused by the peer
 //   SZ_ERROR_CORRUPT          the peer sent something that does not follow the protocol
 //   SZ_ERROR_CHECKSUM         a message or chunk failed its integrity check
 //   SZ_ERROR_INVALID_ARGUMENT a bad option, a name or size outside the configured limits, a token mismatch
 //   SZ_ERROR_UNSUPPORTED_VERSION the peer speaks another protocol or format version
+//   SZ_ERROR_NOT_SUPPORTED    GPU data asked for, but no CUDA in this build or no GPU visible
+//   SZ_ERROR_CUDA             a CUDA runtime call failed
 #pragma once
 
 #include <stdint.h>
@@ -34,12 +44,21 @@ namespace transfer {
 /** Version of the transfer protocol (transfer/PROTOCOL.md), sent in the handshake. */
 constexpr uint16_t kProtocolVersion = 1;
 
-/** One tensor to send: `size` bytes of little-endian values of `dtype` in host memory. */
+/** One tensor to send: `size` bytes of little-endian values of `dtype`, in host memory, or in CUDA device memory
+ *  when `device` is set (then every tensor of the send must be on the device, of the current CUDA device). */
 struct Tensor {
   std::string name;
   sz_dtype dtype = SZ_DTYPE_BF16;
   const void* data = nullptr;
   uint64_t size = 0;
+  bool device = false;
+};
+
+/** How messages of GPU-resident data reach UCX. */
+enum class GpuPath {
+  kAuto,    // direct when UCX reports CUDA memory support, else staged
+  kDirect,  // device buffers handed to UCX (SZ_ERROR_NOT_SUPPORTED if this UCX build cannot take them)
+  kStaged,  // copied to pinned host buffers on the codec threads' streams, overlapped with the sends
 };
 
 /** Test hooks of the sender (fault injection). Empty in normal use. */
@@ -72,6 +91,7 @@ struct SendOptions {
   /** Codebook per dtype; NULL entries (or a short vector) pick sz_default_codebook(dtype, SZ_KIND_GENERIC).
    *  Indexed by dtype id. */
   std::vector<const sz_codebook*> codebooks;
+  GpuPath gpu_path = GpuPath::kAuto;  // for device tensors
   SendFaults faults;
 };
 
@@ -82,7 +102,9 @@ struct SendStats {
   uint64_t messages = 0;       // chunk messages
   double seconds = 0;          // from the first chunk handed to UCX until the receiver confirmed everything
   double handshake_seconds = 0;
-  double codec_seconds = 0;    // CPU time of the codec threads, summed
+  double codec_seconds = 0;    // CPU time of the codec threads, summed (with the GPU: the time they waited on it)
+  bool gpu = false;            // the GPU codec encoded the messages
+  bool gpu_direct = false;     // ... and UCX took them from device memory (else pinned host staging)
 };
 
 /** Connects to host:port, sends the tensors and waits until the receiver confirms that every byte verified. */
@@ -103,13 +125,22 @@ struct ServeOptions {
   unsigned threads = 1;      // codec threads
   double timeout_s = 10;     // stall timeout within a session
   double accept_timeout_s = 0;  // how long serve_one waits for a peer; 0 = forever
+  /** Decode on the GPU into device memory. Each tensor's destination is device memory from device_destination
+   *  (caller-owned, at least `size` bytes, of the current CUDA device) or, without it, a buffer the library
+   *  allocates, writes to out_dir once verified (unless discard) and frees. */
+  bool gpu = false;
+  GpuPath gpu_path = GpuPath::kAuto;  // receive into device buffers (direct) or pinned host buffers (staged)
+  /** Called on the UCX thread before a tensor's first chunk is decoded; returns its device destination or NULL to
+   *  refuse the transfer. With it, nothing is written to out_dir. */
+  std::function<void*(const std::string& name, sz_dtype dtype, uint64_t size)> device_destination;
 };
 
 struct ReceivedTensor {
   std::string name;
   sz_dtype dtype = SZ_DTYPE_BF16;
   uint64_t size = 0;
-  std::string path;  // empty when discarded
+  std::string path;  // empty when discarded or kept on the device
+  void* device_data = nullptr;  // the device_destination pointer (GPU receive with device_destination)
 };
 
 struct SessionStats {
@@ -119,6 +150,8 @@ struct SessionStats {
   uint64_t messages = 0;
   double seconds = 0;
   double codec_seconds = 0;
+  bool gpu = false;         // decoded on the GPU
+  bool gpu_direct = false;  // received into device memory (else pinned host staging)
   std::vector<ReceivedTensor> tensors;  // only tensors whose every byte verified and (unless discarded) is in place
 };
 
