@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "protocol.h"
 #include "splitzip/transfer.hpp"
 #include "test_util.h"
+#include "gpu.h"
 #include "ucx.h"
 
 extern char** environ;
@@ -618,4 +620,194 @@ TEST(TransferSecurity, OversizeClaimsAreRefusedBeforeAllocation) {
     EXPECT_EQ(r.sender, SZ_ERROR_INVALID_ARGUMENT) << c.what << ": " << r.sender_error;
     EXPECT_TRUE(d.list().empty()) << c.what;
   }
+}
+
+// ---- GPU-resident tensors (skipped, saying so, where no CUDA device is visible) -------------------------------------
+
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                                  \
+  do {                                                                      \
+    std::string why_;                                                       \
+    if (!tr::gpu::available(&why_)) GTEST_SKIP() << "no GPU: " << why_;     \
+  } while (0)
+
+// The Corpus's tensors copied to device memory.
+struct DeviceCorpus {
+  Corpus host;
+  std::vector<tr::gpu::Mem> mem;
+  std::vector<tr::Tensor> tensors;
+  DeviceCorpus() {
+    mem.resize(host.tensors.size());
+    for (size_t i = 0; i < host.tensors.size(); ++i) {
+      const tr::Tensor& h = host.tensors[i];
+      std::string why;
+      EXPECT_EQ(mem[i].alloc(tr::gpu::Mem::kDevice, h.size, &why), SZ_OK) << why;
+      EXPECT_EQ(tr::gpu::copy(mem[i].get(), h.data, h.size, &why), SZ_OK) << why;
+      tr::Tensor d = h;
+      d.data = mem[i].get();
+      d.device = true;
+      tensors.push_back(d);
+    }
+  }
+};
+
+// Device destinations the receiver decodes into, handed out by name; checked against the host corpus.
+struct DeviceSink {
+  std::map<std::string, tr::gpu::Mem> mem;
+  std::function<void*(const std::string&, sz_dtype, uint64_t)> fn() {
+    return [this](const std::string& name, sz_dtype, uint64_t size) -> void* {
+      std::string why;
+      if (mem[name].alloc(tr::gpu::Mem::kDevice, size, &why) != SZ_OK) return nullptr;
+      return mem[name].get();
+    };
+  }
+  void expect_equal(const Corpus& c) {
+    for (const auto& t : c.tensors) {
+      if (t.size == 0) continue;  // an empty tensor gets no destination
+      ASSERT_TRUE(mem.count(t.name)) << t.name << " never got a destination";
+      std::vector<uint8_t> back(t.size);
+      std::string why;
+      ASSERT_EQ(tr::gpu::copy(back.data(), mem[t.name].get(), t.size, &why), SZ_OK) << why;
+      EXPECT_EQ(memcmp(back.data(), t.data, t.size), 0) << t.name << " differs after the GPU transfer";
+    }
+  }
+};
+
+std::vector<tr::GpuPath> gpu_paths() {
+  std::vector<tr::GpuPath> p = {tr::GpuPath::kStaged};
+  splitzip::transfer::Ucx probe;
+  std::string err;
+  if (probe.init(&err) == SZ_OK && probe.cuda_memory()) p.push_back(tr::GpuPath::kDirect);
+  return p;
+}
+
+const char* path_name(tr::GpuPath p) { return p == tr::GpuPath::kDirect ? "direct" : "staged"; }
+
+}  // namespace
+
+TEST(TransferGpu, WithoutAGpuDeviceDataIsRefusedCleanly) {
+  std::string why;
+  if (tr::gpu::available(&why)) GTEST_SKIP() << "a GPU is present: this checks the refusal where there is none";
+  Corpus c;
+  std::vector<tr::Tensor> t = c.tensors;
+  for (auto& x : t) x.device = true;
+  std::string err;
+  EXPECT_EQ(tr::send("127.0.0.1", 9, t, small_chunks(false), nullptr, &err), SZ_ERROR_NOT_SUPPORTED) << err;
+  tr::ServeOptions so;
+  so.discard = true;
+  so.gpu = true;
+  tr::Server server;
+  EXPECT_EQ(server.open(so, &err), SZ_ERROR_NOT_SUPPORTED) << err;
+}
+
+TEST(TransferGpu, MixedHostAndDeviceTensorsAreRefused) {
+  Corpus c;
+  std::vector<tr::Tensor> t = c.tensors;
+  t[0].device = true;
+  std::string err;
+  EXPECT_EQ(tr::send("127.0.0.1", 9, t, small_chunks(false), nullptr, &err), SZ_ERROR_INVALID_ARGUMENT) << err;
+}
+
+TEST(TransferGpu, DeviceToDeviceIsBitExactBothModesBothPaths) {
+  SKIP_WITHOUT_GPU();
+  DeviceCorpus dc;
+  for (tr::GpuPath path : gpu_paths()) {
+    for (bool raw : {false, true}) {
+      SCOPED_TRACE(std::string(path_name(path)) + (raw ? " raw" : " compressed"));
+      DeviceSink sink;
+      tr::ServeOptions so;
+      so.gpu = true;
+      so.gpu_path = path;
+      so.device_destination = sink.fn();
+      so.threads = 2;
+      so.timeout_s = 20;
+      tr::SendOptions o = small_chunks(raw);
+      o.gpu_path = path;
+      o.timeout_s = 20;
+      Outcome r = run_session(so, dc.tensors, o);
+      ASSERT_EQ(r.sender, SZ_OK) << r.sender_error;
+      ASSERT_EQ(r.server, SZ_OK) << r.server_error;
+      EXPECT_TRUE(r.sent.gpu);
+      EXPECT_EQ(r.sent.gpu_direct, path == tr::GpuPath::kDirect);
+      EXPECT_TRUE(r.session.gpu);
+      EXPECT_EQ(r.session.gpu_direct, path == tr::GpuPath::kDirect);
+      EXPECT_EQ(r.session.tensors.size(), dc.tensors.size());
+      if (!raw) {
+        EXPECT_LT(r.sent.payload_bytes, r.sent.raw_bytes);
+      }
+      sink.expect_equal(dc.host);
+    }
+  }
+}
+
+TEST(TransferGpu, GpuAndCpuPeersInteroperateThroughFiles) {
+  SKIP_WITHOUT_GPU();
+  DeviceCorpus dc;
+  for (tr::GpuPath path : gpu_paths()) {
+    SCOPED_TRACE(path_name(path));
+    {  // GPU sender -> CPU receiver
+      TempDir d;
+      tr::SendOptions o = small_chunks(false);
+      o.gpu_path = path;
+      Outcome r = run_session(to_dir(d), dc.tensors, o);
+      ASSERT_EQ(r.sender, SZ_OK) << r.sender_error;
+      ASSERT_EQ(r.server, SZ_OK) << r.server_error;
+      dc.host.expect_in(d);
+    }
+    {  // CPU sender -> GPU receiver writing files from its own device buffers
+      TempDir d;
+      tr::ServeOptions so = to_dir(d);
+      so.gpu = true;
+      so.gpu_path = path;
+      Outcome r = run_session(so, dc.host.tensors, small_chunks(false));
+      ASSERT_EQ(r.sender, SZ_OK) << r.sender_error;
+      ASSERT_EQ(r.server, SZ_OK) << r.server_error;
+      dc.host.expect_in(d);
+      EXPECT_EQ(d.list().size(), dc.host.tensors.size());
+    }
+  }
+}
+
+TEST(TransferGpu, CorruptedChunkIsDetectedOnTheGpu) {
+  SKIP_WITHOUT_GPU();
+  DeviceCorpus dc;
+  for (tr::GpuPath path : gpu_paths()) {
+    for (bool raw : {false, true}) {
+      SCOPED_TRACE(std::string(path_name(path)) + (raw ? " raw" : " compressed"));
+      TempDir d;
+      tr::ServeOptions so = to_dir(d);
+      so.gpu = true;
+      so.gpu_path = path;
+      tr::SendOptions o = small_chunks(raw);
+      o.gpu_path = path;
+      o.faults.tamper = [](uint64_t seq, uint8_t* p, size_t n) {
+        if (seq == 2 && n > 2000) p[n / 2] ^= 0x10;
+      };
+      Outcome r = run_session(so, dc.tensors, o);
+      EXPECT_EQ(r.server, SZ_ERROR_CHECKSUM) << r.server_error;
+      EXPECT_NE(r.sender, SZ_OK);
+      EXPECT_FALSE(fs::exists(d.path / "layer0.kv.bf16"));
+      EXPECT_TRUE(no_partial_files(d));
+    }
+  }
+}
+
+TEST(TransferGpu, StalledSenderTimesOutTheGpuReceiverCleanly) {
+  SKIP_WITHOUT_GPU();
+  // The sender stalls after two messages (a peer that stops without closing): the GPU receiver must time out.
+  DeviceCorpus dc;
+  TempDir d;
+  tr::ServeOptions so = to_dir(d);
+  so.gpu = true;
+  so.timeout_s = 2;
+  tr::SendOptions o = small_chunks(false);
+  o.faults.stall_after_chunks = 2;
+  o.timeout_s = 4;
+  const double t0 = now_s();
+  Outcome r = run_session(so, dc.tensors, o);
+  EXPECT_EQ(r.server, SZ_ERROR_IO) << r.server_error;
+  EXPECT_NE(r.sender, SZ_OK);
+  EXPECT_LT(now_s() - t0, 15.0);
+  EXPECT_TRUE(no_partial_files(d));
 }
