@@ -39,6 +39,8 @@ struct ServeArgs {
   bool once = false;
   unsigned threads = 1;
   std::string port_file;
+  bool gpu = false;
+  std::string gpu_path = "auto";
 };
 
 struct SendArgs {
@@ -132,6 +134,10 @@ int run_serve() {
     return error_out("--max-tensor-bytes: expected a byte count such as 1073741824 or 1G", 2);
   o.timeout_s = a.timeout_s;
   o.threads = a.threads;
+  o.gpu = a.gpu;
+  o.gpu_path = a.gpu_path == "direct" ? tr::GpuPath::kDirect
+               : a.gpu_path == "staged" ? tr::GpuPath::kStaged
+                                        : tr::GpuPath::kAuto;
   tr::Server server;
   std::string err;
   sz_status st = server.open(o, &err);
@@ -244,6 +250,10 @@ void add_transfer_commands(CLI::App& app) {
   sv->add_flag("--once", g_serve.once, "Serve one session, then exit (status 0 only if it succeeded)");
   sv->add_option("--threads", g_serve.threads, "Codec threads (0 = one per hardware thread)")->capture_default_str();
   sv->add_option("--port-file", g_serve.port_file, "Write the bound port to this file once listening");
+  sv->add_flag("--gpu", g_serve.gpu, "Receive into GPU memory and decode there (CUDA build and a GPU needed)");
+  sv->add_option("--gpu-path", g_serve.gpu_path, "With --gpu: auto, direct (UCX into device memory) or staged")
+      ->check(CLI::IsMember({"auto", "direct", "staged"}))
+      ->capture_default_str();
   g_serve_app = sv;
 
   CLI::App* sd = app.add_subcommand("send", "Send raw tensor files to a 'splitzip serve' over UCX");
