@@ -679,6 +679,12 @@ std::vector<tr::GpuPath> gpu_paths() {
   splitzip::transfer::Ucx probe;
   std::string err;
   if (probe.init(&err) == SZ_OK && probe.cuda_memory()) p.push_back(tr::GpuPath::kDirect);
+  static bool said = false;
+  if (!said) {
+    said = true;
+    fprintf(stderr, "[ info     ] UCX %s CUDA memory: GPU paths tested: %s\n",
+            p.size() > 1 ? "reports" : "does not report", p.size() > 1 ? "staged, direct" : "staged");
+  }
   return p;
 }
 

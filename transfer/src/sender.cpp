@@ -612,7 +612,8 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
                       std::to_string(next_send) + " of " + std::to_string(total) + " messages, " +
                       std::to_string(consumed) + " confirmed)");
     }
-    ucx.wait(wait_s);
+    // Device memory: UCX may complete a CUDA copy without signalling its event fd, so poll at 1 ms at most.
+    ucx.wait(direct ? std::min(wait_s, 0.001) : wait_s);
   }
   stats.seconds = now_s() - t_data;
   pool->stop();
