@@ -8,6 +8,12 @@
 // the bottleneck. --big streams many GB in one session and reports the peak RSS (getrusage) and the RSS before and
 // after, to show bounded memory and no leak.
 //
+// --gpu: the same with device-resident source and destination and the GPU codec (sz_cuda_*): the sender encodes
+// on CUDA streams from device memory, the receiver decodes into a device buffer (device_destination), and the
+// messages reach UCX from device memory or through pinned host staging (--gpu-path; `auto` takes device memory when
+// the UCX build reports CUDA support). The codec-alone table is then the GPU codec per message, both synced after
+// every message on `threads` streams (what the pipeline does) and batched on one stream (the kernels' own rate).
+//
 // Output: a Markdown table on stdout and, with --json FILE, the numbers for bench/transfer/ttft_model.py.
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +31,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "gpu.h"
 #include "splitzip/splitzip.h"
+#include "splitzip/splitzip_cuda.h"
 #include "splitzip/transfer.hpp"
 
 namespace tr = splitzip::transfer;
@@ -61,9 +69,18 @@ struct Run {
   double seconds = 0;
   uint64_t raw_bytes = 0, wire_bytes = 0;
   double sender_codec_s = 0, receiver_codec_s = 0;
+  bool gpu_direct = false;
   bool ok = false;
   std::string error;
 };
+
+// --gpu: where the receiver decodes to (one device buffer as large as the largest tensor, reused), and the path.
+struct GpuSetup {
+  bool on = false;
+  tr::GpuPath path = tr::GpuPath::kAuto;
+  void* dst = nullptr;
+};
+GpuSetup g_gpu;
 
 // One session through a fresh in-process receiver.
 Run transfer_once(const std::vector<tr::Tensor>& tensors, bool raw, double rate_gbs, unsigned threads,
@@ -71,6 +88,11 @@ Run transfer_once(const std::vector<tr::Tensor>& tensors, bool raw, double rate_
   Run r;
   tr::ServeOptions so;
   so.discard = true;
+  if (g_gpu.on) {
+    so.gpu = true;
+    so.gpu_path = g_gpu.path;
+    so.device_destination = [](const std::string&, sz_dtype, uint64_t) { return g_gpu.dst; };
+  }
   so.threads = threads;
   so.timeout_s = 60;
   so.accept_timeout_s = 60;
@@ -92,6 +114,7 @@ Run transfer_once(const std::vector<tr::Tensor>& tensors, bool raw, double rate_
   o.chunk_values = chunk_values;
   o.window = window;
   o.timeout_s = 60;
+  o.gpu_path = g_gpu.path;
   tr::SendStats st;
   const sz_status cst = tr::send("127.0.0.1", server.port(), tensors, o, &st, &err);
   t.join();
@@ -105,7 +128,79 @@ Run transfer_once(const std::vector<tr::Tensor>& tensors, bool raw, double rate_
   r.wire_bytes = st.wire_bytes;
   r.sender_codec_s = st.codec_seconds;
   r.receiver_codec_s = ss.codec_seconds;
+  r.gpu_direct = st.gpu_direct;
+  if (g_gpu.on && (!st.gpu || !ss.gpu)) {
+    r.ok = false;
+    r.error = "the GPU path was not taken";
+  }
   return r;
+}
+
+// The GPU codec alone on the same messages (device memory): `streams` streams, each message synced before the next
+// on its stream (as the pipeline's codec threads do), and, with streams == 0, all messages batched on one stream.
+bool gpu_codec_rates(const uint8_t* d_data, uint64_t bytes, uint64_t chunk_values, unsigned streams, double* enc_gbs,
+                     double* dec_gbs, double* ratio, std::string* why) {
+  const uint64_t chunk_bytes = chunk_values * 2;
+  const uint64_t n_msgs = bytes / chunk_bytes;
+  const size_t bound = sz_compress_bound(chunk_values, SZ_DTYPE_BF16);
+  const unsigned ns = std::max(1u, streams);
+  sz_params p = sz_params_default();
+  p.flags = SZ_FLAG_CHECKSUMS;
+  size_t ws = 0, dws = 0;
+  if (sz_cuda_compress_workspace_size(chunk_values, SZ_DTYPE_BF16, &p, &ws) != SZ_OK ||
+      sz_cuda_decompress_workspace_size(bound, chunk_bytes, &dws) != SZ_OK) {
+    *why = "workspace size query failed";
+    return false;
+  }
+  tr::gpu::Mem frames, out, d_sizes, h_sizes, d_status;
+  std::vector<tr::gpu::Mem> wsp(ns), dwsp(ns);
+  std::vector<tr::gpu::Stream> st(ns);
+  bool ok = frames.alloc(tr::gpu::Mem::kDevice, n_msgs * bound, why) == SZ_OK &&
+            out.alloc(tr::gpu::Mem::kDevice, ns * chunk_bytes, why) == SZ_OK &&
+            d_sizes.alloc(tr::gpu::Mem::kDevice, n_msgs * 8, why) == SZ_OK &&
+            h_sizes.alloc(tr::gpu::Mem::kPinned, n_msgs * 8, why) == SZ_OK &&
+            d_status.alloc(tr::gpu::Mem::kDevice, n_msgs * 16, why) == SZ_OK;
+  for (unsigned i = 0; ok && i < ns; ++i)
+    ok = st[i].create(why) == SZ_OK && wsp[i].alloc(tr::gpu::Mem::kDevice, std::max<size_t>(ws, 1), why) == SZ_OK &&
+         dwsp[i].alloc(tr::gpu::Mem::kDevice, std::max<size_t>(dws, 1), why) == SZ_OK;
+  if (!ok) return false;
+  uint64_t* hs = reinterpret_cast<uint64_t*>(h_sizes.get());
+  auto run = [&](bool encode) -> double {
+    const double t0 = now_s();
+    std::vector<std::thread> ts;
+    for (unsigned w = 0; w < ns; ++w) {
+      ts.emplace_back([&, w] {
+        for (uint64_t i = w; i < n_msgs; i += ns) {
+          const sz_cuda_stream s = st[w].get();
+          if (encode) {
+            sz_cuda_compress(d_data + i * chunk_bytes, chunk_values, SZ_DTYPE_BF16, nullptr, &p,
+                             frames.get() + i * bound, bound, wsp[w].get(), wsp[w].size(),
+                             reinterpret_cast<uint64_t*>(d_sizes.get()) + i, hs + i, s);
+          } else {
+            sz_cuda_decompress(frames.get() + i * bound, hs[i], out.get() + w * chunk_bytes, chunk_bytes,
+                               dwsp[w].get(), dwsp[w].size(), reinterpret_cast<int32_t*>(d_status.get() + 16 * i),
+                               reinterpret_cast<uint64_t*>(d_status.get() + 16 * i + 8), s);
+          }
+          if (streams > 0) tr::gpu::sync(s, nullptr);
+        }
+        tr::gpu::sync(st[w].get(), nullptr);
+      });
+      if (streams == 0) ts.back().join();
+    }
+    for (auto& t : ts)
+      if (t.joinable()) t.join();
+    return now_s() - t0;
+  };
+  run(true);  // warm-up (and the frame sizes for the decoder)
+  const double te = run(true);
+  run(false);
+  const double td = run(false);
+  uint64_t comp = 0;
+  for (uint64_t i = 0; i < n_msgs; ++i) comp += hs[i];
+  *enc_gbs = (double)(n_msgs * chunk_bytes) / te / 1e9;
+  *dec_gbs = (double)(n_msgs * chunk_bytes) / td / 1e9;
+  *ratio = (double)(n_msgs * chunk_bytes) / (double)comp;
+  return true;
 }
 
 // The codec alone on the same messages, `threads` threads each taking every threads-th message.
@@ -188,6 +283,11 @@ int main(int argc, char** argv) {
   unsigned repeats = 1;
   std::string json_path;
   bool only_big = false;
+  bool gpu = false;
+  std::string gpu_path = "auto";
+  app.add_flag("--gpu", gpu, "Device-resident source and destination, GPU codec (needs a CUDA build and a GPU)");
+  app.add_option("--gpu-path", gpu_path, "With --gpu: auto, direct (device memory to UCX) or staged (pinned host)")
+      ->check(CLI::IsMember({"auto", "direct", "staged"}));
   app.add_flag("--only-big", only_big, "Skip the codec and rate sweep (so that the peak RSS is the big session's)");
   app.add_option("--input", inputs, "Raw BF16 KV files (default: ../shared trained-d512 BF16 KV, else data/ slice)");
   app.add_option("--rates", rates, "Emulated link rates in GB/s of wire bytes (0 = no cap)");
@@ -227,6 +327,27 @@ int main(int argc, char** argv) {
   for (uint64_t o = 0; o < buf_bytes; o += kv.size()) memcpy(buf.data() + o, kv.data(), std::min<uint64_t>(kv.size(), buf_bytes - o));
 
   json out;
+  tr::gpu::Mem d_buf, d_dst;
+  if (gpu) {
+    std::string why;
+    if (!tr::gpu::available(&why)) {
+      fprintf(stderr, "bench_transfer: --gpu: %s\n", why.c_str());
+      return 2;
+    }
+    if (d_buf.alloc(tr::gpu::Mem::kDevice, buf_bytes, &why) != SZ_OK ||
+        d_dst.alloc(tr::gpu::Mem::kDevice, buf_bytes, &why) != SZ_OK ||
+        tr::gpu::copy(d_buf.get(), buf.data(), buf_bytes, &why) != SZ_OK) {
+      fprintf(stderr, "bench_transfer: --gpu: %s\n", why.c_str());
+      return 1;
+    }
+    g_gpu.on = true;
+    g_gpu.path = gpu_path == "direct" ? tr::GpuPath::kDirect
+                 : gpu_path == "staged" ? tr::GpuPath::kStaged
+                                        : tr::GpuPath::kAuto;
+    g_gpu.dst = d_dst.get();
+  }
+  const uint8_t* src = gpu ? d_buf.get() : buf.data();
+  out["gpu"] = gpu;
   out["inputs"] = inputs;
   out["input_bytes"] = kv.size();
   out["chunk_values"] = chunk_values;
@@ -238,10 +359,34 @@ int main(int argc, char** argv) {
     thread_counts.erase(thread_counts.begin(), thread_counts.end() - 1);
   }
   // ---- the codec alone ----
-  printf("## Codec alone (sz_compress / sz_decompress per %llu-value message, real KV)\n\n",
-         (unsigned long long)chunk_values);
-  printf("| threads | encode GB/s | decode GB/s | memcpy GB/s (same run) | ratio |\n|---:|---:|---:|---:|---:|\n");
-  for (unsigned th : only_big ? std::vector<unsigned>{} : thread_counts) {
+  if (gpu) {
+    printf("## GPU codec alone (sz_cuda_compress / sz_cuda_decompress per %llu-value message, real KV in device "
+           "memory)\n\n| streams | encode GB/s | decode GB/s | ratio |\n|---|---:|---:|---:|\n",
+           (unsigned long long)chunk_values);
+    std::vector<unsigned> sc = thread_counts;
+    sc.push_back(0);
+    for (unsigned th : only_big ? std::vector<unsigned>{} : sc) {
+      double e = 0, d = 0, r = 0;
+      std::string why;
+      if (!gpu_codec_rates(d_buf.get(), std::min<uint64_t>(buf_bytes, 512ull << 20), chunk_values, th, &e, &d, &r,
+                           &why)) {
+        fprintf(stderr, "bench_transfer: GPU codec: %s\n", why.c_str());
+        return 1;
+      }
+      printf("| %s | %.2f | %.2f | %.4f |\n",
+             th == 0 ? "1, batched (no sync per message)" : (std::to_string(th) + ", synced per message").c_str(), e,
+             d, r);
+      out["gpu_codec"].push_back({{"streams", th}, {"batched", th == 0}, {"encode_gbs", e}, {"decode_gbs", d},
+                                  {"ratio", r}});
+    }
+    printf("\n");
+  }
+  if (!gpu) {
+    printf("## Codec alone (sz_compress / sz_decompress per %llu-value message, real KV)\n\n",
+           (unsigned long long)chunk_values);
+    printf("| threads | encode GB/s | decode GB/s | memcpy GB/s (same run) | ratio |\n|---:|---:|---:|---:|---:|\n");
+  }
+  for (unsigned th : (only_big || gpu) ? std::vector<unsigned>{} : thread_counts) {
     double e, d, r, m;
     codec_rates(buf.data(), std::min<uint64_t>(buf_bytes, 128ull << 20), chunk_values, th, &e, &d, &r, &m);
     printf("| %u | %.3f | %.3f | %.3f | %.4f |\n", th, e, d, m, r);
@@ -250,7 +395,8 @@ int main(int argc, char** argv) {
   fflush(stdout);
 
   // ---- raw vs compressed through the pipeline ----
-  printf("\n## Transfer through the UCX pipeline (loopback, receiver decodes and verifies every chunk)\n\n");
+  printf("\n## Transfer through the UCX pipeline (loopback, receiver decodes and verifies every chunk%s)\n\n",
+         gpu ? (", device to device, GPU codec, --gpu-path " + gpu_path).c_str() : "");
   printf("| link GB/s | threads | bytes | raw s | raw GB/s | compressed s | compressed GB/s | ratio | speedup | "
          "speedup / ratio |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (double rate : rates) {
@@ -259,7 +405,7 @@ int main(int argc, char** argv) {
       bytes = std::max<uint64_t>(bytes, 16ull << 20);
       bytes = std::min<uint64_t>(bytes, buf_bytes);
       bytes -= bytes % chunk_bytes;
-      const std::vector<tr::Tensor> tensors = {{"kv.bf16", SZ_DTYPE_BF16, buf.data(), bytes}};
+      const std::vector<tr::Tensor> tensors = {{"kv.bf16", SZ_DTYPE_BF16, src, bytes, gpu}};
       Run best_raw, best_comp;
       for (unsigned k = 0; k < repeats; ++k) {
         Run a = transfer_once(tensors, true, rate, th, chunk_values, window);
@@ -272,6 +418,7 @@ int main(int argc, char** argv) {
         if (!best_comp.ok || b.seconds < best_comp.seconds) best_comp = b;
       }
       const double ratio = (double)best_raw.wire_bytes / (double)best_comp.wire_bytes;
+      if (gpu) out["gpu_direct"] = best_comp.gpu_direct;
       const double speedup = best_raw.seconds / best_comp.seconds;
       printf("| %s | %u | %llu | %.3f | %.3f | %.3f | %.3f | %.4f | %.3f | %.3f |\n",
              rate > 0 ? std::to_string(rate).substr(0, std::to_string(rate).find('.') + 3).c_str() : "no cap", th,
@@ -292,6 +439,19 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (gpu && out.contains("transfer")) {
+    // The link rate above which the GPU codec, not the link, limits: the uncapped compressed pipeline's rate, and
+    // the codec alone (synced per message, as the pipeline runs it) for comparison.
+    for (const auto& row : out["transfer"]) {
+      if (row["rate_gbs"].get<double>() != 0) continue;
+      const double pipe = row["bytes"].get<double>() / row["compressed_s"].get<double>() / 1e9;
+      printf("\n- %u codec threads/streams: the compressed pipeline runs at %.2f GB/s of KV uncapped (%s); links "
+             "slower than that see the full ratio.\n",
+             row["threads"].get<unsigned>(), pipe, out.value("gpu_direct", false) ? "direct" : "staged");
+      out["gpu_bottleneck"].push_back({{"threads", row["threads"]}, {"pipeline_gbs", pipe}});
+    }
+  }
+
   // ---- many GB in one session ----
   if (big_gb > 0) {
     const unsigned th = thread_counts.back();
@@ -299,7 +459,7 @@ int main(int argc, char** argv) {
     const uint64_t n_tensors = (want + buf_bytes - 1) / buf_bytes;
     std::vector<tr::Tensor> tensors;
     for (uint64_t i = 0; i < n_tensors; ++i)
-      tensors.push_back({"kv." + std::to_string(i), SZ_DTYPE_BF16, buf.data(), buf_bytes});
+      tensors.push_back({"kv." + std::to_string(i), SZ_DTYPE_BF16, src, buf_bytes, gpu});
     // A small session first, so that the RSS after it includes everything a session keeps (UCX, pools).
     Run warm = transfer_once({tensors[0]}, false, 0, th, chunk_values, window);
     const long rss_before = current_rss_kib();

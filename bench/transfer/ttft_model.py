@@ -13,14 +13,16 @@ drain: the first message must be encoded before anything is sent, the last decod
 the pipeline of bench/transfer: encode of message i+1, sending of message i and decode of message i-1 overlap.
 
 E, D and r come from the JSON that `splitzip_bench_transfer --json` writes (the codec measured alone on real KV, at
-each thread count). --gpu-encode/--gpu-decode add a codec whose rates were measured elsewhere (say, by bench/gpu on
-the H200); the figure names where every rate came from. The "ideal codec" line (E = D = infinity) is the bound that
+each thread count). --gpu-results FILE adds the GPU series from `splitzip_bench_transfer --gpu --json FILE` (run on
+the H200 by transfer/tools/device_check.sh): the GPU codec per message as the pipeline runs it (synced per message,
+the most streams measured) and its ratio. --gpu-encode/--gpu-decode add a codec whose rates were measured elsewhere
+(say, by bench/gpu); the figure names where every rate came from. The "ideal codec" line (E = D = infinity) is the bound that
 the ratio alone allows.
 
 KV bytes per token in BF16 (../shared/NOTES.md §5): Llama-3-8B 131,072; Llama-3-70B 327,680; Qwen3-32B 262,144.
 
-Usage: python3 bench/transfer/ttft_model.py RESULTS.json [--png docs/img/ttft.png] [--gpu-encode GBS --gpu-decode GBS
-       --gpu-label TEXT]
+Usage: python3 bench/transfer/ttft_model.py RESULTS.json [--png docs/img/ttft.png] [--gpu-results GPU.json]
+       [--gpu-encode GBS --gpu-decode GBS --gpu-label TEXT]
 Prints a Markdown table; writes the plot when matplotlib is importable.
 """
 import argparse
@@ -47,6 +49,7 @@ def main():
     ap.add_argument("--gpu-encode", type=float, help="GB/s")
     ap.add_argument("--gpu-decode", type=float, help="GB/s")
     ap.add_argument("--gpu-label", default="GPU codec")
+    ap.add_argument("--gpu-results", help="JSON of splitzip_bench_transfer --gpu (GPU codec measured per message)")
     args = ap.parse_args()
 
     res = json.load(open(args.results))
@@ -56,6 +59,16 @@ def main():
         codecs.append((f"CPU codec, {c['threads']} thread(s) (measured here)", c["encode_gbs"] * 1e9,
                        c["decode_gbs"] * 1e9, c["ratio"]))
     ratio = res["codec"][0]["ratio"]
+    if args.gpu_results:
+        g = json.load(open(args.gpu_results))
+        synced = [c for c in g.get("gpu_codec", []) if not c.get("batched")]
+        if not synced:
+            print(f"{args.gpu_results}: no per-message GPU codec rates", file=sys.stderr)
+            return 1
+        best = max(synced, key=lambda c: c["streams"])
+        path = "direct" if g.get("gpu_direct") else "staged"
+        codecs.append((f"GPU codec, {best['streams']} stream(s), measured on the GPU machine ({path} UCX path)",
+                       best["encode_gbs"] * 1e9, best["decode_gbs"] * 1e9, best["ratio"]))
     if args.gpu_encode and args.gpu_decode:
         codecs.append((args.gpu_label, args.gpu_encode * 1e9, args.gpu_decode * 1e9, ratio))
     codecs.append(("ideal codec (ratio only)", float("inf"), float("inf"), ratio))
@@ -96,7 +109,7 @@ def main():
         return 1
     fig, axes = plt.subplots(1, 4, figsize=(22, 5.2))
     colors = {25: "tab:red", 100: "tab:blue", 400: "tab:green"}
-    styles = ["--", "-.", ":", (0, (1, 1))]
+    styles = ["--", "-.", ":", (0, (1, 1)), (0, (5, 1, 1, 1)), (0, (3, 3))]
     for ax, (name, bpt) in zip(axes[:3], MODELS):
         for g, col in colors.items():
             link = g * 1e9 / 8
