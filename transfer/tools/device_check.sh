@@ -11,8 +11,8 @@
 #   libxxhash-dev, googletest, libgtest-dev, libcli11-dev, nlohmann-json3-dev, libzstd-dev, liblz4-dev .debs
 #                                          (apt-get download ...; unpacked with dpkg -x into a private prefix)
 # No internet, no apt, no pip install, no pkg-config needed. Every step prints a line "== [t s] step" and its
-# outcome; the full logs are in $OUT (at most 8 files: build.log, ucx.log, tests_gpu.log, tests_cpu.log,
-# bench_gpu.log, bench_gpu.json, bench_staged.log, ttft_gpu.md).
+# outcome; the full logs are in $OUT (7 files: build.log (ucx_info, configure, build), tests_gpu.log, tests_cpu.log,
+# bench_gpu.log, bench_gpu.json, bench_staged.log, ttft_gpu.md; tee stdout to an 8th, summary.log).
 set -u
 NO_GPU=0
 [ "${1:-}" = "--no-gpu" ] && NO_GPU=1
@@ -44,15 +44,15 @@ export LD_LIBRARY_PATH=$UCX/lib:$UCX/lib/ucx:$P/whl/libucx_cu13.libs${LD_LIBRARY
 export UCX_MODULE_DIR=$UCX/lib/ucx
 echo "UCX $(cat "$UCX/UCX_WHEEL_VERSION.txt" 2>/dev/null) from $WHL"
 
-step "UCX: version and CUDA transports (ucx.log)"
+step "UCX: version and CUDA transports (ucx_info, at the top of build.log)"
 {
   "$UCX/bin/ucx_info" -v
   UCX_TLS=tcp,cuda_copy "$UCX/bin/ucx_info" -d
-} > "$OUT/ucx.log" 2>&1
-head -2 "$OUT/ucx.log"
-grep -iE "memory domain|memory types|transport|warn|error|fail" "$OUT/ucx.log" | grep -iE "cuda|warn|error|fail" | sort -u \
-  | head -12
-grep -qi "memory types:.*cuda" "$OUT/ucx.log" && echo "UCX lists CUDA memory: the direct path should be taken" \
+} > "$OUT/build.log" 2>&1
+head -2 "$OUT/build.log"
+grep -iE "memory domain|memory types|transport|warn|error|fail" "$OUT/build.log" | grep -iE "cuda|warn|error|fail" \
+  | grep -v "error handling" | sort -u | head -12
+grep -qi "memory types:.*cuda" "$OUT/build.log" && echo "UCX lists CUDA memory: the direct path should be taken" \
   || echo "UCX lists no CUDA memory type: only the staged path will run"
 
 step "configure and build (build.log)"
@@ -63,9 +63,10 @@ cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DSPLITZIP_UCX_ROOT="$UCX" -DCMAKE_PREFIX_PATH="$P/usr" \
   -DSPLITZIP_XXHASH_INCLUDE_DIR="$P/usr/include" -DSPLITZIP_GTEST_SOURCE_DIR="$P/usr/src/googletest" \
   -DSPLITZIP_ZSTD_INCLUDE_DIR="$P/usr/include" -DSPLITZIP_ZSTD_LIBRARY="$L/libzstd.a" \
-  -DSPLITZIP_LZ4_INCLUDE_DIR="$P/usr/include" -DSPLITZIP_LZ4_LIBRARY="$L/liblz4.a" > "$OUT/build.log" 2>&1 \
+  -DSPLITZIP_LZ4_INCLUDE_DIR="$P/usr/include" -DSPLITZIP_LZ4_LIBRARY="$L/liblz4.a" >> "$OUT/build.log" 2>&1 \
   || { tail -30 "$OUT/build.log"; die "configure"; }
 grep -E "splitzip: (transfer|UCX)" "$OUT/build.log"
+echo "configure: ${SECONDS}s"
 timeout ${XFER_BUILD_TIMEOUT:-420} ninja -C "$B" -j "$JOBS" splitzip_transfer_tests splitzip_transfer_peer splitzip_bench_transfer \
   >> "$OUT/build.log" 2>&1 || { grep -E "error|Error|FAILED" -A4 "$OUT/build.log" | head -60; die "build"; }
 T=$B/tests/transfer/splitzip_transfer_tests
