@@ -4,6 +4,7 @@
 #   tests      the CUDA gtest suite and the host XXH3 test
 #   sanitize   compute-sanitizer memcheck and racecheck on the corrupt-frame, paged and small byte-equality tests
 #   bench      bench_gpu on .devdata tiled to 1 GiB (table on stdout, CSV in $OUT/gpu_bench.csv)
+#   variants   bench of BF16 with SPLITZIP_CUDA_KERNEL=general and with SPLITZIP_CUDA_DEPTH=3 (tuning comparisons)
 #   peers      nvCOMP peers (bench/gpu/peers.py) from the carried .whl/pk/nvcomp.tar.xz
 #   dfloat11   DFloat11 0.5.0 decoder (bench/gpu/dfloat11_peer.py) on the BF16 KV tiled to DFL_MIB (256) MiB,
 #              from the carried .whl/dfl wheels (dfloat11, dahuffman); CSV in $OUT/dfloat11.csv
@@ -22,7 +23,7 @@ t0=$(date +%s)
 cmake -S bench/gpu -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DSPLITZIP_GPU_WITH_TESTS=ON -DSPLITZIP_XXHASH_INCLUDE_DIR=$P/usr/include \
   -DSPLITZIP_GTEST_SOURCE_DIR=$P/usr/src/googletest > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
-ninja -C build-dev splitzip_cuda_tests splitzip_cuda_xxh3_tests splitzip_gpu_bench > "$OUT/build.log" 2>&1 \
+ninja -C build-dev splitzip_cuda_tests splitzip_cuda_xxh3_tests splitzip_cuda_xxh3_cta_tests splitzip_gpu_bench > "$OUT/build.log" 2>&1 \
   || { grep -E "error|Error" -A3 "$OUT/build.log" | head -60; exit 1; }
 echo "build: $(( $(date +%s) - t0 )) s"
 }
@@ -31,17 +32,24 @@ for step in "$@"; do
   case $step in
     tests)
       $T/splitzip_cuda_xxh3_tests --gtest_brief=1 2>&1 | tail -3
+      timeout 120 $T/splitzip_cuda_xxh3_cta_tests --gtest_brief=1 2>&1 | tee "$OUT/xxh3_cta.log" | tail -12
       timeout 300 $T/splitzip_cuda_tests --gtest_brief=1 2>&1 | tee "$OUT/tests.log" | tail -40 ;;
     sanitize)
-      F='CudaCodec.CorruptFramesRejectedLikeReference:CudaCodec.PagesEqualSingleFrame:CudaCodec.RandomGarbageNeverCrashes:CudaCodec.RealKvSliceEqualsReference'
+      F='CudaCodec.CorruptFramesRejectedLikeReference:CudaCodec.PagesEqualSingleFrame:CudaCodec.RandomGarbageNeverCrashes:CudaCodec.RealKvSliceEqualsReference:CudaCodec.UnalignedBuffers:CudaCodec.OversizeCodedRecordDecodesLikeReference'
       timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 $T/splitzip_cuda_tests --gtest_brief=1 \
         --gtest_filter="$F" > "$OUT/memcheck.log" 2>&1; echo "memcheck rc=$?"; tail -6 "$OUT/memcheck.log"
       timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 $T/splitzip_cuda_tests --gtest_brief=1 \
-        --gtest_filter='CudaCodec.RealKvSliceEqualsReference:CudaCodec.CorruptFramesRejectedLikeReference' \
+        --gtest_filter='CudaCodec.RealKvSliceEqualsReference:CudaCodec.CorruptFramesRejectedLikeReference:CudaCodec.PagesEqualSingleFrame' \
         > "$OUT/racecheck.log" 2>&1; echo "racecheck rc=$?"; tail -6 "$OUT/racecheck.log" ;;
     bench)
       timeout 300 build-dev/splitzip_gpu_bench --data .devdata --gib 1 --reps ${REPS:-15} --csv "$OUT/gpu_bench.csv" \
         2>&1 | tee "$OUT/bench.log" ;;
+    variants)  # BF16 only: the general kernels (v3) and the encoder staging two tiles ahead, for bench/NOTES.md
+      for v in SPLITZIP_CUDA_KERNEL=general SPLITZIP_CUDA_DEPTH=3; do
+        echo "== $v"
+        env $v timeout 120 build-dev/splitzip_gpu_bench --data .devdata --gib 1 --reps ${REPS:-15} --only bf16 2>&1 \
+          | tee -a "$OUT/variants.log" | tail -3
+      done ;;
     peers)
       mkdir -p /tmp/site && tar xJf .whl/pk/nvcomp.tar.xz -C /tmp/site
       PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site timeout 300 python3 bench/gpu/peers.py --data .devdata --gib 1 \

@@ -125,6 +125,7 @@ SZ_API sz_status sz_cuda_decompress(const void* d_src, size_t src_size, void* d_
   a.dst_capacity = dst_capacity;
   a.status = d_status;
   a.dst_size = d_dst_size;
+  a.general = cuda::tune_force_general();
   return cuda::launch_decode(a, (cudaStream_t)stream);
 }
 
@@ -162,6 +163,7 @@ SZ_API sz_status sz_cuda_decompress_pages(const void* d_src, size_t src_size, vo
   a.page_values = page_values ? page_values : 1;
   a.status = d_status;
   a.dst_size = nullptr;
+  a.general = cuda::tune_force_general();
   static void* const kNoPages[1] = {nullptr};
   if (!a.pages) a.pages = kNoPages;
   return cuda::launch_decode(a, (cudaStream_t)stream);

@@ -28,5 +28,11 @@ inline __device__ __noinline__ uint32_t stage_hash(const uint8_t* stage, uint64_
   return (uint32_t)xxh3::xxh3_64_warp(SmemFetch{stage}, (size_t)len);
 }
 
+// The whole CTA hashes a chunk staged in shared memory (xxh3_64_cta): all threads call it and get the checksum. Out
+// of line, so that the hash's registers do not add to those of the kernels' main loops.
+inline __device__ __noinline__ uint32_t cta_hash(const uint8_t* buf, uint32_t len, uint64_t* scratch) {
+  return (uint32_t)xxh3::xxh3_64_cta<kThreads>(buf, len, scratch);
+}
+
 }  // namespace cuda
 }  // namespace splitzip

@@ -3,6 +3,7 @@
 // uncompressed data (one contiguous buffer, or a list of equal pages) with vector loads and stores where aligned.
 #pragma once
 
+#include <cuda_pipeline_primitives.h>
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -133,13 +134,14 @@ __device__ __forceinline__ Packed<B> load_packed(const uint8_t* src) {
 // ---- views of the uncompressed values ----------------------------------------------------------------------------
 // A group (8 consecutive values) of W-bit values is W bytes. v = number of real values in the group (1..8); the
 // others read as 0 and are never written.
-template <int W>
+// kGlobal: p is global memory (streaming loads); else shared memory (plain loads: .cs is global-only).
+template <int W, bool kGlobal = true>
 __device__ __forceinline__ void load_group_at(const uint8_t* p, unsigned v, uint32_t x[8]) {
   const uintptr_t a = (uintptr_t)p;
   if (v == 8) {
     if constexpr (W == 16) {
       if ((a & 15) == 0) {
-        const uint4 q = __ldcs(reinterpret_cast<const uint4*>(p));
+        const uint4 q = kGlobal ? __ldcs(reinterpret_cast<const uint4*>(p)) : *reinterpret_cast<const uint4*>(p);
         const uint32_t w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
@@ -150,15 +152,15 @@ __device__ __forceinline__ void load_group_at(const uint8_t* p, unsigned v, uint
       }
     } else if constexpr (W == 32) {
       if ((a & 15) == 0) {
-        const uint4 q0 = __ldcs(reinterpret_cast<const uint4*>(p));
-        const uint4 q1 = __ldcs(reinterpret_cast<const uint4*>(p) + 1);
+        const uint4 q0 = kGlobal ? __ldcs(reinterpret_cast<const uint4*>(p)) : reinterpret_cast<const uint4*>(p)[0];
+        const uint4 q1 = kGlobal ? __ldcs(reinterpret_cast<const uint4*>(p) + 1) : reinterpret_cast<const uint4*>(p)[1];
         x[0] = q0.x; x[1] = q0.y; x[2] = q0.z; x[3] = q0.w;
         x[4] = q1.x; x[5] = q1.y; x[6] = q1.z; x[7] = q1.w;
         return;
       }
     } else {
       if ((a & 7) == 0) {
-        const uint2 q = __ldcs(reinterpret_cast<const uint2*>(p));
+        const uint2 q = kGlobal ? __ldcs(reinterpret_cast<const uint2*>(p)) : *reinterpret_cast<const uint2*>(p);
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           x[i] = (q.x >> (8 * i)) & 0xFFu;
@@ -334,6 +336,68 @@ __device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* s
   __syncthreads();
   *total = all;
   return before + incl - v;
+}
+
+// ---- asynchronous staging of global bytes in shared memory (cp.async through the pipeline primitives) ----------
+// The chunk-size-4096 kernels copy the next chunk's input into shared memory while they work on the current one.
+// stage_async issues copies of the global bytes [g, g + len) into the 16-byte-aligned shared slot s so that byte i
+// lands at s + (g & 15) + i, and returns that address. Every 16-byte block of global memory that overlaps the
+// range and lies inside [lo, hi) goes by one cp.async (its bytes outside the range land in the slot's slack: the
+// slot needs len + 32 bytes); a block that crosses lo or hi (only at the very ends of a buffer) is copied byte by
+// byte, and only bytes of the range. So nothing outside [lo, hi) is read. All threads of the CTA call it; the
+// copies are complete after the caller's __pipeline_wait_prior and __syncthreads.
+__device__ __forceinline__ const uint8_t* stage_async(uint8_t* s, const uint8_t* g, uint32_t len, const uint8_t* lo,
+                                                       const uint8_t* hi) {
+  const uintptr_t ga = (uintptr_t)g, l = (uintptr_t)lo, h = (uintptr_t)hi;
+  const uintptr_t a0 = ga & ~(uintptr_t)15;
+  const uint32_t nb = (uint32_t)((((ga + len + 15) & ~(uintptr_t)15) - a0) / 16);
+  for (uint32_t i = threadIdx.x; i < nb; i += kThreads) {
+    const uintptr_t b = a0 + 16 * (uintptr_t)i;
+    uint8_t* d = s + 16 * i;
+    if (b >= l && b + 16 <= h) {
+      __pipeline_memcpy_async(d, reinterpret_cast<const void*>(b), 16);
+    } else {
+      for (uint32_t j = 0; j < 16; ++j)
+        if (b + j >= ga && b + j < ga + len) d[j] = *reinterpret_cast<const uint8_t*>(b + j);
+    }
+  }
+  return s + (ga & 15);
+}
+
+// The paged form: copies bytes [o, o + len) of the concatenation of the pages (page_bytes each) into the 16-byte-
+// aligned slot s, byte i at s + i. A 16-byte block that lies inside one page at a 16-byte-aligned address goes by
+// cp.async; others (pages whose size or address is not a multiple of 16) byte by byte.
+__device__ __forceinline__ void stage_pages_async(uint8_t* s, const void* const* pages, uint64_t page_bytes, uint64_t o,
+                                                  uint32_t len) {
+  const uint32_t nb = (len + 15) / 16;
+  for (uint32_t i = threadIdx.x; i < nb; i += kThreads) {
+    const uint64_t b = o + 16ull * i;
+    const uint64_t pg = b / page_bytes, off = b - pg * page_bytes;
+    const uint8_t* p = (const uint8_t*)pages[pg] + off;
+    uint8_t* d = s + 16 * i;
+    const uint32_t want = len - 16 * i < 16 ? len - 16 * i : 16;
+    if (want == 16 && off + 16 <= page_bytes && ((uintptr_t)p & 15) == 0) {
+      __pipeline_memcpy_async(d, p, 16);
+    } else {
+      for (uint32_t j = 0; j < want; ++j) {
+        const uint64_t q = b + j, qp = q / page_bytes;
+        d[j] = ((const uint8_t*)pages[qp])[q - qp * page_bytes];
+      }
+    }
+  }
+}
+
+// Sum of a 64-bit value over the CTA (all threads call it, all get the sum). s_red: kThreads/32 words.
+__device__ __forceinline__ unsigned long long block_sum_u64(unsigned long long v, unsigned long long* s_red) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+  if ((threadIdx.x & 31u) == 0) s_red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  unsigned long long all = 0;
+#pragma unroll
+  for (int w = 0; w < kThreads / 32; ++w) all += s_red[w];
+  __syncthreads();
+  return all;
 }
 
 }  // namespace cuda

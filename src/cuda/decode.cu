@@ -259,14 +259,294 @@ __device__ void decode_chunk(const DecodeArgs& a, const Header& h, uint64_t c, c
   }
 }
 
+// ---- the pipelined decoder of chunk size 4096 (chunk_log2 = 12, the default) --------------------------------------
+// Chunks are dealt out statically (chunk blockIdx.x + j * grid). While chunk j is decoded from shared memory, the
+// rest fields and records of the next D - 1 chunks are on their way into a ring of D shared-memory slots (cp.async),
+// so every global load is issued well before it is needed and no chunk waits on a round trip. Index entries and
+// checksums are read 32 chunks at a time, a batch ahead, by warp 0. The checks are those of decode_chunk (every
+// check before any output of the chunk is written); the output is written once, from registers.
+constexpr uint32_t kFastLog2 = 12;
+constexpr uint32_t kFastValues = 1u << kFastLog2;
+constexpr uint32_t kFastGroups = kFastValues / 8;
+static_assert(kFastGroups == (uint32_t)kRoundGroups, "one round of the CTA is one chunk");
+constexpr uint32_t kRingBytes = 33024;  // 4 BF16 / FP16 slots, 2 FP32 slots, 6 FP8 slots
+constexpr int kMaxDepth = 6;
+constexpr int kBatch = 32;              // index entries read at a time
+
+// Dynamic shared memory of the decode kernel, used by both paths.
+constexpr uint32_t kSmemRing = 0;
+constexpr uint32_t kSmemExp = kSmemRing + kRingBytes;
+constexpr uint32_t kSmemOut = kSmemExp + kSegValues;
+constexpr uint32_t kSmemEnt = kSmemOut + kStageBytes;              // 2 batches x 32 chunks x 2 entries (u64)
+constexpr uint32_t kSmemCks = kSmemEnt + 2 * kBatch * 2 * 8;       // 2 batches x 32 checksums (u32)
+constexpr uint32_t kSmemHash = kSmemCks + 2 * kBatch * 4;          // xxh3_64_cta scratch
+constexpr size_t kDecodeSmem = kSmemHash + 8 * (size_t)xxh3::cta_scratch_words<kThreads>();
+
+struct SlotInfo {
+  uint64_t c;
+  uint32_t size, X, raw, cks, rest_at, rec_at;
+  uint32_t big;  // a coded record larger than the slot (more escapes than a valid encoder writes): decode_chunk
+  int32_t err;
+};
+
+__device__ __forceinline__ uint64_t ld_u64(const uint8_t* p) {
+  if (((uintptr_t)p & 7) == 0) return *reinterpret_cast<const unsigned long long*>(p);
+  return layout::load_u64(p);
+}
+__device__ __forceinline__ uint32_t ld_u32(const uint8_t* p) {
+  if (((uintptr_t)p & 3) == 0) return *reinterpret_cast<const uint32_t*>(p);
+  return layout::load_u32(p);
+}
+
+// Warp 0, lane i: the index entries (of chunks c - 1 and c) and the checksum of chunk c = blockIdx.x + j * grid for
+// j = 32 B + i.
+__device__ __forceinline__ void decode_load_batch(const DecodeArgs& a, const Header& h, uint64_t B,
+                                                  unsigned long long* e0, unsigned long long* e1, uint32_t* ck) {
+  const uint64_t c = blockIdx.x + (B * kBatch + (threadIdx.x & 31u)) * gridDim.x;
+  *e0 = *e1 = 0;
+  *ck = 0;
+  if (c < h.n_chunks) {
+    *e1 = ld_u64(a.src + h.index_off + 8 * c);
+    if (c > 0) *e0 = ld_u64(a.src + h.index_off + 8 * (c - 1));
+    if (h.flags & layout::kFlagChecksums) *ck = ld_u32(a.src + h.checksum_off + 4 * c);
+  }
+}
+__device__ __forceinline__ void decode_store_batch(uint8_t* smem, uint64_t B, unsigned long long e0,
+                                                   unsigned long long e1, uint32_t ck) {
+  unsigned long long* s_ent = reinterpret_cast<unsigned long long*>(smem + kSmemEnt);
+  uint32_t* s_cks = reinterpret_cast<uint32_t*>(smem + kSmemCks);
+  const unsigned i = (unsigned)(B & 1) * kBatch + (threadIdx.x & 31u);
+  s_ent[2 * i] = e0;
+  s_ent[2 * i + 1] = e1;
+  s_cks[i] = ck;
+}
+
+template <int DT>
+struct FastSlot {
+  static constexpr uint32_t kRestCap = (kFastGroups * Traits<DT>::R + 32 + 15) & ~15u;
+  static constexpr uint32_t kRecCap = (kFastGroups * Traits<DT>::E + 32 + 15) & ~15u;
+  static constexpr uint32_t kBytes = kRestCap + kRecCap;
+  static constexpr int kDepth = (int)(kRingBytes / kBytes) < kMaxDepth ? (int)(kRingBytes / kBytes) : kMaxDepth;
+  static_assert(kDepth >= 2, "at least one chunk in flight");
+};
+
+// Checks the index entries of chunk c = blockIdx.x + j * grid (§4.3, and the record size of §4.5 / §4.7), records
+// what the decode step needs in s_slot[j % D], and copies the chunk's rest fields and record into slot j % D. All
+// threads call it; it always commits a group (an empty one past the last chunk).
+template <int DT>
+__device__ __forceinline__ void decode_issue(const DecodeArgs& a, const Header& h, uint8_t* smem, SlotInfo* s_slot,
+                                             uint64_t j) {
+  using T = Traits<DT>;
+  using S = FastSlot<DT>;
+  const uint64_t c = blockIdx.x + j * gridDim.x;
+  if (c < h.n_chunks) {
+    const unsigned long long* s_ent = reinterpret_cast<const unsigned long long*>(smem + kSmemEnt);
+    const uint32_t* s_cks = reinterpret_cast<const uint32_t*>(smem + kSmemCks);
+    const unsigned i = (unsigned)((j / kBatch) & 1) * kBatch + (unsigned)(j % kBatch);
+    const uint64_t e1 = s_ent[2 * i + 1];
+    const uint64_t mode = e1 >> layout::kIndexModeShift, end = e1 & layout::kIndexEndMask;
+    const uint64_t begin = c ? (s_ent[2 * i] & layout::kIndexEndMask) : 0;
+    const uint64_t first = c * kFastValues;
+    const uint32_t L = (uint32_t)(h.n - first < kFastValues ? h.n - first : kFastValues);
+    const uint32_t Gn = (L + 7) / 8, G = Gn * h.k;
+    int32_t err = SZ_OK;
+    uint32_t X = 0, size = 0;
+    if (mode > layout::kModeRaw || end < begin || end > h.exp_size || (c == h.n_chunks - 1 && end != h.exp_size)) {
+      err = SZ_ERROR_CORRUPT;
+    } else {
+      const uint64_t sz = end - begin;
+      if (mode == layout::kModeRaw) {
+        if (sz != (uint64_t)Gn * T::E) err = SZ_ERROR_CORRUPT;
+      } else if (sz < G || (sz - G) % 3 != 0 || (sz - G) / 3 > L) {
+        err = SZ_ERROR_CORRUPT;
+      } else {
+        X = (uint32_t)((sz - G) / 3);
+      }
+      size = (uint32_t)sz;
+    }
+    uint8_t* slot = smem + kSmemRing + (j % S::kDepth) * S::kBytes;
+    const uint8_t* rest_g = a.src + h.rest_off + first / 8 * T::R;
+    const uint8_t* rec_g = a.src + h.exp_off + begin;
+    const bool big = err == SZ_OK && size + 32 > S::kRecCap;
+    stage_async(slot, rest_g, Gn * T::R, a.src, a.src + a.src_size);
+    if (err == SZ_OK && !big) stage_async(slot + S::kRestCap, rec_g, size, a.src, a.src + a.src_size);
+    if (threadIdx.x == 0) {
+      SlotInfo& si = s_slot[j % S::kDepth];
+      si.c = c;
+      si.size = size;
+      si.X = X;
+      si.raw = mode == layout::kModeRaw;
+      si.cks = s_cks[i];
+      si.rest_at = (uint32_t)((uintptr_t)rest_g & 15u);
+      si.rec_at = S::kRestCap + (uint32_t)((uintptr_t)rec_g & 15u);
+      si.big = big;
+      si.err = err;
+    }
+  }
+  __pipeline_commit();
+}
+
+template <int DT, bool PAGED>
+__device__ __noinline__ void decode_fast(const DecodeArgs& a, const Header& h, const uint8_t* s_in_codebook,
+                                         uint8_t* smem, SlotInfo* s_slot, ChunkShared* s_chunk) {
+  using T = Traits<DT>;
+  constexpr int WB = T::W / 8;
+  constexpr uint32_t kSlot = FastSlot<DT>::kBytes;
+  constexpr int D = FastSlot<DT>::kDepth;
+  uint8_t* const ring = smem + kSmemRing;
+  uint8_t* const s_exp = smem + kSmemExp;
+  uint8_t* const s_out = smem + kSmemOut;
+  uint64_t* const hscratch = reinterpret_cast<uint64_t*>(smem + kSmemHash);
+
+  const unsigned tid = threadIdx.x, warp = tid >> 5;
+  const uint64_t grid = gridDim.x;
+  const bool checksums = (h.flags & layout::kFlagChecksums) != 0;
+  const uint32_t k = h.k, code_mask = (1u << k) - 1u;
+  const Values<T::W, PAGED> out{a.dst, a.pages, a.page_values, a.page_values * (uint64_t)WB};
+
+  if (warp == 0) {
+    unsigned long long e0, e1;
+    uint32_t ck;
+    decode_load_batch(a, h, 0, &e0, &e1, &ck);
+    decode_store_batch(smem, 0, e0, e1, ck);
+    decode_load_batch(a, h, 1, &e0, &e1, &ck);
+    decode_store_batch(smem, 1, e0, e1, ck);
+  }
+  __syncthreads();
+  for (int d = 0; d + 1 < D; ++d) decode_issue<DT>(a, h, smem, s_slot, (uint64_t)d);
+
+  for (uint64_t j = 0;; ++j) {
+    const uint64_t c = blockIdx.x + j * grid;
+    if (c >= h.n_chunks) break;
+    __pipeline_wait_prior(D - 2);
+    __syncthreads();  // chunk j is in its slot; slot (j - 1) % D and the scratch of chunk j - 1 are free
+    const uint64_t jn = j + D - 1;
+    const bool refill = warp == 0 && jn % kBatch == 0 && jn >= kBatch;
+    unsigned long long ne0 = 0, ne1 = 0;
+    uint32_t nck = 0;
+    if (refill) decode_load_batch(a, h, jn / kBatch + 1, &ne0, &ne1, &nck);
+    decode_issue<DT>(a, h, smem, s_slot, jn);
+
+    const SlotInfo info = s_slot[j % D];
+    if (info.err != SZ_OK) {
+      if (tid == 0) report(a.status, (sz_status)info.err);
+    } else if (info.big) {
+      decode_chunk<DT, PAGED>(a, h, c, s_in_codebook, s_exp, s_out, s_chunk);
+    } else {
+      const uint8_t* slot = ring + (j % D) * kSlot;
+      const uint8_t* rs = slot + info.rest_at;
+      const uint8_t* rc = slot + info.rec_at;
+      const uint64_t first = c * kFastValues;
+      const uint32_t L = (uint32_t)(h.n - first < kFastValues ? h.n - first : kFastValues);
+      const uint32_t Gn = (L + 7) / 8, G = Gn * k, X = info.X;
+      const bool raw = info.raw != 0;
+      bool bad = false;
+      // Exponent fields of every group into s_exp, with the checks of §3 / §4.5 / §4.7.
+#pragma unroll
+      for (int q = 0; q < kGroupsPerThread; ++q) {
+        const uint32_t gl = q * kThreads + tid;
+        if (gl >= Gn) continue;
+        const uint32_t v = L - 8 * gl < 8 ? L - 8 * gl : 8;
+        uint32_t ex[8];
+        if (raw) {
+          unpack8<T::E>(load_packed<T::E>(rc + gl * T::E), ex);
+#pragma unroll
+          for (int jj = 0; jj < 8; ++jj)
+            if ((unsigned)jj >= v && ex[jj] != 0) bad = true;
+        } else {
+          uint32_t cw = 0;
+          for (uint32_t b = 0; b < k; ++b) cw |= (uint32_t)rc[gl * k + b] << (8 * b);
+#pragma unroll
+          for (int jj = 0; jj < 8; ++jj) {
+            const uint32_t code = (cw >> (jj * k)) & code_mask;
+            if ((unsigned)jj < v) {
+              if (code >= h.count) bad = true;
+              ex[jj] = h.codebook[code & 15u];
+            } else {
+              if (code != 0) bad = true;
+              ex[jj] = 0;
+            }
+          }
+        }
+        if (v < 8) {  // padding rest fields must be zero (§3)
+          uint32_t r[8];
+          unpack8<T::R>(load_packed<T::R>(rs + gl * T::R), r);
+          for (unsigned jj = v; jj < 8; ++jj)
+            if (r[jj] != 0) bad = true;
+        }
+        *reinterpret_cast<uint2*>(s_exp + gl * 8) =
+            make_uint2(ex[0] | (ex[1] << 8) | (ex[2] << 16) | (ex[3] << 24),
+                       ex[4] | (ex[5] << 8) | (ex[6] << 16) | (ex[7] << 24));
+      }
+      const uint8_t* pos_list = rc + G;
+      const uint8_t* exp_list = rc + G + 2 * X;
+      if (!raw) {
+        for (uint32_t i = tid; i < X; i += kThreads) {
+          const uint32_t p = layout::load_u16(pos_list + 2 * i);
+          const uint32_t e = exp_list[i];
+          if (p >= L || (i > 0 && layout::load_u16(pos_list + 2 * (i - 1)) >= p)) bad = true;
+          if (e >= (1u << T::E) || s_in_codebook[e]) bad = true;
+          if (!bad) {
+            const uint32_t bit = p * k;
+            uint32_t w = rc[bit >> 3];
+            if ((bit & 7) + k > 8) w |= (uint32_t)rc[(bit >> 3) + 1] << 8;
+            if (((w >> (bit & 7)) & code_mask) != 0) bad = true;
+          }
+        }
+      }
+      if (__syncthreads_or(bad)) {
+        if (tid == 0) report(a.status, SZ_ERROR_CORRUPT);
+      } else {
+        if (!raw && X > 0) {
+          for (uint32_t i = tid; i < X; i += kThreads) s_exp[layout::load_u16(pos_list + 2 * i)] = exp_list[i];
+          __syncthreads();
+        }
+#pragma unroll
+        for (int q = 0; q < kGroupsPerThread; ++q) {
+          const uint32_t gl = q * kThreads + tid;
+          if (gl >= Gn) continue;
+          const uint32_t v = L - 8 * gl < 8 ? L - 8 * gl : 8;
+          const uint2 ew = *reinterpret_cast<const uint2*>(s_exp + gl * 8);
+          uint32_t r[8], x[8];
+          unpack8<T::R>(load_packed<T::R>(rs + gl * T::R), r);
+#pragma unroll
+          for (int jj = 0; jj < 8; ++jj) {
+            const uint32_t e = ((jj < 4 ? ew.x : ew.y) >> (8 * (jj & 3))) & 0xFFu;
+            x[jj] = join<DT>(e, r[jj]);
+          }
+          out.store_group(first / 8 + gl, v, x);
+          if (checksums) {
+            if (v == 8) {
+              store_group_at<T::W, false>(s_out + gl * T::W, 8, x);
+            } else {
+              for (unsigned jj = 0; jj < v; ++jj)
+                for (int b = 0; b < WB; ++b) s_out[gl * T::W + jj * WB + b] = (uint8_t)(x[jj] >> (8 * b));
+            }
+          }
+        }
+        if (checksums) {
+          __syncthreads();
+          const uint32_t hv = cta_hash(s_out, L * WB, hscratch);
+          if (tid == 0 && hv != info.cks) report(a.status, SZ_ERROR_CHECKSUM);
+        }
+      }
+    }
+    if (refill) decode_store_batch(smem, jn / kBatch + 1, ne0, ne1, nck);
+  }
+  __pipeline_wait_prior(0);  // no copy may still land in shared memory when the CTA leaves
+  __syncthreads();
+}
+
 template <bool PAGED>
-__global__ void __launch_bounds__(kThreads, 4) decode_kernel(const __grid_constant__ DecodeArgs a) {
+__global__ void __launch_bounds__(kThreads, 3) decode_kernel(const __grid_constant__ DecodeArgs a) {
+  extern __shared__ __align__(16) uint8_t smem[];
   __shared__ Header s_h;
   __shared__ int32_t s_err;
-  __shared__ __align__(16) uint8_t s_exp[kSegValues];
   __shared__ uint8_t s_in_codebook[256];
   __shared__ ChunkShared s_chunk;
-  __shared__ __align__(16) uint8_t s_stage[kStageBytes];
+  __shared__ SlotInfo s_slot[kMaxDepth];
+  uint8_t* const s_exp = smem + kSmemExp;
+  uint8_t* const s_stage = smem + kSmemOut;
 
   if (threadIdx.x == 0) {
     sz_status st = parse_header(a.src, a.src_size, &s_h);
@@ -293,6 +573,16 @@ __global__ void __launch_bounds__(kThreads, 4) decode_kernel(const __grid_consta
   }
   __syncthreads();
   const Header& h = s_h;
+  if (h.chunk_log2 == kFastLog2 && !a.general) {
+    switch (h.dtype) {
+      case 1: decode_fast<1, PAGED>(a, h, s_in_codebook, smem, s_slot, &s_chunk); break;
+      case 2: decode_fast<2, PAGED>(a, h, s_in_codebook, smem, s_slot, &s_chunk); break;
+      case 3: decode_fast<3, PAGED>(a, h, s_in_codebook, smem, s_slot, &s_chunk); break;
+      case 4: decode_fast<4, PAGED>(a, h, s_in_codebook, smem, s_slot, &s_chunk); break;
+      default: decode_fast<5, PAGED>(a, h, s_in_codebook, smem, s_slot, &s_chunk); break;
+    }
+    return;
+  }
   for (uint64_t c = blockIdx.x; c < h.n_chunks; c += gridDim.x) {
     switch (h.dtype) {
       case 1: decode_chunk<1, PAGED>(a, h, c, s_in_codebook, s_exp, s_stage, &s_chunk); break;
@@ -321,7 +611,12 @@ sz_status launch_typed(const DecodeArgs& a, cudaStream_t stream) {
   int dev = 0, sms = 0, per_sm = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return SZ_ERROR_CUDA;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return SZ_ERROR_CUDA;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_kernel<PAGED>, kThreads, 0) != cudaSuccess)
+  static_assert(kDecodeSmem > 48 * 1024, "the attribute below is needed");
+  if (cudaFuncSetAttribute(decode_kernel<PAGED>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kDecodeSmem) !=
+      cudaSuccess)
+    return SZ_ERROR_CUDA;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_kernel<PAGED>, kThreads, kDecodeSmem) !=
+      cudaSuccess)
     return SZ_ERROR_CUDA;
   if (per_sm < 1) per_sm = 1;
   // The chunk count is in the frame, which the host does not read; the bound below keeps small frames from
@@ -330,7 +625,7 @@ sz_status launch_typed(const DecodeArgs& a, cudaStream_t stream) {
   const uint64_t most_chunks = a.src_size / 96 + 1;
   if (grid > most_chunks) grid = most_chunks;
   if (cudaMemsetAsync(a.status, 0, sizeof(int32_t), stream) != cudaSuccess) return SZ_ERROR_CUDA;
-  decode_kernel<PAGED><<<(unsigned)grid, kThreads, 0, stream>>>(a);
+  decode_kernel<PAGED><<<(unsigned)grid, kThreads, kDecodeSmem, stream>>>(a);
   if (cudaGetLastError() != cudaSuccess) return SZ_ERROR_CUDA;
   if (a.dst_size) {
     decode_size_kernel<<<1, 32, 0, stream>>>(a);

@@ -254,10 +254,240 @@ __global__ void __launch_bounds__(kThreads, 4) encode_kernel(const __grid_consta
   }
 }
 
-template <int DT, bool PAGED>
-sz_status launch_typed(const EncodeArgs& a, cudaStream_t stream) {
-  auto kernel = encode_kernel<DT, PAGED>;
-  const size_t smem = ((a.raw_rec_max + 15) & ~15u) + ((a.esc_cap_max + 15) & ~15u) + a.stage_bytes;
+// ---- the pipelined encoder of chunk size 4096 (chunk_log2 = 12, the default) --------------------------------------
+// Tiles of kTile chunks (16 KiB of input for every dtype) are dealt out statically, tile t = blockIdx.x + j * grid,
+// and the kernel is launched cooperatively so every CTA is resident and a look-back never waits on a CTA that has
+// not started. The input of tile j + 1 is copied into shared memory (cp.async) while tile j is encoded from shared
+// memory, so the loads of the next tile are always in flight; the look-back runs over kThreads predecessors at a
+// time (one state word per thread), so even when all CTAs publish at the same moment it ends within two round trips.
+// Per tile: encode each chunk from shared memory (rest fields straight to the rest section; codes, positions and
+// escape exponents into the chunk's record in shared memory; raw exponents re-read from shared memory when the chunk
+// falls back), publish the tile's size, hash the chunks (whole CTA), look back, publish the inclusive prefix, and
+// copy the records out. The bytes written are the same as the general kernel's (and the CPU reference's).
+constexpr uint32_t kFastLog2 = 12;
+constexpr uint32_t kFastValues = 1u << kFastLog2;
+constexpr uint32_t kFastGroups = kFastValues / 8;
+static_assert(kFastGroups == (uint32_t)kRoundGroups, "one round of the CTA is one chunk");
+
+template <int W>
+constexpr int fast_tile_chunks() { return W == 32 ? 1 : (W == 16 ? 2 : 4); }
+template <int W>
+constexpr uint32_t fast_stage_bytes() { return fast_tile_chunks<W>() * kFastValues * (W / 8) + 32; }
+template <int DT>
+constexpr uint32_t fast_record_bytes() { return kFastGroups * Traits<DT>::E; }
+template <int DT, int kDepth>
+constexpr size_t fast_smem_bytes() {
+  return (size_t)kDepth * fast_stage_bytes<Traits<DT>::W>() +
+         (size_t)fast_tile_chunks<Traits<DT>::W>() * fast_record_bytes<DT>() + 8 * xxh3::cta_scratch_words<kThreads>();
+}
+
+// Exclusive prefix of tile t's size over tiles 0..t-1 (t >= 1): every thread reads one predecessor's state word,
+// spinning until it is published; the nearest inclusive word ends the walk. All threads call it and get the prefix.
+__device__ __forceinline__ unsigned long long cta_look_back(volatile unsigned long long* state, uint64_t t,
+                                                            uint32_t* s_ball, unsigned long long* s_red) {
+  const unsigned tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+  unsigned long long prefix = 0;
+  long long end = (long long)t - 1;
+  for (;;) {
+    const long long idx = end - (long long)tid;
+    unsigned long long w = kFlagInclusive;  // before tile 0: an inclusive prefix of 0
+    if (idx >= 0) {
+      do {
+        w = state[idx];
+      } while ((w >> 62) == 0);
+    }
+    const unsigned ball = __ballot_sync(0xFFFFFFFFu, (w >> 62) == 2);
+    if (lane == 0) s_ball[warp] = ball;
+    __syncthreads();
+    unsigned stop = kThreads;
+    for (int i = 0; i < kThreads / 32; ++i) {
+      const unsigned b = s_ball[i];
+      if (b) {
+        stop = 32 * i + (unsigned)(__ffs(b) - 1);
+        break;
+      }
+    }
+    prefix += block_sum_u64(tid <= stop ? (w & kValueMask) : 0ull, s_red);
+    if (stop < (unsigned)kThreads) return prefix;
+    end -= kThreads;
+  }
+}
+
+// Copies the input of tile blockIdx.x + j * grid into slot j % kDepth of the ring; always commits a group (an empty
+// one past the last tile), so that the group count stays in step with j.
+template <int DT, bool PAGED, int kDepth>
+__device__ __forceinline__ void encode_issue(const EncodeArgs& a, uint8_t* ring, uint64_t j, uint64_t n_tiles) {
+  constexpr int WB = Traits<DT>::W / 8;
+  constexpr uint32_t kTileBytes = fast_tile_chunks<Traits<DT>::W>() * kFastValues * WB;
+  const uint64_t t = blockIdx.x + j * gridDim.x;
+  if (t < n_tiles) {
+    uint8_t* slot = ring + (j % kDepth) * fast_stage_bytes<Traits<DT>::W>();
+    const uint64_t o = t * kTileBytes, all = a.n * WB;
+    const uint32_t len = (uint32_t)(all - o < kTileBytes ? all - o : kTileBytes);
+    if constexpr (PAGED) {
+      stage_pages_async(slot, a.pages, a.page_values * WB, o, len);
+    } else {
+      stage_async(slot, a.src + o, len, a.src, a.src + all);
+    }
+  }
+  __pipeline_commit();
+}
+
+template <int DT, bool PAGED, int kDepth>
+__global__ void __launch_bounds__(kThreads, 4) encode_fast_kernel(const __grid_constant__ EncodeArgs a) {
+  using T = Traits<DT>;
+  constexpr int WB = T::W / 8;
+  constexpr int kTile = fast_tile_chunks<T::W>();
+  constexpr uint32_t kStage = fast_stage_bytes<T::W>();
+  constexpr uint32_t kRec = fast_record_bytes<DT>();
+  extern __shared__ __align__(16) uint8_t smem[];
+  uint8_t* const ring = smem;
+  uint8_t* const recs = smem + kDepth * kStage;
+  uint64_t* const hscratch = reinterpret_cast<uint64_t*>(recs + kTile * kRec);
+  __shared__ uint8_t s_table[256];
+  __shared__ uint32_t s_warp[kThreads / 32];
+  __shared__ unsigned long long s_red[kThreads / 32];
+  __shared__ uint32_t s_size[kTile], s_raw[kTile], s_hash[kTile];
+
+  const unsigned tid = threadIdx.x;
+  for (unsigned i = tid; i < 256; i += kThreads) s_table[i] = a.table[i];
+  const uint32_t k = a.code_bits;
+  const bool checksums = (a.flags & layout::kFlagChecksums) != 0;
+  volatile unsigned long long* state = a.tile_state + 1;
+  const uint64_t n_tiles = (a.n_chunks + kTile - 1) / kTile;
+  const uint64_t grid = gridDim.x;
+  const uint32_t shift = PAGED ? 0u : (uint32_t)((uintptr_t)a.src & 15u);
+
+  for (int d = 0; d + 1 < kDepth; ++d) encode_issue<DT, PAGED, kDepth>(a, ring, (uint64_t)d, n_tiles);
+  for (uint64_t j = 0;; ++j) {
+    const uint64_t t = blockIdx.x + j * grid;
+    if (t >= n_tiles) break;
+    __pipeline_wait_prior(kDepth - 2);
+    __syncthreads();  // tile j is in shared memory; the slot and records of tile j - 1 are free
+    encode_issue<DT, PAGED, kDepth>(a, ring, j + kDepth - 1, n_tiles);
+    const uint8_t* in = ring + (j % kDepth) * kStage + shift;
+    const uint64_t c0 = t * kTile;
+    const int nci = (int)(a.n_chunks - c0 < (uint64_t)kTile ? a.n_chunks - c0 : (uint64_t)kTile);
+
+    // ---- encode the chunks of the tile from shared memory ----
+#pragma unroll 1
+    for (int ci = 0; ci < nci; ++ci) {
+      const uint64_t first = (c0 + ci) * kFastValues;
+      const uint32_t L = (uint32_t)(a.n - first < kFastValues ? a.n - first : kFastValues);
+      const uint32_t Gn = (L + 7) / 8, G = Gn * k;
+      const uint8_t* cin = in + (size_t)ci * kFastValues * WB;
+      uint8_t* rec = recs + ci * kRec;
+      uint8_t* rest_out = a.dst + a.rest_off + (first / 8) * T::R;
+      uint32_t esc[kGroupsPerThread];
+#pragma unroll
+      for (int q = 0; q < kGroupsPerThread; ++q) {
+        const uint32_t gl = q * kThreads + tid;
+        esc[q] = 0;
+        if (gl >= Gn) continue;
+        const uint32_t v = L - 8 * gl < 8 ? L - 8 * gl : 8;
+        uint32_t x[8], r[8], codes = 0;
+        load_group_at<T::W, false>(cin + gl * T::W, v, x);
+#pragma unroll
+        for (int jj = 0; jj < 8; ++jj) {
+          const bool real = (unsigned)jj < v;
+          r[jj] = rest_of<DT>(x[jj]);  // padding values read as 0
+          const uint32_t tc = s_table[exp_of<DT>(x[jj])];
+          const bool is_esc = real && tc == 0xFFu;
+          esc[q] |= (uint32_t)is_esc << jj;
+          codes |= ((real && !is_esc) ? tc : 0u) << (jj * k);
+        }
+        for (uint32_t b = 0; b < k; ++b) rec[gl * k + b] = (uint8_t)(codes >> (8 * b));
+        store_packed<T::R>(rest_out + (uint64_t)gl * T::R, pack8<T::R>(r));
+      }
+      uint32_t total;
+      const uint32_t excl = block_exclusive_scan((uint32_t)__popc(esc[0]) | ((uint32_t)__popc(esc[1]) << 16), s_warp,
+                                                 &total);
+      const uint32_t X = (total & 0xFFFFu) + (total >> 16);
+      const uint32_t raw_size = Gn * T::E, coded_size = G + 3 * X;
+      const bool raw = coded_size > raw_size;
+      if (!raw) {
+#pragma unroll
+        for (int q = 0; q < kGroupsPerThread; ++q) {
+          uint32_t idx = ((excl >> (16 * q)) & 0xFFFFu) + (q ? (total & 0xFFFFu) : 0u);
+          const uint32_t gl = q * kThreads + tid;
+          uint32_t m = esc[q];
+          while (m) {
+            const int jj = __ffs(m) - 1;
+            m &= m - 1;
+            const uint32_t pos = gl * 8 + jj;
+            uint32_t val = 0;
+            for (int b = 0; b < WB; ++b) val |= (uint32_t)cin[pos * WB + b] << (8 * b);
+            rec[G + 2 * idx] = (uint8_t)pos;
+            rec[G + 2 * idx + 1] = (uint8_t)(pos >> 8);
+            rec[G + 2 * X + idx] = (uint8_t)exp_of<DT>(val);
+            ++idx;
+          }
+        }
+      } else {
+#pragma unroll
+        for (int q = 0; q < kGroupsPerThread; ++q) {
+          const uint32_t gl = q * kThreads + tid;
+          if (gl >= Gn) continue;
+          const uint32_t v = L - 8 * gl < 8 ? L - 8 * gl : 8;
+          uint32_t x[8], e[8];
+          load_group_at<T::W, false>(cin + gl * T::W, v, x);
+#pragma unroll
+          for (int jj = 0; jj < 8; ++jj) e[jj] = exp_of<DT>(x[jj]);  // padding values read as 0
+          const Packed<T::E> p = pack8<T::E>(e);
+#pragma unroll
+          for (int b = 0; b < T::E; ++b) rec[gl * T::E + b] = packed_byte<T::E>(p, b);
+        }
+      }
+      if (tid == 0) {
+        s_size[ci] = raw ? raw_size : coded_size;
+        s_raw[ci] = raw;
+      }
+    }
+    __syncthreads();  // records and sizes complete
+
+    // ---- publish, hash, look back ----
+    uint32_t tile_size = 0;
+    for (int ci = 0; ci < nci; ++ci) tile_size += s_size[ci];
+    if (tid == 0) state[t] = (t == 0 ? kFlagInclusive : kFlagAggregate) | tile_size;
+    if (checksums) {
+  #pragma unroll 1
+    for (int ci = 0; ci < nci; ++ci) {
+        const uint64_t first = (c0 + ci) * kFastValues;
+        const uint32_t L = (uint32_t)(a.n - first < kFastValues ? a.n - first : kFastValues);
+        const uint32_t h = cta_hash(in + (size_t)ci * kFastValues * WB, L * WB, hscratch);
+        if (tid == 0) s_hash[ci] = h;
+      }
+    }
+    unsigned long long prefix = 0;
+    if (t > 0) {
+      prefix = cta_look_back(state, t, s_warp, s_red);
+      if (tid == 0) state[t] = kFlagInclusive | (prefix + tile_size);
+    }
+
+    // ---- records, index entries, checksums, header ----
+#pragma unroll 1
+    for (int ci = 0; ci < nci; ++ci) {
+      const uint64_t c = c0 + ci;
+      const uint32_t size = s_size[ci];
+      copy_out(a.dst + a.exp_off + prefix, recs + ci * kRec, size);
+      if (tid == 0) {
+        const uint64_t entry = (prefix + size) | ((uint64_t)(s_raw[ci] ? layout::kModeRaw : layout::kModeCoded)
+                                                  << layout::kIndexModeShift);
+        layout::store_u64(a.dst + a.index_off + 8 * c, entry);
+        if (checksums) layout::store_u32(a.dst + a.checksum_off + 4 * c, s_hash[ci]);
+        if (c == a.n_chunks - 1) {
+          write_header(a, prefix + size);
+          *a.frame_size = a.exp_off + prefix + size;
+        }
+      }
+      prefix += size;
+    }
+  }
+  __pipeline_wait_prior(0);  // no copy may still land in shared memory when the CTA exits
+}
+
+template <class Kernel>
+sz_status grid_for(Kernel kernel, size_t smem, uint64_t work, uint64_t* grid) {
   if (smem > 48 * 1024) {
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
       return SZ_ERROR_CUDA;
@@ -268,8 +498,53 @@ sz_status launch_typed(const EncodeArgs& a, cudaStream_t stream) {
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem) != cudaSuccess)
     return SZ_ERROR_CUDA;
   if (per_sm < 1) per_sm = 1;
-  uint64_t grid = (uint64_t)sms * (uint64_t)per_sm;
-  if (grid > a.n_chunks) grid = a.n_chunks;
+  *grid = (uint64_t)sms * (uint64_t)per_sm;
+  if (*grid > work) *grid = work;
+  return SZ_OK;
+}
+
+// The fast kernel, launched cooperatively (all CTAs resident: its static tile order needs it). Returns
+// SZ_ERROR_NOT_SUPPORTED, with nothing enqueued, where a cooperative launch is refused; the caller falls back.
+template <int DT, bool PAGED, int kDepth>
+sz_status launch_fast(const EncodeArgs& a, cudaStream_t stream) {
+  auto kernel = encode_fast_kernel<DT, PAGED, kDepth>;
+  const size_t smem = fast_smem_bytes<DT, kDepth>();
+  const uint64_t tiles = (a.n_chunks + fast_tile_chunks<Traits<DT>::W>() - 1) / fast_tile_chunks<Traits<DT>::W>();
+  uint64_t grid = 0;
+  if (grid_for(kernel, smem, tiles, &grid) != SZ_OK) {
+    (void)cudaGetLastError();
+    return SZ_ERROR_NOT_SUPPORTED;
+  }
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)grid);
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  if (cudaMemsetAsync(a.tile_state, 0, 8 * (tiles + 1), stream) != cudaSuccess) return SZ_ERROR_CUDA;
+  if (cudaLaunchKernelEx(&cfg, kernel, a) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return SZ_ERROR_NOT_SUPPORTED;
+  }
+  return SZ_OK;
+}
+
+template <int DT, bool PAGED>
+sz_status launch_typed(const EncodeArgs& a, cudaStream_t stream) {
+  if (a.chunk_log2 == kFastLog2 && !tune_force_general()) {
+    const sz_status s = (!PAGED && tune_encode_depth() == 3) ? launch_fast<DT, PAGED, 3>(a, stream)
+                                                      : launch_fast<DT, PAGED, 2>(a, stream);
+    if (s != SZ_ERROR_NOT_SUPPORTED) return s;
+  }
+  auto kernel = encode_kernel<DT, PAGED>;
+  const size_t smem = ((a.raw_rec_max + 15) & ~15u) + ((a.esc_cap_max + 15) & ~15u) + a.stage_bytes;
+  uint64_t grid = 0;
+  const sz_status s = grid_for(kernel, smem, a.n_chunks, &grid);
+  if (s != SZ_OK) return s;
   if (cudaMemsetAsync(a.tile_state, 0, 8 * (a.n_chunks + 1), stream) != cudaSuccess) return SZ_ERROR_CUDA;
   kernel<<<(unsigned)grid, kThreads, smem, stream>>>(a);
   return cudaGetLastError() == cudaSuccess ? SZ_OK : SZ_ERROR_CUDA;

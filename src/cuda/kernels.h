@@ -4,6 +4,8 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "splitzip/splitzip.h"
 
@@ -38,6 +40,24 @@ inline size_t encode_workspace_bytes(uint64_t n_chunks) { return (size_t)(8 * (n
 
 sz_status launch_encode(const EncodeArgs& a, cudaStream_t stream);
 
+// Tuning knobs for experiments, read once from the environment (never part of the format):
+//   SPLITZIP_CUDA_KERNEL=general  the general kernels for every chunk size (the chunk-size-4096 fast kernels are off)
+//   SPLITZIP_CUDA_DEPTH=3         the contiguous fast encoder stages two tiles ahead instead of one
+inline bool tune_force_general() {
+  static const bool v = [] {
+    const char* e = getenv("SPLITZIP_CUDA_KERNEL");
+    return e && strcmp(e, "general") == 0;
+  }();
+  return v;
+}
+inline int tune_encode_depth() {
+  static const int v = [] {
+    const char* e = getenv("SPLITZIP_CUDA_DEPTH");
+    return e && strcmp(e, "3") == 0 ? 3 : 2;
+  }();
+  return v;
+}
+
 struct DecodeArgs {
   const uint8_t* src;
   size_t src_size;
@@ -48,6 +68,7 @@ struct DecodeArgs {
   uint64_t page_values;
   int32_t* status;
   uint64_t* dst_size;        // may be nullptr
+  bool general;              // tune_force_general(): skip the fast path
 };
 
 sz_status launch_decode(const DecodeArgs& a, cudaStream_t stream);

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "splitzip/splitzip.h"
+#include "cuda/xxh3.cuh"
+#include "layout.h"
 #include "splitzip/splitzip_cuda.h"
 #include "test_util.h"
 
@@ -351,15 +353,17 @@ void check_corrupt_like_reference(const std::vector<uint8_t>& frame, size_t out_
 
 TEST(CudaCodec, CorruptFramesRejectedLikeReference) {
   SZ_SKIP_WITHOUT_GPU();
+  // Chunks of 256 (the general kernel) and 4096 (the pipelined one), 4 chunks with a short last one.
+  for (unsigned chunk_log2 : {8u, 12u})
   for (sz_dtype dtype : {SZ_DTYPE_BF16, SZ_DTYPE_FP16, SZ_DTYPE_FP8_E4M3}) {
     for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
       const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
-      const size_t n = 777;  // 4 chunks of 256 with a short last one
+      const size_t n = 3 * ((size_t)1 << chunk_log2) + 9;
       unsigned center = 0;
       const std::vector<uint8_t> data = test_values(dtype, n, 9 + dtype, &center);
       const sz_codebook cb = sztest::centered_codebook(dtype, 2, 4, center);
       sz_params p = sz_params_default();
-      p.chunk_log2 = 8;
+      p.chunk_log2 = chunk_log2;
       p.flags = flags;
       const std::vector<uint8_t> frame = cpu_compress(data, n, dtype, cb, p);
       const size_t out_bytes = n * (f.W / 8);
@@ -377,9 +381,10 @@ TEST(CudaCodec, CorruptFramesRejectedLikeReference) {
       }
       // Every single-bit flip of the first 64 + index bytes, and a sample elsewhere.
       Rng rng(flags + dtype);
+      const unsigned sample = chunk_log2 == 8 ? 8 : 64;
       for (size_t byte = 0; byte < frame.size(); ++byte) {
         const bool dense = byte < 64 + 8 * 4 + 4 * 4;
-        if (!dense && rng.below(8) != 0) continue;
+        if (!dense && rng.below(sample) != 0) continue;
         std::vector<uint8_t> t = frame;
         t[byte] ^= (uint8_t)(1u << rng.below(8));
         check_corrupt_like_reference(t, out_bytes, ("flip at byte " + std::to_string(byte)).c_str());
@@ -401,21 +406,135 @@ TEST(CudaCodec, CorruptFramesRejectedLikeReference) {
 
 TEST(CudaCodec, RandomGarbageNeverCrashes) {
   SZ_SKIP_WITHOUT_GPU();
-  // Valid header, random body: exercises the index / record checks with arbitrary values.
-  const size_t n = 5000;
-  unsigned center = 0;
-  const std::vector<uint8_t> data = test_values(SZ_DTYPE_BF16, n, 5, &center);
-  sz_params p = sz_params_default();
-  p.chunk_log2 = 8;
-  p.flags = 0;
-  const sz_codebook cb = sztest::centered_codebook(SZ_DTYPE_BF16, 4, 16, center);
-  const std::vector<uint8_t> frame = cpu_compress(data, n, SZ_DTYPE_BF16, cb, p);
-  Rng rng(1234);
-  for (int iter = 0; iter < 200; ++iter) {
-    std::vector<uint8_t> t = frame;
-    const int flips = 1 + (int)rng.below(20);
-    for (int i = 0; i < flips; ++i) t[64 + rng.below(t.size() - 64)] = (uint8_t)rng.next();
-    check_corrupt_like_reference(t, n * 2, "random bytes");
+  // Valid header, random body: exercises the index / record checks with arbitrary values, for both kernels.
+  for (unsigned chunk_log2 : {8u, 12u}) {
+    const size_t n = chunk_log2 == 8 ? 5000 : 5 * 4096 + 100;
+    unsigned center = 0;
+    const std::vector<uint8_t> data = test_values(SZ_DTYPE_BF16, n, 5, &center);
+    sz_params p = sz_params_default();
+    p.chunk_log2 = chunk_log2;
+    p.flags = 0;
+    const sz_codebook cb = sztest::centered_codebook(SZ_DTYPE_BF16, 4, 16, center);
+    const std::vector<uint8_t> frame = cpu_compress(data, n, SZ_DTYPE_BF16, cb, p);
+    Rng rng(1234 + chunk_log2);
+    for (int iter = 0; iter < 200; ++iter) {
+      std::vector<uint8_t> t = frame;
+      const int flips = 1 + (int)rng.below(20);
+      // Half of the time only the index (sizes and modes), the rest anywhere after the header.
+      const size_t lo = 64, span = (iter & 1) ? t.size() - 64 : 8 * ((n + (1u << chunk_log2) - 1) >> chunk_log2);
+      for (int i = 0; i < flips; ++i) t[lo + rng.below(span)] = (uint8_t)rng.next();
+      check_corrupt_like_reference(t, n * 2, "random bytes");
+    }
+  }
+}
+
+// A coded record larger than the raw one (more escapes than any encoder writes, which §4.7 lets a decoder meet): the
+// pipelined decoder's shared-memory slot cannot hold it and must decode that chunk like the reference all the same.
+std::vector<uint8_t> recode_raw_chunk_as_coded(const std::vector<uint8_t>& f, uint64_t* chunk) {
+  using namespace splitzip::layout;
+  const unsigned dtype = f[kOffDtype], k = f[kOffCodeBits], log2 = f[kOffChunkLog2], count = f[kOffCodebookCount];
+  const uint32_t flags = load_u32(&f[kOffFlags]);
+  const uint64_t n = load_u64(&f[kOffNValues]), exp_size = load_u64(&f[kOffExpSectionSize]);
+  const DtypeTraits t = dtype_traits(dtype);
+  const FrameOffsets o = frame_offsets(n, log2, (flags & kFlagChecksums) != 0, t, exp_size);
+  const uint64_t nc = n_chunks(n, log2);
+  auto entry = [&](uint64_t i) { return load_u64(&f[o.index + 8 * i]); };
+  uint64_t c = 0;
+  while (c < nc && (entry(c) >> kIndexModeShift) != kModeRaw) ++c;
+  *chunk = c;
+  if (c == nc) return {};
+  const uint64_t begin = c ? (entry(c - 1) & kIndexEndMask) : 0, end = entry(c) & kIndexEndMask;
+  const uint64_t L = chunk_len(n, log2, c), Gn = ceil_div(L, 8);
+  auto get_bits = [&](const uint8_t* p, uint64_t bit, unsigned b) {
+    uint32_t v = 0;
+    for (unsigned i = 0; i < b; ++i) v |= (uint32_t)((p[(bit + i) / 8] >> ((bit + i) % 8)) & 1u) << i;
+    return v;
+  };
+  int code_of[256];
+  for (int& x : code_of) x = -1;
+  for (unsigned j = 0; j < count; ++j) code_of[f[kOffCodebook + j]] = (int)j;
+  std::vector<uint8_t> rec(Gn * k, 0), pos, ex;
+  for (uint64_t i = 0; i < L; ++i) {
+    const uint32_t e = get_bits(&f[o.exponents + begin], i * t.exponent_bits, t.exponent_bits);
+    if (code_of[e] >= 0) {
+      for (unsigned b = 0; b < k; ++b)
+        if ((code_of[e] >> b) & 1) rec[(i * k + b) / 8] |= (uint8_t)(1u << ((i * k + b) % 8));
+    } else {
+      pos.push_back((uint8_t)i);
+      pos.push_back((uint8_t)(i >> 8));
+      ex.push_back((uint8_t)e);
+    }
+  }
+  rec.insert(rec.end(), pos.begin(), pos.end());
+  rec.insert(rec.end(), ex.begin(), ex.end());
+  std::vector<uint8_t> g(f.begin(), f.begin() + (ptrdiff_t)(o.exponents + begin));
+  g.insert(g.end(), rec.begin(), rec.end());
+  g.insert(g.end(), f.begin() + (ptrdiff_t)(o.exponents + end), f.end());
+  const uint64_t delta = rec.size() - (end - begin);  // > 0: the record grew
+  for (uint64_t i = c; i < nc; ++i) {
+    const uint64_t e = entry(i);
+    const uint64_t mode = i == c ? kModeCoded : (e >> kIndexModeShift);
+    store_u64(&g[o.index + 8 * i], ((e & kIndexEndMask) + delta) | (mode << kIndexModeShift));
+  }
+  store_u64(&g[kOffExpSectionSize], exp_size + delta);
+  store_u32(&g[kOffHeaderChecksum], splitzip::xxh3::h32(g.data(), kHeaderChecksummed));
+  return g;
+}
+
+TEST(CudaCodec, OversizeCodedRecordDecodesLikeReference) {
+  SZ_SKIP_WITHOUT_GPU();
+  for (sz_dtype dtype : sztest::kAllDtypes) {
+    for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+      const size_t n = 5 * 4096 + 3;
+      unsigned center = 0;
+      const std::vector<uint8_t> data = test_values(dtype, n, 71 + dtype, &center);
+      const sz_codebook cb = sztest::centered_codebook(dtype, 2, 4, center);
+      const sz_params p = sztest::make_params(12, flags);
+      const std::vector<uint8_t> frame = cpu_compress(data, n, dtype, cb, p);
+      uint64_t chunk = 0;
+      const std::vector<uint8_t> big = recode_raw_chunk_as_coded(frame, &chunk);
+      ASSERT_FALSE(big.empty()) << "the test data has no raw chunk (dtype " << dtype << ")";
+      ASSERT_GT(big.size(), frame.size());
+      std::vector<uint8_t> ref(data.size());
+      size_t got = 0;
+      ASSERT_EQ(sz_decompress_reference(big.data(), big.size(), ref.data(), ref.size(), &got), SZ_OK);
+      ASSERT_TRUE(ref == data);
+      const GpuDecoded d = gpu_decompress(big, data.size());
+      ASSERT_EQ(d.status, SZ_OK) << sz_status_name((sz_status)d.status) << " dtype " << dtype << " chunk " << chunk;
+      ASSERT_TRUE(d.out == data) << "dtype " << dtype;
+      ASSERT_TRUE(d.guard_ok);
+    }
+  }
+}
+
+// More chunks than the grid has CTAs many times over: the encoder's look-back across waves and the decoder's index
+// batches (32 chunks per CTA at a time) are exercised, on real KV tiled with a perturbation so no two tiles agree.
+TEST(CudaCodec, LargeFrameEqualsFastCpuCodec) {
+  SZ_SKIP_WITHOUT_GPU();
+  std::vector<uint8_t> slice;
+  ASSERT_TRUE(sztest::read_file(sztest::repo_path("data/kv_code_bf16_slice.bin"), &slice));
+  const uint64_t n = 80ull << 20;  // 160 MiB of BF16: 20480 chunks, > 32 per CTA in both kernels
+  std::vector<uint8_t> data(n * 2);
+  Rng rng(99);
+  for (size_t o = 0; o < data.size(); o += slice.size()) {
+    const size_t len = std::min(slice.size(), data.size() - o);
+    std::copy(slice.begin(), slice.begin() + (ptrdiff_t)len, data.begin() + (ptrdiff_t)o);
+    data[o + rng.below(len)] ^= 0x40;  // a different exponent somewhere in every tile
+  }
+  for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+    sz_params p = sztest::make_params(12, flags, 8);
+    std::vector<uint8_t> ref(sz_compress_bound(n, SZ_DTYPE_BF16));
+    size_t ref_size = 0;
+    ASSERT_EQ(sz_compress(data.data(), n, SZ_DTYPE_BF16, nullptr, &p, ref.data(), ref.size(), &ref_size), SZ_OK);
+    ref.resize(ref_size);
+    sz_status s;
+    const std::vector<uint8_t> got = gpu_compress(data, n, SZ_DTYPE_BF16, nullptr, &p, &s);
+    ASSERT_EQ(s, SZ_OK);
+    ASSERT_EQ(got.size(), ref.size());
+    ASSERT_TRUE(got == ref) << "flags " << flags;
+    const GpuDecoded d = gpu_decompress(ref, data.size());
+    ASSERT_EQ(d.status, SZ_OK) << sz_status_name((sz_status)d.status);
+    ASSERT_TRUE(d.out == data);
   }
 }
 
