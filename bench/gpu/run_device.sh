@@ -4,7 +4,8 @@
 #   tests      the CUDA gtest suite and the host XXH3 test
 #   sanitize   compute-sanitizer memcheck and racecheck on the corrupt-frame, paged and small byte-equality tests
 #   bench      bench_gpu on .devdata tiled to 1 GiB (table on stdout, CSV in $OUT/gpu_bench.csv)
-#   variants   bench of BF16 with SPLITZIP_CUDA_KERNEL=general and with SPLITZIP_CUDA_DEPTH=3 (tuning comparisons)
+#   variants   bench of BF16 with SPLITZIP_CUDA_KERNEL=general (the general kernels, for comparison)
+#   sass       counts of local-memory (spill) instructions in the fast kernels' machine code
 #   peers      nvCOMP peers (bench/gpu/peers.py) from the carried .whl/pk/nvcomp.tar.xz
 #   dfloat11   DFloat11 0.5.0 decoder (bench/gpu/dfloat11_peer.py) on the BF16 KV tiled to DFL_MIB (256) MiB,
 #              from the carried .whl/dfl wheels (dfloat11, dahuffman); CSV in $OUT/dfloat11.csv
@@ -44,11 +45,16 @@ for step in "$@"; do
     bench)
       timeout 300 build-dev/splitzip_gpu_bench --data .devdata --gib 1 --reps ${REPS:-15} --csv "$OUT/gpu_bench.csv" \
         2>&1 | tee "$OUT/bench.log" ;;
-    variants)  # BF16 only: the general kernels (v3) and the encoder staging two tiles ahead, for bench/NOTES.md
-      for v in SPLITZIP_CUDA_KERNEL=general SPLITZIP_CUDA_DEPTH=3; do
+    variants)  # BF16 only: the general kernels, for bench/NOTES.md
+      for v in SPLITZIP_CUDA_KERNEL=general; do
         echo "== $v"
         env $v timeout 120 build-dev/splitzip_gpu_bench --data .devdata --gib 1 --reps ${REPS:-15} --only bf16 2>&1 \
           | tee -a "$OUT/variants.log" | tail -3
+      done ;;
+    sass)  # spill traffic (local loads / stores) per fast-path function, read off the machine code
+      for o in $(find build-dev -name 'decode.cu.o' -o -name 'encode.cu.o' | grep -v tests); do
+        cuobjdump -sass "$o" 2>/dev/null | awk '/Function :/ {f=$3} /LDL|STL/ {n[f]++} END {for (k in n) print n[k], k}' \
+          | grep -E "fast" | sort -rn | head -12
       done ;;
     peers)
       mkdir -p /tmp/site && tar xJf .whl/pk/nvcomp.tar.xz -C /tmp/site

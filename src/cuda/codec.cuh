@@ -400,5 +400,39 @@ __device__ __forceinline__ unsigned long long block_sum_u64(unsigned long long v
   return all;
 }
 
+// ---- BF16 in packed form (the common case, specialised to keep the fast kernels' instruction count low) --------
+// Four k-bit codes (k = K, compile time) from the low 4K bits of `bits`, one per nibble: a __byte_perm selector.
+template <int K>
+__device__ __forceinline__ uint32_t spread4(uint32_t bits) {
+  if constexpr (K == 4) return bits & 0xFFFFu;
+  uint32_t s = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) s |= ((bits >> (i * K)) & ((1u << K) - 1u)) << (4 * i);
+  return s;
+}
+// Table lookup of four codes at once: byte i of the result is table byte (nibble i of sel); t[] holds the 16 table
+// bytes little-endian. Codes of up to 3 bits are one byte permute; 4-bit codes take two and a per-byte select whose
+// mask comes from a sign-replicating permute of bit 3 of each nibble.
+template <int K>
+__device__ __forceinline__ uint32_t lut4(const uint32_t t[4], uint32_t sel) {
+  if constexpr (K < 4) {
+    return __byte_perm(t[0], t[1], sel);
+  } else {
+    const uint32_t s7 = sel & 0x7777u;
+    const uint32_t lo = __byte_perm(t[0], t[1], s7), hi = __byte_perm(t[2], t[3], s7);
+    const uint32_t m = __byte_perm(0x8000u, 0u, ((sel >> 3) & 0x1111u) | 0x8888u);
+    return (lo & ~m) | (hi & m);
+  }
+}
+// Two BF16 values from their rest bytes (byte 0 and 1 of r) and exponents (byte 0 and 1 of e): one output word.
+// sel picks [r_a, e_a, r_b, e_b]; then sign (rest bit 7) -> bit 15, exponent -> bits 7..14, mantissa -> bits 0..6.
+__device__ __forceinline__ uint32_t bf16_join2(uint32_t r, uint32_t e, uint32_t sel) {
+  const uint32_t t = __byte_perm(r, e, sel);
+  return ((t >> 1) & 0x7F807F80u) | (t & 0x007F007Fu) | ((t << 8) & 0x80008000u);
+}
+// The inverse for one word of two BF16 values: rest fields in bytes 0 and 2, exponents in bytes 0 and 2.
+__device__ __forceinline__ uint32_t bf16_rest2(uint32_t w) { return (w & 0x007F007Fu) | ((w >> 8) & 0x00800080u); }
+__device__ __forceinline__ uint32_t bf16_exp2(uint32_t w) { return (w >> 7) & 0x00FF00FFu; }
+
 }  // namespace cuda
 }  // namespace splitzip

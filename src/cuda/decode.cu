@@ -93,7 +93,7 @@ struct ChunkShared {
 };
 
 template <int DT, bool PAGED>
-__device__ void decode_chunk(const DecodeArgs& a, const Header& h, uint64_t c, const uint8_t* s_in_codebook,
+__device__ __noinline__ void decode_chunk(const DecodeArgs& a, const Header& h, uint64_t c, const uint8_t* s_in_codebook,
                              uint8_t* s_exp, uint8_t* s_stage, ChunkShared* s_chunk) {
   using T = Traits<DT>;
   const unsigned tid = threadIdx.x;
@@ -386,7 +386,8 @@ __device__ __forceinline__ void decode_issue(const DecodeArgs& a, const Header& 
   __pipeline_commit();
 }
 
-template <int DT, bool PAGED>
+// K > 0: the frame's code width as a compile-time constant (BF16), for the packed-form paths of full groups.
+template <int DT, bool PAGED, int K = 0>
 __device__ __noinline__ void decode_fast(const DecodeArgs& a, const Header& h, const uint8_t* s_in_codebook,
                                          uint8_t* smem, SlotInfo* s_slot, ChunkShared* s_chunk) {
   using T = Traits<DT>;
@@ -403,6 +404,16 @@ __device__ __noinline__ void decode_fast(const DecodeArgs& a, const Header& h, c
   const bool checksums = (h.flags & layout::kFlagChecksums) != 0;
   const uint32_t k = h.k, code_mask = (1u << k) - 1u;
   const Values<T::W, PAGED> out{a.dst, a.pages, a.page_values, a.page_values * (uint64_t)WB};
+  // Codebook and "code out of range" tables as four words each, for lut4.
+  uint32_t cbw[4] = {0, 0, 0, 0}, badw[4] = {0, 0, 0, 0};
+  if constexpr (K > 0) {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      cbw[i / 4] |= (uint32_t)h.codebook[i] << (8 * (i % 4));
+      badw[i / 4] |= (i >= (int)h.count ? 0xFFu : 0u) << (8 * (i % 4));
+    }
+  }
+  const bool all_codes_used = h.count == (1u << k);
 
   if (warp == 0) {
     unsigned long long e0, e1;
@@ -447,6 +458,17 @@ __device__ __noinline__ void decode_fast(const DecodeArgs& a, const Header& h, c
         const uint32_t gl = q * kThreads + tid;
         if (gl >= Gn) continue;
         const uint32_t v = L - 8 * gl < 8 ? L - 8 * gl : 8;
+        if constexpr (K > 0) {
+          if (!raw && v == 8) {  // packed form: 4 codes per table lookup
+            uint32_t cw = 0;
+#pragma unroll
+            for (int b = 0; b < K; ++b) cw |= (uint32_t)rc[gl * K + b] << (8 * b);
+            const uint32_t s0 = spread4<K>(cw), s1 = spread4<K>(cw >> (4 * K));
+            if (!all_codes_used && (lut4<K>(badw, s0) | lut4<K>(badw, s1))) bad = true;
+            *reinterpret_cast<uint2*>(s_exp + gl * 8) = make_uint2(lut4<K>(cbw, s0), lut4<K>(cbw, s1));
+            continue;
+          }
+        }
         uint32_t ex[8];
         if (raw) {
           unpack8<T::E>(load_packed<T::E>(rc + gl * T::E), ex);
@@ -507,6 +529,28 @@ __device__ __noinline__ void decode_fast(const DecodeArgs& a, const Header& h, c
           if (gl >= Gn) continue;
           const uint32_t v = L - 8 * gl < 8 ? L - 8 * gl : 8;
           const uint2 ew = *reinterpret_cast<const uint2*>(s_exp + gl * 8);
+          if constexpr (DT == 1) {
+            if (v == 8) {  // packed form: two values per word
+              const Packed<8> rp = load_packed<8>(rs + gl * 8);
+              const uint4 q = make_uint4(bf16_join2(rp.w[0], ew.x, 0x5140u), bf16_join2(rp.w[0], ew.x, 0x7362u),
+                                         bf16_join2(rp.w[1], ew.y, 0x5140u), bf16_join2(rp.w[1], ew.y, 0x7362u));
+              uint8_t* d = PAGED ? nullptr : a.dst + (first / 8 + gl) * 16;
+              if (!PAGED && ((uintptr_t)d & 15) == 0) {
+                __stcs(reinterpret_cast<uint4*>(d), q);
+              } else {
+                const uint32_t w4[4] = {q.x, q.y, q.z, q.w};
+                uint32_t x[8];
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                  x[2 * i] = w4[i] & 0xFFFFu;
+                  x[2 * i + 1] = w4[i] >> 16;
+                }
+                out.store_group(first / 8 + gl, 8, x);
+              }
+              if (checksums) *reinterpret_cast<uint4*>(s_out + gl * 16) = q;
+              continue;
+            }
+          }
           uint32_t r[8], x[8];
           unpack8<T::R>(load_packed<T::R>(rs + gl * T::R), r);
 #pragma unroll
@@ -575,7 +619,14 @@ __global__ void __launch_bounds__(kThreads, 3) decode_kernel(const __grid_consta
   const Header& h = s_h;
   if (h.chunk_log2 == kFastLog2 && !a.general) {
     switch (h.dtype) {
-      case 1: decode_fast<1, PAGED>(a, h, s_in_codebook, smem, s_slot, &s_chunk); break;
+      case 1:
+        switch (h.k) {
+          case 1: decode_fast<1, PAGED, 1>(a, h, s_in_codebook, smem, s_slot, &s_chunk); break;
+          case 2: decode_fast<1, PAGED, 2>(a, h, s_in_codebook, smem, s_slot, &s_chunk); break;
+          case 3: decode_fast<1, PAGED, 3>(a, h, s_in_codebook, smem, s_slot, &s_chunk); break;
+          default: decode_fast<1, PAGED, 4>(a, h, s_in_codebook, smem, s_slot, &s_chunk); break;
+        }
+        break;
       case 2: decode_fast<2, PAGED>(a, h, s_in_codebook, smem, s_slot, &s_chunk); break;
       case 3: decode_fast<3, PAGED>(a, h, s_in_codebook, smem, s_slot, &s_chunk); break;
       case 4: decode_fast<4, PAGED>(a, h, s_in_codebook, smem, s_slot, &s_chunk); break;

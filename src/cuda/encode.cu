@@ -275,47 +275,68 @@ template <int W>
 constexpr uint32_t fast_stage_bytes() { return fast_tile_chunks<W>() * kFastValues * (W / 8) + 32; }
 template <int DT>
 constexpr uint32_t fast_record_bytes() { return kFastGroups * Traits<DT>::E; }
-template <int DT, int kDepth>
+constexpr int kDepth = 2;  // tiles in shared memory: the one being encoded and the next (3 measured slower)
+template <int DT>
 constexpr size_t fast_smem_bytes() {
   return (size_t)kDepth * fast_stage_bytes<Traits<DT>::W>() +
          (size_t)fast_tile_chunks<Traits<DT>::W>() * fast_record_bytes<DT>() + 8 * xxh3::cta_scratch_words<kThreads>();
 }
 
-// Exclusive prefix of tile t's size over tiles 0..t-1 (t >= 1): every thread reads one predecessor's state word,
-// spinning until it is published; the nearest inclusive word ends the walk. All threads call it and get the prefix.
+// Exclusive prefix of tile t's size over tiles 0..t-1 (t >= 1). Every thread reads one predecessor's state word
+// once, without waiting: if the nearest inclusive word is nearer than the nearest unpublished one, the walk ends
+// there; otherwise the aggregates up to the unpublished tile are taken, one thread waits for that tile to publish,
+// and the walk goes on from it. So a tile waits only on the predecessors whose sizes it needs, in order, never on
+// a slower CTA further back. All threads call it and get the prefix.
 __device__ __forceinline__ unsigned long long cta_look_back(volatile unsigned long long* state, uint64_t t,
                                                             uint32_t* s_ball, unsigned long long* s_red) {
   const unsigned tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+  __shared__ unsigned long long s_word;
   unsigned long long prefix = 0;
-  long long end = (long long)t - 1;
+  long long end = (long long)t - 1;  // the nearest tile not yet summed
   for (;;) {
     const long long idx = end - (long long)tid;
     unsigned long long w = kFlagInclusive;  // before tile 0: an inclusive prefix of 0
-    if (idx >= 0) {
-      do {
-        w = state[idx];
-      } while ((w >> 62) == 0);
+    if (idx >= 0) w = state[idx];
+    const unsigned inc = __ballot_sync(0xFFFFFFFFu, (w >> 62) == 2);
+    const unsigned none = __ballot_sync(0xFFFFFFFFu, (w >> 62) == 0);
+    if (lane == 0) {
+      s_ball[warp] = inc;
+      s_ball[kThreads / 32 + warp] = none;
     }
-    const unsigned ball = __ballot_sync(0xFFFFFFFFu, (w >> 62) == 2);
-    if (lane == 0) s_ball[warp] = ball;
     __syncthreads();
-    unsigned stop = kThreads;
-    for (int i = 0; i < kThreads / 32; ++i) {
-      const unsigned b = s_ball[i];
-      if (b) {
-        stop = 32 * i + (unsigned)(__ffs(b) - 1);
-        break;
-      }
+    unsigned stop_inc = kThreads, stop_none = kThreads;
+    for (int i = kThreads / 32 - 1; i >= 0; --i) {
+      if (s_ball[i]) stop_inc = 32 * i + (unsigned)(__ffs(s_ball[i]) - 1);
+      if (s_ball[kThreads / 32 + i]) stop_none = 32 * i + (unsigned)(__ffs(s_ball[kThreads / 32 + i]) - 1);
     }
-    prefix += block_sum_u64(tid <= stop ? (w & kValueMask) : 0ull, s_red);
-    if (stop < (unsigned)kThreads) return prefix;
-    end -= kThreads;
+    if (stop_inc < stop_none) {
+      prefix += block_sum_u64(tid <= stop_inc ? (w & kValueMask) : 0ull, s_red);
+      return prefix;
+    }
+    // Aggregates of the tiles before the first unpublished one (all of the window when every word is published).
+    prefix += block_sum_u64(tid < stop_none ? (w & kValueMask) : 0ull, s_red);
+    if (stop_none == (unsigned)kThreads) {
+      end -= kThreads;
+      continue;
+    }
+    end -= (long long)stop_none;  // tile `end` is unpublished: wait for it, then take it like any other word
+    if (tid == 0) {
+      unsigned long long v;
+      do {
+        v = state[end];
+      } while ((v >> 62) == 0);
+      s_word = v;
+    }
+    __syncthreads();
+    const unsigned long long v = s_word;
+    __syncthreads();
+    prefix += v & kValueMask;
+    if ((v >> 62) == 2) return prefix;
+    --end;
   }
 }
 
-// Copies the input of tile blockIdx.x + j * grid into slot j % kDepth of the ring; always commits a group (an empty
-// one past the last tile), so that the group count stays in step with j.
-template <int DT, bool PAGED, int kDepth>
+template <int DT, bool PAGED>
 __device__ __forceinline__ void encode_issue(const EncodeArgs& a, uint8_t* ring, uint64_t j, uint64_t n_tiles) {
   constexpr int WB = Traits<DT>::W / 8;
   constexpr uint32_t kTileBytes = fast_tile_chunks<Traits<DT>::W>() * kFastValues * WB;
@@ -333,7 +354,8 @@ __device__ __forceinline__ void encode_issue(const EncodeArgs& a, uint8_t* ring,
   __pipeline_commit();
 }
 
-template <int DT, bool PAGED, int kDepth>
+// K > 0: the code width as a compile-time constant (BF16), for the packed-form path of full groups.
+template <int DT, bool PAGED, int K>
 __global__ void __launch_bounds__(kThreads, 4) encode_fast_kernel(const __grid_constant__ EncodeArgs a) {
   using T = Traits<DT>;
   constexpr int WB = T::W / 8;
@@ -345,7 +367,7 @@ __global__ void __launch_bounds__(kThreads, 4) encode_fast_kernel(const __grid_c
   uint8_t* const recs = smem + kDepth * kStage;
   uint64_t* const hscratch = reinterpret_cast<uint64_t*>(recs + kTile * kRec);
   __shared__ uint8_t s_table[256];
-  __shared__ uint32_t s_warp[kThreads / 32];
+  __shared__ uint32_t s_warp[2 * (kThreads / 32)];
   __shared__ unsigned long long s_red[kThreads / 32];
   __shared__ uint32_t s_size[kTile], s_raw[kTile], s_hash[kTile];
 
@@ -358,13 +380,13 @@ __global__ void __launch_bounds__(kThreads, 4) encode_fast_kernel(const __grid_c
   const uint64_t grid = gridDim.x;
   const uint32_t shift = PAGED ? 0u : (uint32_t)((uintptr_t)a.src & 15u);
 
-  for (int d = 0; d + 1 < kDepth; ++d) encode_issue<DT, PAGED, kDepth>(a, ring, (uint64_t)d, n_tiles);
+  for (int d = 0; d + 1 < kDepth; ++d) encode_issue<DT, PAGED>(a, ring, (uint64_t)d, n_tiles);
   for (uint64_t j = 0;; ++j) {
     const uint64_t t = blockIdx.x + j * grid;
     if (t >= n_tiles) break;
     __pipeline_wait_prior(kDepth - 2);
     __syncthreads();  // tile j is in shared memory; the slot and records of tile j - 1 are free
-    encode_issue<DT, PAGED, kDepth>(a, ring, j + kDepth - 1, n_tiles);
+    encode_issue<DT, PAGED>(a, ring, j + kDepth - 1, n_tiles);
     const uint8_t* in = ring + (j % kDepth) * kStage + shift;
     const uint64_t c0 = t * kTile;
     const int nci = (int)(a.n_chunks - c0 < (uint64_t)kTile ? a.n_chunks - c0 : (uint64_t)kTile);
@@ -385,6 +407,35 @@ __global__ void __launch_bounds__(kThreads, 4) encode_fast_kernel(const __grid_c
         esc[q] = 0;
         if (gl >= Gn) continue;
         const uint32_t v = L - 8 * gl < 8 ? L - 8 * gl : 8;
+        if constexpr (DT == 1 && K > 0) {
+          if (v == 8 && ((uintptr_t)(cin + gl * 16) & 15) == 0) {  // packed form: two values per word
+            const uint4 qv = *reinterpret_cast<const uint4*>(cin + gl * 16);
+            const uint32_t r0 = __byte_perm(bf16_rest2(qv.x), bf16_rest2(qv.y), 0x6420u);
+            const uint32_t r1 = __byte_perm(bf16_rest2(qv.z), bf16_rest2(qv.w), 0x6420u);
+            const uint32_t e0 = __byte_perm(bf16_exp2(qv.x), bf16_exp2(qv.y), 0x6420u);
+            const uint32_t e1 = __byte_perm(bf16_exp2(qv.z), bf16_exp2(qv.w), 0x6420u);
+            uint32_t codes = 0, m = 0;
+#pragma unroll
+            for (int jj = 0; jj < 8; ++jj) {
+              const uint32_t tc = s_table[((jj < 4 ? e0 : e1) >> (8 * (jj & 3))) & 0xFFu];
+              m |= (uint32_t)(tc == 0xFFu) << jj;
+              codes |= (tc == 0xFFu ? 0u : tc) << (jj * K);
+            }
+            esc[q] = m;
+#pragma unroll
+            for (int b = 0; b < K; ++b) rec[gl * K + b] = (uint8_t)(codes >> (8 * b));
+            uint8_t* ro = rest_out + (uint64_t)gl * 8;
+            if (((uintptr_t)ro & 7) == 0) {
+              __stcs(reinterpret_cast<uint2*>(ro), make_uint2(r0, r1));
+            } else {
+              Packed<8> rp;
+              rp.w[0] = r0;
+              rp.w[1] = r1;
+              store_packed<8>(ro, rp);
+            }
+            continue;
+          }
+        }
         uint32_t x[8], r[8], codes = 0;
         load_group_at<T::W, false>(cin + gl * T::W, v, x);
 #pragma unroll
@@ -505,10 +556,10 @@ sz_status grid_for(Kernel kernel, size_t smem, uint64_t work, uint64_t* grid) {
 
 // The fast kernel, launched cooperatively (all CTAs resident: its static tile order needs it). Returns
 // SZ_ERROR_NOT_SUPPORTED, with nothing enqueued, where a cooperative launch is refused; the caller falls back.
-template <int DT, bool PAGED, int kDepth>
+template <int DT, bool PAGED, int K>
 sz_status launch_fast(const EncodeArgs& a, cudaStream_t stream) {
-  auto kernel = encode_fast_kernel<DT, PAGED, kDepth>;
-  const size_t smem = fast_smem_bytes<DT, kDepth>();
+  auto kernel = encode_fast_kernel<DT, PAGED, K>;
+  const size_t smem = fast_smem_bytes<DT>();
   const uint64_t tiles = (a.n_chunks + fast_tile_chunks<Traits<DT>::W>() - 1) / fast_tile_chunks<Traits<DT>::W>();
   uint64_t grid = 0;
   if (grid_for(kernel, smem, tiles, &grid) != SZ_OK) {
@@ -536,8 +587,17 @@ sz_status launch_fast(const EncodeArgs& a, cudaStream_t stream) {
 template <int DT, bool PAGED>
 sz_status launch_typed(const EncodeArgs& a, cudaStream_t stream) {
   if (a.chunk_log2 == kFastLog2 && !tune_force_general()) {
-    const sz_status s = (!PAGED && tune_encode_depth() == 3) ? launch_fast<DT, PAGED, 3>(a, stream)
-                                                      : launch_fast<DT, PAGED, 2>(a, stream);
+    sz_status s;
+    if constexpr (DT == 1) {
+      switch (a.code_bits) {
+        case 1: s = launch_fast<DT, PAGED, 1>(a, stream); break;
+        case 2: s = launch_fast<DT, PAGED, 2>(a, stream); break;
+        case 3: s = launch_fast<DT, PAGED, 3>(a, stream); break;
+        default: s = launch_fast<DT, PAGED, 4>(a, stream); break;
+      }
+    } else {
+      s = launch_fast<DT, PAGED, 0>(a, stream);
+    }
     if (s != SZ_ERROR_NOT_SUPPORTED) return s;
   }
   auto kernel = encode_kernel<DT, PAGED>;

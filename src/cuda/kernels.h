@@ -42,7 +42,6 @@ sz_status launch_encode(const EncodeArgs& a, cudaStream_t stream);
 
 // Tuning knobs for experiments, read once from the environment (never part of the format):
 //   SPLITZIP_CUDA_KERNEL=general  the general kernels for every chunk size (the chunk-size-4096 fast kernels are off)
-//   SPLITZIP_CUDA_DEPTH=3         the contiguous fast encoder stages two tiles ahead instead of one
 inline bool tune_force_general() {
   static const bool v = [] {
     const char* e = getenv("SPLITZIP_CUDA_KERNEL");
@@ -50,14 +49,6 @@ inline bool tune_force_general() {
   }();
   return v;
 }
-inline int tune_encode_depth() {
-  static const int v = [] {
-    const char* e = getenv("SPLITZIP_CUDA_DEPTH");
-    return e && strcmp(e, "3") == 0 ? 3 : 2;
-  }();
-  return v;
-}
-
 struct DecodeArgs {
   const uint8_t* src;
   size_t src_size;
