@@ -5,6 +5,7 @@
 #   sanitize   compute-sanitizer memcheck and racecheck on the corrupt-frame, paged and small byte-equality tests
 #   bench      bench_gpu on .devdata tiled to 1 GiB (table on stdout, CSV in $OUT/gpu_bench.csv)
 #   variants   bench of BF16 with SPLITZIP_CUDA_KERNEL=general (the general kernels, for comparison)
+#   profile    Nsight Compute sections (stalls, occupancy, memory) of the BF16 fast kernels
 #   sass       counts of local-memory (spill) instructions in the fast kernels' machine code
 #   peers      nvCOMP peers (bench/gpu/peers.py) from the carried .whl/pk/nvcomp.tar.xz
 #   dfloat11   DFloat11 0.5.0 decoder (bench/gpu/dfloat11_peer.py) on the BF16 KV tiled to DFL_MIB (256) MiB,
@@ -39,8 +40,8 @@ for step in "$@"; do
       F='CudaCodec.CorruptFramesRejectedLikeReference:CudaCodec.PagesEqualSingleFrame:CudaCodec.RandomGarbageNeverCrashes:CudaCodec.RealKvSliceEqualsReference:CudaCodec.UnalignedBuffers:CudaCodec.OversizeCodedRecordDecodesLikeReference'
       timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 $T/splitzip_cuda_tests --gtest_brief=1 \
         --gtest_filter="$F" > "$OUT/memcheck.log" 2>&1; echo "memcheck rc=$?"; tail -6 "$OUT/memcheck.log"
-      timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 $T/splitzip_cuda_tests --gtest_brief=1 \
-        --gtest_filter='CudaCodec.RealKvSliceEqualsReference:CudaCodec.CorruptFramesRejectedLikeReference:CudaCodec.PagesEqualSingleFrame' \
+      timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 $T/splitzip_cuda_tests --gtest_brief=1 \
+        --gtest_filter='CudaCodec.RealKvSliceEqualsReference:CudaCodec.CorruptFramesRejectedLikeReference' \
         > "$OUT/racecheck.log" 2>&1; echo "racecheck rc=$?"; tail -6 "$OUT/racecheck.log" ;;
     bench)
       timeout 300 build-dev/splitzip_gpu_bench --data .devdata --gib 1 --reps ${REPS:-15} --csv "$OUT/gpu_bench.csv" \
@@ -51,6 +52,12 @@ for step in "$@"; do
         env $v timeout 120 build-dev/splitzip_gpu_bench --data .devdata --gib 1 --reps ${REPS:-15} --only bf16 2>&1 \
           | tee -a "$OUT/variants.log" | tail -3
       done ;;
+    profile)  # Nsight Compute: warp stall reasons, occupancy, memory throughput of the BF16 fast kernels
+      timeout 240 ncu --clock-control none --kernel-name regex:'encode_fast|decode_kernel' --launch-count 4 \
+        --section WarpStateStats --section SchedulerStats --section Occupancy --section MemoryWorkloadAnalysis \
+        --section LaunchStats build-dev/splitzip_gpu_bench --data .devdata --gib 0.25 --reps 1 --warmup 0 --only bf16 \
+        > "$OUT/ncu.log" 2>&1; echo "ncu rc=$?"
+      grep -E "^  [a-z_]+.*(encode_fast|decode_kernel)|Stall|Warp Cycles Per|Issued Warp|Achieved Occupancy|Theoretical Occupancy|Memory Throughput|No Eligible|Registers Per|Block Limit|Dynamic Shared" "$OUT/ncu.log" | cut -c1-150 | head -80 ;;
     sass)  # spill traffic (local loads / stores) per fast-path function, read off the machine code
       for o in $(find build-dev -name 'decode.cu.o' -o -name 'encode.cu.o' | grep -v tests); do
         cuobjdump -sass "$o" 2>/dev/null | awk '/Function :/ {f=$3} /LDL|STL/ {n[f]++} END {for (k in n) print n[k], k}' \

@@ -420,7 +420,10 @@ __device__ __forceinline__ uint32_t lut4(const uint32_t t[4], uint32_t sel) {
   } else {
     const uint32_t s7 = sel & 0x7777u;
     const uint32_t lo = __byte_perm(t[0], t[1], s7), hi = __byte_perm(t[2], t[3], s7);
-    const uint32_t m = __byte_perm(0x8000u, 0u, ((sel >> 3) & 0x1111u) | 0x8888u);
+    // prmt with bit 3 of a selector nibble set replicates the sign of the selected byte (__byte_perm ignores that
+    // bit): byte 1 of 0x8000 gives 0xFF, byte 0 gives 0x00.
+    uint32_t m;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(m) : "r"(0x8000u), "r"(0u), "r"(((sel >> 3) & 0x1111u) | 0x8888u));
     return (lo & ~m) | (hi & m);
   }
 }

@@ -279,24 +279,31 @@ constexpr int kDepth = 2;  // tiles in shared memory: the one being encoded and 
 template <int DT>
 constexpr size_t fast_smem_bytes() {
   return (size_t)kDepth * fast_stage_bytes<Traits<DT>::W>() +
-         (size_t)fast_tile_chunks<Traits<DT>::W>() * fast_record_bytes<DT>() + 8 * xxh3::cta_scratch_words<kThreads>();
+         2 * (size_t)fast_tile_chunks<Traits<DT>::W>() * fast_record_bytes<DT>() +
+         8 * xxh3::cta_scratch_words<kThreads>();
 }
 
-// Exclusive prefix of tile t's size over tiles 0..t-1 (t >= 1). Every thread reads one predecessor's state word
-// once, without waiting: if the nearest inclusive word is nearer than the nearest unpublished one, the walk ends
+// Exclusive prefix of tile t's size over tiles 0..t-1 (t >= 1). first_word: this thread's word of the first window
+// (tile t - 1 - threadIdx.x, or an inclusive 0 before tile 0), read by the caller whenever it liked: a state word only
+// moves from unpublished to aggregate to inclusive, and any of them is a correct reading. Every thread reads one
+// predecessor's state word once, without waiting: if the nearest inclusive word is nearer than the nearest unpublished one, the walk ends
 // there; otherwise the aggregates up to the unpublished tile are taken, one thread waits for that tile to publish,
 // and the walk goes on from it. So a tile waits only on the predecessors whose sizes it needs, in order, never on
 // a slower CTA further back. All threads call it and get the prefix.
 __device__ __forceinline__ unsigned long long cta_look_back(volatile unsigned long long* state, uint64_t t,
-                                                            uint32_t* s_ball, unsigned long long* s_red) {
+                                                            unsigned long long first_word, uint32_t* s_ball,
+                                                            unsigned long long* s_red) {
   const unsigned tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
   __shared__ unsigned long long s_word;
   unsigned long long prefix = 0;
   long long end = (long long)t - 1;  // the nearest tile not yet summed
+  bool first = true;
   for (;;) {
     const long long idx = end - (long long)tid;
     unsigned long long w = kFlagInclusive;  // before tile 0: an inclusive prefix of 0
-    if (idx >= 0) w = state[idx];
+    if (first) w = first_word;  // the caller's early read of the first window (words only ever move forward)
+    else if (idx >= 0) w = state[idx];
+    first = false;
     const unsigned inc = __ballot_sync(0xFFFFFFFFu, (w >> 62) == 2);
     const unsigned none = __ballot_sync(0xFFFFFFFFu, (w >> 62) == 0);
     if (lane == 0) {
@@ -365,11 +372,11 @@ __global__ void __launch_bounds__(kThreads, 4) encode_fast_kernel(const __grid_c
   extern __shared__ __align__(16) uint8_t smem[];
   uint8_t* const ring = smem;
   uint8_t* const recs = smem + kDepth * kStage;
-  uint64_t* const hscratch = reinterpret_cast<uint64_t*>(recs + kTile * kRec);
+  uint64_t* const hscratch = reinterpret_cast<uint64_t*>(recs + 2 * kTile * kRec);
   __shared__ uint8_t s_table[256];
   __shared__ uint32_t s_warp[2 * (kThreads / 32)];
   __shared__ unsigned long long s_red[kThreads / 32];
-  __shared__ uint32_t s_size[kTile], s_raw[kTile], s_hash[kTile];
+  __shared__ uint32_t s_size[2][kTile], s_raw[2][kTile], s_hash[2][kTile];
 
   const unsigned tid = threadIdx.x;
   for (unsigned i = tid; i < 256; i += kThreads) s_table[i] = a.table[i];
@@ -381,11 +388,25 @@ __global__ void __launch_bounds__(kThreads, 4) encode_fast_kernel(const __grid_c
   const uint32_t shift = PAGED ? 0u : (uint32_t)((uintptr_t)a.src & 15u);
 
   for (int d = 0; d + 1 < kDepth; ++d) encode_issue<DT, PAGED>(a, ring, (uint64_t)d, n_tiles);
+  // Iteration j encodes tile j (records into buffer j & 1, size published at once) and then finishes tile j - 1:
+  // its look-back (first window read before tile j's work, so the round trip hides behind it, and the predecessors
+  // have had a whole tile's time to publish), inclusive prefix, record copy-out. A slow CTA thus delays the others
+  // by at most its lag beyond one tile, and no CTA idles on a look-back while it has input to encode.
   for (uint64_t j = 0;; ++j) {
     const uint64_t t = blockIdx.x + j * grid;
-    if (t >= n_tiles) break;
-    __pipeline_wait_prior(kDepth - 2);
-    __syncthreads();  // tile j is in shared memory; the slot and records of tile j - 1 are free
+    const bool cur = t < n_tiles;
+    if (!cur && j == 0) break;
+    if (cur) __pipeline_wait_prior(kDepth - 2);
+    __syncthreads();  // tile j is in shared memory; the input slot of j - 1 and records of j - 2 are free
+    const uint64_t tp = t - grid;  // the tile to finish (j > 0)
+    unsigned long long first_word = kFlagInclusive;
+    if (j > 0 && tp > 0) {
+      const long long idx = (long long)tp - 1 - (long long)tid;
+      if (idx >= 0) first_word = state[idx];
+    }
+    const int buf = (int)(j & 1);
+    uint8_t* const recs_cur = recs + buf * kTile * kRec;
+    if (cur) {
     encode_issue<DT, PAGED>(a, ring, j + kDepth - 1, n_tiles);
     const uint8_t* in = ring + (j % kDepth) * kStage + shift;
     const uint64_t c0 = t * kTile;
@@ -398,7 +419,7 @@ __global__ void __launch_bounds__(kThreads, 4) encode_fast_kernel(const __grid_c
       const uint32_t L = (uint32_t)(a.n - first < kFastValues ? a.n - first : kFastValues);
       const uint32_t Gn = (L + 7) / 8, G = Gn * k;
       const uint8_t* cin = in + (size_t)ci * kFastValues * WB;
-      uint8_t* rec = recs + ci * kRec;
+      uint8_t* rec = recs_cur + ci * kRec;
       uint8_t* rest_out = a.dst + a.rest_off + (first / 8) * T::R;
       uint32_t esc[kGroupsPerThread];
 #pragma unroll
@@ -490,49 +511,58 @@ __global__ void __launch_bounds__(kThreads, 4) encode_fast_kernel(const __grid_c
         }
       }
       if (tid == 0) {
-        s_size[ci] = raw ? raw_size : coded_size;
-        s_raw[ci] = raw;
+        s_size[buf][ci] = raw ? raw_size : coded_size;
+        s_raw[buf][ci] = raw;
       }
     }
     __syncthreads();  // records and sizes complete
 
-    // ---- publish, hash, look back ----
+    // ---- publish, hash ----
     uint32_t tile_size = 0;
-    for (int ci = 0; ci < nci; ++ci) tile_size += s_size[ci];
+    for (int ci = 0; ci < nci; ++ci) tile_size += s_size[buf][ci];
     if (tid == 0) state[t] = (t == 0 ? kFlagInclusive : kFlagAggregate) | tile_size;
     if (checksums) {
-  #pragma unroll 1
-    for (int ci = 0; ci < nci; ++ci) {
+#pragma unroll 1
+      for (int ci = 0; ci < nci; ++ci) {
         const uint64_t first = (c0 + ci) * kFastValues;
         const uint32_t L = (uint32_t)(a.n - first < kFastValues ? a.n - first : kFastValues);
         const uint32_t h = cta_hash(in + (size_t)ci * kFastValues * WB, L * WB, hscratch);
-        if (tid == 0) s_hash[ci] = h;
+        if (tid == 0) s_hash[buf][ci] = h;
       }
     }
-    unsigned long long prefix = 0;
-    if (t > 0) {
-      prefix = cta_look_back(state, t, s_warp, s_red);
-      if (tid == 0) state[t] = kFlagInclusive | (prefix + tile_size);
-    }
+    }  // cur
 
-    // ---- records, index entries, checksums, header ----
-#pragma unroll 1
-    for (int ci = 0; ci < nci; ++ci) {
-      const uint64_t c = c0 + ci;
-      const uint32_t size = s_size[ci];
-      copy_out(a.dst + a.exp_off + prefix, recs + ci * kRec, size);
-      if (tid == 0) {
-        const uint64_t entry = (prefix + size) | ((uint64_t)(s_raw[ci] ? layout::kModeRaw : layout::kModeCoded)
-                                                  << layout::kIndexModeShift);
-        layout::store_u64(a.dst + a.index_off + 8 * c, entry);
-        if (checksums) layout::store_u32(a.dst + a.checksum_off + 4 * c, s_hash[ci]);
-        if (c == a.n_chunks - 1) {
-          write_header(a, prefix + size);
-          *a.frame_size = a.exp_off + prefix + size;
-        }
+    // ---- finish tile j - 1: look back, records, index entries, checksums, header ----
+    if (j > 0) {
+      const int pb = buf ^ 1;
+      const uint64_t c0 = tp * kTile;
+      const int nci = (int)(a.n_chunks - c0 < (uint64_t)kTile ? a.n_chunks - c0 : (uint64_t)kTile);
+      uint32_t tile_size = 0;
+      for (int ci = 0; ci < nci; ++ci) tile_size += s_size[pb][ci];
+      unsigned long long prefix = 0;
+      if (tp > 0) {
+        prefix = cta_look_back(state, tp, first_word, s_warp, s_red);
+        if (tid == 0) state[tp] = kFlagInclusive | (prefix + tile_size);
       }
-      prefix += size;
+#pragma unroll 1
+      for (int ci = 0; ci < nci; ++ci) {
+        const uint64_t c = c0 + ci;
+        const uint32_t size = s_size[pb][ci];
+        copy_out(a.dst + a.exp_off + prefix, recs + pb * kTile * kRec + ci * kRec, size);
+        if (tid == 0) {
+          const uint64_t entry = (prefix + size) | ((uint64_t)(s_raw[pb][ci] ? layout::kModeRaw : layout::kModeCoded)
+                                                    << layout::kIndexModeShift);
+          layout::store_u64(a.dst + a.index_off + 8 * c, entry);
+          if (checksums) layout::store_u32(a.dst + a.checksum_off + 4 * c, s_hash[pb][ci]);
+          if (c == a.n_chunks - 1) {
+            write_header(a, prefix + size);
+            *a.frame_size = a.exp_off + prefix + size;
+          }
+        }
+        prefix += size;
+      }
     }
+    if (!cur) break;
   }
   __pipeline_wait_prior(0);  // no copy may still land in shared memory when the CTA exits
 }
