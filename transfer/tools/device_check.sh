@@ -99,12 +99,12 @@ if [ "$NO_GPU" = 1 ]; then
 fi
 
 step "benchmark --gpu, auto path (direct when UCX takes CUDA memory), UCX_TLS=tcp,cuda_copy (bench_gpu.log/json)"
-UCX_TLS=tcp,cuda_copy timeout 150 "$BENCH" --gpu --gpu-path auto --rates 1,2,5,10,20,0 --threads 1,2 \
+UCX_TLS=tcp,cuda_copy timeout 150 "$BENCH" --gpu --gpu-path auto --rates 1 2 5 10 20 0 --threads 1 2 \
   --seconds 0.5 --buffer-mib 1024 --json "$OUT/bench_gpu.json" > "$OUT/bench_gpu.log" 2>&1
 echo "rc=$?"; cat "$OUT/bench_gpu.log"
 
 step "benchmark --gpu, staged path (bench_staged.log)"
-UCX_TLS=tcp,cuda_copy timeout 60 "$BENCH" --gpu --gpu-path staged --rates 5,0 --threads 2 --seconds 0.5 \
+UCX_TLS=tcp,cuda_copy timeout 60 "$BENCH" --gpu --gpu-path staged --rates 5 0 --threads 2 --seconds 0.5 \
   --buffer-mib 1024 > "$OUT/bench_staged.log" 2>&1
 echo "rc=$?"; grep -A12 "Transfer through" "$OUT/bench_staged.log"; grep -E "^- |bench_transfer:" "$OUT/bench_staged.log"
 
