@@ -83,6 +83,60 @@ __device__ __noinline__ sz_status parse_header(const uint8_t* src, size_t src_si
 }
 
 
+// The 8 exponent fields of group gl of a chunk record (raw fields, or codes through the codebook) with the checks
+// of §3 / §4.5 / §4.7 on them and on the group's packed rest fields rp: padding fields zero, codes below the
+// codebook size. v: real values in the group (1..8). Returns true when the group is bad.
+template <int DT>
+__device__ __forceinline__ bool group_exponents(const uint8_t* rec, uint32_t gl, bool raw, const Header& h, uint32_t v,
+                                                const Packed<Traits<DT>::R>& rp, uint32_t ex[8]) {
+  using T = Traits<DT>;
+  const uint32_t k = h.k, code_mask = (1u << k) - 1u;
+  bool bad = false;
+  if (raw) {
+    unpack8<T::E>(load_packed<T::E>(rec + (uint64_t)gl * T::E), ex);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      if ((unsigned)j >= v && ex[j] != 0) bad = true;
+  } else {
+    uint32_t cw = 0;
+    for (uint32_t b = 0; b < k; ++b) cw |= (uint32_t)rec[gl * k + b] << (8 * b);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const uint32_t code = (cw >> (j * k)) & code_mask;
+      if ((unsigned)j < v) {
+        if (code >= h.count) bad = true;
+        ex[j] = h.codebook[code & 15u];
+      } else {
+        if (code != 0) bad = true;
+        ex[j] = 0;
+      }
+    }
+  }
+  if (v < 8) {  // padding rest fields must be zero (§3)
+    uint32_t r[8];
+    unpack8<T::R>(rp, r);
+    for (unsigned j = v; j < 8; ++j)
+      if (r[j] != 0) bad = true;
+  }
+  return bad;
+}
+
+// Escape i of a coded record (codes G bytes, then X u16 positions, then X exponents) against §4.5: positions strictly
+// increasing and below L, exponents below 2^E and not in the codebook, and code 0 at the escape's position.
+template <int DT>
+__device__ __forceinline__ bool escape_bad(const uint8_t* rec, uint32_t G, uint32_t X, uint32_t i, uint32_t L,
+                                           uint32_t k, const uint8_t* s_in_codebook) {
+  const uint8_t* pos_list = rec + G;
+  const uint32_t p = layout::load_u16(pos_list + 2 * i);
+  const uint32_t e = rec[G + 2 * X + i];
+  if (p >= L || (i > 0 && layout::load_u16(pos_list + 2 * (i - 1)) >= p)) return true;
+  if (e >= (1u << Traits<DT>::E) || s_in_codebook[e]) return true;
+  const uint32_t bit = p * k;
+  uint32_t w = rec[bit >> 3];
+  if ((bit & 7) + k > 8) w |= (uint32_t)rec[(bit >> 3) + 1] << 8;
+  return ((w >> (bit & 7)) & ((1u << k) - 1u)) != 0;
+}
+
 constexpr uint32_t kStageBytes = 16384;  // chunks of up to 16 KiB are hashed from a copy in shared memory
 
 struct ChunkShared {
@@ -141,23 +195,11 @@ __device__ __noinline__ void decode_chunk(const DecodeArgs& a, const Header& h, 
   const bool raw = s_chunk->raw != 0;
   const uint8_t* pos_list = rec + G;
   const uint8_t* exp_list = rec + G + 2 * X;
-  const uint32_t code_mask = (1u << k) - 1u;
 
   // Escape lists (§4.5): positions strictly increasing and < L, exponents not in the codebook and < 2^E, code 0.
   if (!raw && X > 0) {
     bool bad = false;
-    for (uint32_t i = tid; i < X; i += kThreads) {
-      const uint32_t p = layout::load_u16(pos_list + 2 * i);
-      const uint32_t e = exp_list[i];
-      if (p >= L || (i > 0 && layout::load_u16(pos_list + 2 * (i - 1)) >= p)) bad = true;
-      if (e >= (1u << T::E) || s_in_codebook[e]) bad = true;
-      if (!bad) {
-        const uint32_t bit = p * k;
-        uint32_t w = rec[bit >> 3];
-        if ((bit & 7) + k > 8) w |= (uint32_t)rec[(bit >> 3) + 1] << 8;
-        if (((w >> (bit & 7)) & code_mask) != 0) bad = true;
-      }
-    }
+    for (uint32_t i = tid; i < X; i += kThreads) bad |= escape_bad<DT>(rec, G, X, i, (uint32_t)L, k, s_in_codebook);
     if (__syncthreads_or(bad)) {
       if (tid == 0) report(a.status, SZ_ERROR_CORRUPT);
       return;
@@ -180,33 +222,7 @@ __device__ __noinline__ void decode_chunk(const DecodeArgs& a, const Header& h, 
       nv[q] = v;
       rp[q] = load_packed<T::R>(rest_in + (uint64_t)gl * T::R);
       uint32_t ex[8];
-      if (raw) {
-        const Packed<T::E> pe = load_packed<T::E>(rec + (uint64_t)gl * T::E);
-        unpack8<T::E>(pe, ex);
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-          if ((unsigned)j >= v && ex[j] != 0) bad = true;
-      } else {
-        uint32_t cw = 0;
-        for (uint32_t b = 0; b < k; ++b) cw |= (uint32_t)rec[gl * k + b] << (8 * b);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const uint32_t code = (cw >> (j * k)) & code_mask;
-          if ((unsigned)j < v) {
-            if (code >= h.count) bad = true;
-            ex[j] = h.codebook[code & 15u];
-          } else {
-            if (code != 0) bad = true;
-            ex[j] = 0;
-          }
-        }
-      }
-      if (v < 8) {  // padding rest fields must be zero (§3)
-        uint32_t r[8];
-        unpack8<T::R>(rp[q], r);
-        for (unsigned j = v; j < 8; ++j)
-          if (r[j] != 0) bad = true;
-      }
+      bad |= group_exponents<DT>(rec, gl, raw, h, v, rp[q], ex);
       const uint32_t o = (gl - seg) * 8;
       *reinterpret_cast<uint2*>(s_exp + o) =
           make_uint2(ex[0] | (ex[1] << 8) | (ex[2] << 16) | (ex[3] << 24), ex[4] | (ex[5] << 8) | (ex[6] << 16) |
@@ -402,7 +418,7 @@ __device__ __noinline__ void decode_fast(const DecodeArgs& a, const Header& h, c
   const unsigned tid = threadIdx.x, warp = tid >> 5;
   const uint64_t grid = gridDim.x;
   const bool checksums = (h.flags & layout::kFlagChecksums) != 0;
-  const uint32_t k = h.k, code_mask = (1u << k) - 1u;
+  const uint32_t k = h.k;
   const Values<T::W, PAGED> out{a.dst, a.pages, a.page_values, a.page_values * (uint64_t)WB};
   // Codebook and "code out of range" tables as four words each, for lut4.
   uint32_t cbw[4] = {0, 0, 0, 0}, badw[4] = {0, 0, 0, 0};
@@ -470,32 +486,7 @@ __device__ __noinline__ void decode_fast(const DecodeArgs& a, const Header& h, c
           }
         }
         uint32_t ex[8];
-        if (raw) {
-          unpack8<T::E>(load_packed<T::E>(rc + gl * T::E), ex);
-#pragma unroll
-          for (int jj = 0; jj < 8; ++jj)
-            if ((unsigned)jj >= v && ex[jj] != 0) bad = true;
-        } else {
-          uint32_t cw = 0;
-          for (uint32_t b = 0; b < k; ++b) cw |= (uint32_t)rc[gl * k + b] << (8 * b);
-#pragma unroll
-          for (int jj = 0; jj < 8; ++jj) {
-            const uint32_t code = (cw >> (jj * k)) & code_mask;
-            if ((unsigned)jj < v) {
-              if (code >= h.count) bad = true;
-              ex[jj] = h.codebook[code & 15u];
-            } else {
-              if (code != 0) bad = true;
-              ex[jj] = 0;
-            }
-          }
-        }
-        if (v < 8) {  // padding rest fields must be zero (§3)
-          uint32_t r[8];
-          unpack8<T::R>(load_packed<T::R>(rs + gl * T::R), r);
-          for (unsigned jj = v; jj < 8; ++jj)
-            if (r[jj] != 0) bad = true;
-        }
+        bad |= group_exponents<DT>(rc, gl, raw, h, v, load_packed<T::R>(rs + gl * T::R), ex);
         *reinterpret_cast<uint2*>(s_exp + gl * 8) =
             make_uint2(ex[0] | (ex[1] << 8) | (ex[2] << 16) | (ex[3] << 24),
                        ex[4] | (ex[5] << 8) | (ex[6] << 16) | (ex[7] << 24));
@@ -503,18 +494,7 @@ __device__ __noinline__ void decode_fast(const DecodeArgs& a, const Header& h, c
       const uint8_t* pos_list = rc + G;
       const uint8_t* exp_list = rc + G + 2 * X;
       if (!raw) {
-        for (uint32_t i = tid; i < X; i += kThreads) {
-          const uint32_t p = layout::load_u16(pos_list + 2 * i);
-          const uint32_t e = exp_list[i];
-          if (p >= L || (i > 0 && layout::load_u16(pos_list + 2 * (i - 1)) >= p)) bad = true;
-          if (e >= (1u << T::E) || s_in_codebook[e]) bad = true;
-          if (!bad) {
-            const uint32_t bit = p * k;
-            uint32_t w = rc[bit >> 3];
-            if ((bit & 7) + k > 8) w |= (uint32_t)rc[(bit >> 3) + 1] << 8;
-            if (((w >> (bit & 7)) & code_mask) != 0) bad = true;
-          }
-        }
+        for (uint32_t i = tid; i < X; i += kThreads) bad |= escape_bad<DT>(rc, G, X, i, L, k, s_in_codebook);
       }
       if (__syncthreads_or(bad)) {
         if (tid == 0) report(a.status, SZ_ERROR_CORRUPT);

@@ -18,6 +18,7 @@
 #include <xxhash.h>
 
 #include "cuda/xxh3.cuh"
+#include "test_util.h"
 
 namespace {
 
@@ -53,15 +54,7 @@ bool have_gpu() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-std::vector<uint8_t> random_bytes(size_t n, uint64_t seed) {
-  std::vector<uint8_t> v(n);
-  uint64_t s = seed;
-  for (size_t i = 0; i < n; ++i) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    v[i] = (uint8_t)(s >> 56);
-  }
-  return v;
-}
+using sztest::random_bytes;
 
 template <int kThreads>
 void run_jobs(const std::vector<uint8_t>& data, const std::vector<Job>& jobs) {

@@ -14,18 +14,11 @@
 #include <xxhash.h>
 
 #include "cuda/xxh3.cuh"
+#include "test_util.h"
 
 namespace {
 
-std::vector<uint8_t> random_bytes(size_t n, uint64_t seed) {
-  std::vector<uint8_t> v(n);
-  uint64_t s = seed;
-  for (size_t i = 0; i < n; ++i) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    v[i] = (uint8_t)(s >> 56);
-  }
-  return v;
-}
+using sztest::random_bytes;
 
 TEST(CudaXxh3Host, EveryLengthUpTo4096) {
   for (uint64_t seed = 1; seed <= 3; ++seed) {
