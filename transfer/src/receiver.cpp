@@ -87,6 +87,18 @@ bool same_codebook(const sz_codebook& a, const sz_codebook& b) {
          memcmp(a.values, b.values, sizeof a.values) == 0;
 }
 
+// A compressed message's frame header (its first `avail` bytes) against what was announced: the tensor's dtype and
+// codebook, n_values values, psize bytes in all, chunk checksums on. SZ_OK, or the reason to refuse it.
+sz_status check_frame(const uint8_t* frame, size_t avail, const TensorState& t, uint64_t n_values, size_t psize) {
+  sz_frame_info info;
+  const sz_status fs = sz_frame_info_get(frame, avail, &info);
+  if (fs != SZ_OK) return fs;
+  if (info.dtype != (uint8_t)t.dtype || info.n_values != n_values || info.frame_size != psize ||
+      !(info.flags & SZ_FLAG_CHECKSUMS) || !same_codebook(info.codebook, t.codebook))
+    return SZ_ERROR_CORRUPT;
+  return SZ_OK;
+}
+
 bool write_all(int fd, const uint8_t* p, size_t n, uint64_t off) {
   while (n > 0) {
     const ssize_t w = pwrite(fd, p, n, (off_t)off);
@@ -458,12 +470,7 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
         frame_header = g.h_scratch.get();
       }
       if (e == SZ_OK) {
-        sz_frame_info info;
-        sz_status fs = sz_frame_info_get(frame_header, head, &info);
-        if (fs == SZ_OK && (info.dtype != (uint8_t)t.dtype || info.n_values != sl.n_values ||
-                            info.frame_size != psize || !(info.flags & SZ_FLAG_CHECKSUMS) ||
-                            !same_codebook(info.codebook, t.codebook)))
-          fs = SZ_ERROR_CORRUPT;
+        const sz_status fs = check_frame(frame_header, head, t, sl.n_values, psize);
         if (fs != SZ_OK) {
           sl.status = fs;
           sl.why = where + " failed verification: " + sz_status_name(fs);
@@ -522,12 +529,7 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
         return;
       }
     } else {
-      sz_frame_info info;
-      sz_status fs = sz_frame_info_get(payload, psize, &info);
-      if (fs == SZ_OK && (info.dtype != (uint8_t)t.dtype || info.n_values != sl.n_values ||
-                          info.frame_size != psize || !(info.flags & SZ_FLAG_CHECKSUMS) ||
-                          !same_codebook(info.codebook, t.codebook)))
-        fs = SZ_ERROR_CORRUPT;
+      sz_status fs = check_frame(payload, psize, t, sl.n_values, psize);
       size_t written = 0;
       if (fs == SZ_OK) fs = sz_decompress(payload, psize, scratch[worker].data(), scratch[worker].size(), &written, 1);
       if (fs == SZ_OK && written != bytes) fs = SZ_ERROR_CORRUPT;
