@@ -4,7 +4,7 @@
 #   tests      the CUDA gtest suite and the host XXH3 test
 #   sanitize   compute-sanitizer memcheck and racecheck on the corrupt-frame, paged and small byte-equality tests
 #   bench      bench_gpu on .devdata tiled to 1 GiB (table on stdout, CSV in $OUT/gpu_bench.csv)
-#   variants   bench of BF16 with SPLITZIP_CUDA_KERNEL=general (the general kernels, for comparison)
+#   variants   bench of BF16 with SPLITZIP_CUDA_KERNEL=tile and =general (the v6 and general kernels, for comparison)
 #   profile    Nsight Compute sections (stalls, occupancy, memory) of the BF16 fast kernels
 #   sass       counts of local-memory (spill) instructions in the fast kernels' machine code
 #   peers      nvCOMP peers (bench/gpu/peers.py) from the carried .whl/pk/nvcomp.tar.xz
@@ -47,21 +47,21 @@ for step in "$@"; do
       timeout 300 build-dev/splitzip_gpu_bench --data .devdata --gib 1 --reps ${REPS:-15} --csv "$OUT/gpu_bench.csv" \
         2>&1 | tee "$OUT/bench.log" ;;
     variants)  # BF16 only: the general kernels, for bench/NOTES.md
-      for v in SPLITZIP_CUDA_KERNEL=general; do
+      for v in SPLITZIP_CUDA_KERNEL=tile SPLITZIP_CUDA_KERNEL=general; do
         echo "== $v"
         env $v timeout 120 build-dev/splitzip_gpu_bench --data .devdata --gib 1 --reps ${REPS:-15} --only bf16 2>&1 \
           | tee -a "$OUT/variants.log" | tail -3
       done ;;
     profile)  # Nsight Compute: warp stall reasons, occupancy, memory throughput of the BF16 fast kernels
-      timeout 240 ncu --clock-control none --kernel-name regex:'encode_fast|decode_kernel' --launch-count 4 \
+      timeout 240 ncu --clock-control none --kernel-name regex:'encode_warp|decode_warp' --launch-count 4 \
         --section WarpStateStats --section SchedulerStats --section Occupancy --section MemoryWorkloadAnalysis \
         --section LaunchStats build-dev/splitzip_gpu_bench --data .devdata --gib 0.25 --reps 1 --warmup 0 --only bf16 \
         > "$OUT/ncu.log" 2>&1; echo "ncu rc=$?"
-      grep -E "^  [a-z_]+.*(encode_fast|decode_kernel)|Stall|Warp Cycles Per|Issued Warp|Achieved Occupancy|Theoretical Occupancy|Memory Throughput|No Eligible|Registers Per|Block Limit|Dynamic Shared" "$OUT/ncu.log" | cut -c1-150 | head -80 ;;
+      grep -E "^  [a-z_]+.*(encode_warp|decode_warp)|Stall|Warp Cycles Per|Issued Warp|Achieved Occupancy|Theoretical Occupancy|Memory Throughput|No Eligible|Registers Per|Block Limit|Dynamic Shared" "$OUT/ncu.log" | cut -c1-150 | head -80 ;;
     sass)  # spill traffic (local loads / stores) per fast-path function, read off the machine code
       for o in $(find build-dev -name 'decode.cu.o' -o -name 'encode.cu.o' | grep -v tests); do
         cuobjdump -sass "$o" 2>/dev/null | awk '/Function :/ {f=$3} /LDL|STL/ {n[f]++} END {for (k in n) print n[k], k}' \
-          | grep -E "fast" | sort -rn | head -12
+          | grep -E "fast|warp" | sort -rn | head -12
       done ;;
     peers)
       mkdir -p /tmp/site && tar xJf .whl/pk/nvcomp.tar.xz -C /tmp/site

@@ -125,7 +125,8 @@ SZ_API sz_status sz_cuda_decompress(const void* d_src, size_t src_size, void* d_
   a.dst_capacity = dst_capacity;
   a.status = d_status;
   a.dst_size = d_dst_size;
-  a.general = cuda::tune_force_general();
+  a.general = cuda::tune_kernel() == cuda::KernelChoice::kGeneral;
+  a.tile = cuda::tune_kernel() == cuda::KernelChoice::kTile;
   return cuda::launch_decode(a, (cudaStream_t)stream);
 }
 
@@ -163,7 +164,8 @@ SZ_API sz_status sz_cuda_decompress_pages(const void* d_src, size_t src_size, vo
   a.page_values = page_values ? page_values : 1;
   a.status = d_status;
   a.dst_size = nullptr;
-  a.general = cuda::tune_force_general();
+  a.general = cuda::tune_kernel() == cuda::KernelChoice::kGeneral;
+  a.tile = cuda::tune_kernel() == cuda::KernelChoice::kTile;
   static void* const kNoPages[1] = {nullptr};
   if (!a.pages) a.pages = kNoPages;
   return cuda::launch_decode(a, (cudaStream_t)stream);

@@ -561,6 +561,251 @@ __device__ __noinline__ void decode_fast(const DecodeArgs& a, const Header& h, c
   __syncthreads();
 }
 
+// ---- the warp-per-chunk BF16 decoder (chunk 4096, no checksums, full codebook, contiguous output) ----------------
+// The mirror of encode.cu's warp encoder (bench/NOTES.md v7). A frame qualifies (warp_frame) when it is BF16 with
+// chunks of 4096 values, no checksums and a codebook of 2^k entries (so no code can be out of range); then every
+// full coded chunk whose record is no larger than a raw one (warp_chunk_fast) is decoded by one warp of
+// decode_warp_kernel, and decode_kernel, launched before it, decodes only the other chunks (raw records, the short
+// last chunk, corrupt index entries, escape-heavy records) with the general per-CTA path. A warp checks its chunk's
+// escapes from a shared-memory copy of the lists, then decodes 4 rounds of 1024 values, lane l the 32 values
+// 1024 r + 32 l ..: two codes at a time through a table of 2^2k words that hold both exponents in place, joined with
+// the rest bytes by one byte permute and one mask each; the round goes through a swizzled shared-memory stage where
+// the escapes are patched (one lane per escape; the value there must have decoded to codebook[0], i.e. code 0),
+// and out with coalesced 16-byte stores, so the output is written once.
+constexpr int kWarpDecWarps = 8;
+constexpr uint32_t kWarpDecEsc = (3 * ((kFastValues - kFastGroups) / 3) + 8 + 15) / 16 * 16;  // escape lists as words
+constexpr uint32_t kWarpDecStage = 2048;                                     // one round of output
+constexpr size_t kWarpDecSmem = (size_t)kWarpDecWarps * (kWarpDecEsc + kWarpDecStage);
+static_assert(kWarpDecEsc % 16 == 0, "each warp's area stays 16-byte aligned");
+
+template <bool PAGED>
+__device__ __forceinline__ bool warp_frame(const Header& h, const DecodeArgs& a) {
+  return !PAGED && !a.general && !a.tile && h.dtype == 1 && h.chunk_log2 == kFastLog2 &&
+         (h.flags & layout::kFlagChecksums) == 0 && h.count == (1u << h.k) && ((uintptr_t)a.src & 7u) == 0 &&
+         ((uintptr_t)a.dst & 15u) == 0;
+}
+
+// The index entries of chunk c - 1 (0 for c = 0) and c of a qualifying frame (8-byte aligned); 0 past the end.
+__device__ __forceinline__ void warp_entries(const Header& h, const uint8_t* src, uint64_t c, uint64_t* prev,
+                                             uint64_t* cur) {
+  const unsigned long long* idx = reinterpret_cast<const unsigned long long*>(src + h.index_off);
+  *cur = c < h.n_chunks ? idx[c] : 0;
+  *prev = (c > 0 && c < h.n_chunks) ? idx[c - 1] : 0;
+}
+
+// Whether chunk c of a qualifying frame goes to the warp decoder: a full chunk whose index entries are consistent
+// (coded, record inside the exponent section, the last one ending it) and whose record is no larger than a raw one
+// (at most (4096 - G) / 3 escapes: every record a valid encoder writes). Everything else, valid or not, is
+// decode_kernel's, which checks and reports as for any frame.
+__device__ __forceinline__ bool warp_chunk_fast(const Header& h, uint64_t c, uint64_t prev, uint64_t e,
+                                                uint64_t* begin, uint32_t* X) {
+  if ((c + 1) * kFastValues > h.n) return false;
+  const uint64_t b = prev & layout::kIndexEndMask;
+  const uint64_t end = e & layout::kIndexEndMask;
+  if ((e >> layout::kIndexModeShift) != layout::kModeCoded || end < b || end > h.exp_size) return false;
+  if (c == h.n_chunks - 1 && end != h.exp_size) return false;
+  const uint64_t G = (uint64_t)kFastGroups * h.k;
+  const uint64_t size = end - b;
+  if (size < G || (size - G) % 3 != 0 || size > kFastValues) return false;
+  *begin = b;
+  *X = (uint32_t)((size - G) / 3);
+  return true;
+}
+
+// N bytes at p (any alignment, all inside [.., end)) as N/4 words; the aligned words around them are read only
+// where they stay inside the frame, else the bytes one by one.
+template <int N>
+__device__ __forceinline__ void load_words(const uint8_t* p, const uint8_t* end, uint32_t w[N / 4]) {
+  const uint32_t sh = (uint32_t)((uintptr_t)p & 3u) * 8u;
+  const uint32_t* q = reinterpret_cast<const uint32_t*>((uintptr_t)p & ~(uintptr_t)3);
+  uint32_t raw[N / 4 + 1];
+  if (reinterpret_cast<const uint8_t*>(q + N / 4 + 1) <= end) {
+#pragma unroll
+    for (int i = 0; i <= N / 4; ++i) raw[i] = q[i];
+  } else {
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i) w[i] = layout::load_u32(p + 4 * i);
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < N / 4; ++i) w[i] = __funnelshift_r(raw[i], raw[i + 1], sh);
+}
+
+// Byte offset into the pair table of the 2k-bit field m of the code string w (little-endian, 32-bit words).
+template <int K>
+__device__ __forceinline__ uint32_t pair_off(const uint32_t* w, int m) {
+  constexpr uint32_t kMask = ((1u << (2 * K)) - 1u) << 2;
+  const int o = 2 * K * m, wi = o / 32, s = o % 32;
+  if (s + 2 * K <= 32) return (s >= 2 ? (w[wi] >> (s - 2)) : (w[wi] << (2 - s))) & kMask;
+  return __funnelshift_r(w[wi], w[wi + 1], s - 2) & kMask;
+}
+
+// Byte address in a round's stage of 16-byte piece u (= 8 values; lane u / 4 wrote it): pieces of a lane are
+// XOR-swizzled so that both the lanes' writes and the coalesced reads are free of bank conflicts.
+__device__ __forceinline__ uint32_t stage_piece(uint32_t u) {
+  const uint32_t l = u >> 2, t = u & 3u;
+  return 16u * (4u * l + (t ^ ((l >> 1) & 3u)));
+}
+
+// The inputs of one round of a lane: its 4k code bytes and 32 rest bytes.
+template <int K>
+struct WarpRound {
+  uint32_t cw[K];
+  uint32_t rw[8];
+};
+template <int K>
+__device__ __forceinline__ void warp_round_load(const uint8_t* rec, const uint8_t* rest_in, const uint8_t* frame_end,
+                                                uint32_t v0, WarpRound<K>& d) {
+  load_words<4 * K>(rec + (v0 / 8) * K, frame_end, d.cw);
+  const uint2* rp = reinterpret_cast<const uint2*>(rest_in + v0);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint2 v = rp[i];
+    d.rw[2 * i] = v.x;
+    d.rw[2 * i + 1] = v.y;
+  }
+}
+
+template <int K>
+__device__ __forceinline__ void decode_warp_chunks(const DecodeArgs& a, const Header& h, const uint8_t* tab,
+                                                   const uint8_t* in_cb, uint8_t* esc_buf, uint8_t* stage,
+                                                   unsigned lane, uint64_t gw, uint64_t nw) {
+  constexpr uint32_t G = kFastGroups * K;
+  const uint8_t* const frame_end = a.src + h.exp_off + h.exp_size;
+  const uint32_t cb0 = h.codebook[0];
+  uint64_t e_prev, e_cur;
+  warp_entries(h, a.src, gw, &e_prev, &e_cur);
+  for (uint64_t c = gw; c < h.n_chunks; c += nw) {
+    uint64_t begin = 0;
+    uint32_t X = 0;
+    const bool fast = warp_chunk_fast(h, c, e_prev, e_cur, &begin, &X);
+    warp_entries(h, a.src, c + nw, &e_prev, &e_cur);  // the next chunk's entries, in flight during this one
+    if (!fast) continue;  // decode_kernel's
+    const uint8_t* rec = a.src + h.exp_off + begin;
+    const uint8_t* rest_in = a.src + h.rest_off + c * kFastValues;
+    WarpRound<K> cur;
+    warp_round_load<K>(rec, rest_in, frame_end, 32 * lane, cur);
+
+    // Escape lists into shared memory as the aligned words around them.
+    const uint8_t* eg = rec + G;
+    const uint32_t eoff = (uint32_t)((uintptr_t)eg & 3u);
+    const uint8_t* ea = eg - eoff;
+    const uint32_t enw = (eoff + 3 * X + 3) / 4;
+    for (uint32_t i = lane; i < enw; i += 32) {
+      const uint8_t* p = ea + 4 * i;
+      uint32_t w = 0;
+      if (p + 4 <= frame_end) {
+        w = *reinterpret_cast<const uint32_t*>(p);
+      } else {
+        for (int b = 0; b < 4; ++b)
+          if (p + b < frame_end) w |= (uint32_t)p[b] << (8 * b);
+      }
+      reinterpret_cast<uint32_t*>(esc_buf)[i] = w;
+    }
+    __syncwarp();
+    const uint8_t* es = esc_buf + eoff;
+
+    // §4.5 on the lists: positions strictly increasing and < 4096, exponents not in the codebook (the code-0 check
+    // is in the patch below). Escapes per round from the sorted positions.
+    bool bad = false;
+    uint32_t hi0 = 0, hi1 = 0, hi2 = 0, carry = 0;
+    for (uint32_t b0 = 0; b0 < X; b0 += 32) {
+      const uint32_t i = b0 + lane;
+      const bool valid = i < X;
+      uint32_t p = 0, e = 0;
+      if (valid) {
+        p = (uint32_t)es[2 * i] | ((uint32_t)es[2 * i + 1] << 8);
+        e = es[2 * X + i];
+      }
+      uint32_t pp = __shfl_up_sync(0xFFFFFFFFu, p, 1);
+      if (lane == 0) pp = carry;
+      if (valid && (p >= kFastValues || (i > 0 && pp >= p) || in_cb[e])) bad = true;
+      hi0 += __popc(__ballot_sync(0xFFFFFFFFu, valid && p < 1024));
+      hi1 += __popc(__ballot_sync(0xFFFFFFFFu, valid && p < 2048));
+      hi2 += __popc(__ballot_sync(0xFFFFFFFFu, valid && p < 3072));
+      carry = __shfl_sync(0xFFFFFFFFu, p, 31);
+    }
+    if (__any_sync(0xFFFFFFFFu, bad)) {
+      if (lane == 0) report(a.status, SZ_ERROR_CORRUPT);
+      continue;
+    }
+
+    uint8_t* out = a.dst + c * (2 * kFastValues);
+    uint32_t lo = 0;
+#pragma unroll 1
+    for (uint32_t r = 0; r < 4; ++r) {
+      const uint32_t hi = r == 0 ? hi0 : (r == 1 ? hi1 : (r == 2 ? hi2 : X));
+      WarpRound<K> nxt;
+      if (r < 3) warp_round_load<K>(rec, rest_in, frame_end, 1024 * (r + 1) + 32 * lane, nxt);
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {  // group t of the lane: 8 values, 4 pairs
+        uint32_t xw[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int m = 4 * t + j;
+          const uint32_t ent = *reinterpret_cast<const uint32_t*>(tab + pair_off<K>(cur.cw, m));
+          const uint32_t rs = __byte_perm(cur.rw[m / 2], 0, (m & 1) ? 0x3322u : 0x1100u);
+          xw[j] = (rs & 0x807F807Fu) | ent;
+        }
+        *reinterpret_cast<uint4*>(stage + stage_piece(4 * lane + t)) = make_uint4(xw[0], xw[1], xw[2], xw[3]);
+      }
+      __syncwarp();
+      for (uint32_t i = lo + lane; i < hi; i += 32) {
+        const uint32_t p = ((uint32_t)es[2 * i] | ((uint32_t)es[2 * i + 1] << 8)) - 1024 * r;
+        uint16_t* v = reinterpret_cast<uint16_t*>(stage + stage_piece(p >> 3) + 2 * (p & 7u));
+        const uint32_t x = *v;
+        if (((x >> 7) & 0xFFu) != cb0) bad = true;  // the escape's code was not 0
+        *v = (uint16_t)((x & 0x807Fu) | ((uint32_t)es[2 * X + i] << 7));
+      }
+      __syncwarp();
+#pragma unroll
+      for (uint32_t s = 0; s < 4; ++s) {
+        const uint32_t u = lane + 32 * s;
+        reinterpret_cast<uint4*>(out + 2048 * r)[u] = *reinterpret_cast<const uint4*>(stage + stage_piece(u));
+      }
+      __syncwarp();
+      lo = hi;
+      if (r < 3) cur = nxt;
+    }
+    if (__any_sync(0xFFFFFFFFu, bad) && lane == 0) report(a.status, SZ_ERROR_CORRUPT);
+  }
+}
+
+__global__ void __launch_bounds__(kWarpDecWarps * 32, 3) decode_warp_kernel(const __grid_constant__ DecodeArgs a) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  __shared__ Header s_h;
+  __shared__ int32_t s_go;
+  __shared__ uint8_t s_in_cb[256];
+  __shared__ __align__(16) uint32_t s_tab[256];  // pair of codes -> both exponents in place (2^2k entries)
+  if (threadIdx.x == 0) {
+    bool go = parse_header(a.src, a.src_size, &s_h) == SZ_OK && warp_frame<false>(s_h, a) &&
+              s_h.n * 2 <= a.dst_capacity;
+    s_go = go;
+  }
+  __syncthreads();
+  if (!s_go) return;
+  const Header& h = s_h;
+  const uint32_t k = h.k, mask = (1u << k) - 1u;
+  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) {
+    bool in = false;
+    for (uint32_t j = 0; j < h.count; ++j) in |= h.codebook[j] == i;
+    s_in_cb[i] = in;
+    if (i < (1u << (2 * k))) s_tab[i] = ((uint32_t)h.codebook[i & mask] << 7) | ((uint32_t)h.codebook[i >> k] << 23);
+  }
+  __syncthreads();
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  uint8_t* esc_buf = smem + warp * (kWarpDecEsc + kWarpDecStage);
+  uint8_t* stage = esc_buf + kWarpDecEsc;
+  const uint64_t gw = (uint64_t)blockIdx.x * kWarpDecWarps + warp, nw = (uint64_t)gridDim.x * kWarpDecWarps;
+  const uint8_t* tab = reinterpret_cast<const uint8_t*>(s_tab);
+  switch (k) {
+    case 1: decode_warp_chunks<1>(a, h, tab, s_in_cb, esc_buf, stage, lane, gw, nw); break;
+    case 2: decode_warp_chunks<2>(a, h, tab, s_in_cb, esc_buf, stage, lane, gw, nw); break;
+    case 3: decode_warp_chunks<3>(a, h, tab, s_in_cb, esc_buf, stage, lane, gw, nw); break;
+    default: decode_warp_chunks<4>(a, h, tab, s_in_cb, esc_buf, stage, lane, gw, nw); break;
+  }
+}
+
 template <bool PAGED>
 __global__ void __launch_bounds__(kThreads, 3) decode_kernel(const __grid_constant__ DecodeArgs a) {
   extern __shared__ __align__(16) uint8_t smem[];
@@ -597,6 +842,29 @@ __global__ void __launch_bounds__(kThreads, 3) decode_kernel(const __grid_consta
   }
   __syncthreads();
   const Header& h = s_h;
+  if constexpr (!PAGED) {
+    if (warp_frame<PAGED>(h, a)) {
+      // decode_warp_kernel (launched next) takes the chunks that pass warp_chunk_fast; this grid the others.
+      __shared__ uint64_t s_list[kThreads];
+      __shared__ uint32_t s_n;
+      for (uint64_t base = (uint64_t)blockIdx.x * kThreads; base < h.n_chunks; base += (uint64_t)gridDim.x * kThreads) {
+        if (threadIdx.x == 0) s_n = 0;
+        __syncthreads();
+        const uint64_t c = base + threadIdx.x;
+        uint64_t b, e0, e1;
+        uint32_t x;
+        warp_entries(h, a.src, c, &e0, &e1);
+        if (c < h.n_chunks && !warp_chunk_fast(h, c, e0, e1, &b, &x)) s_list[atomicAdd(&s_n, 1u)] = c;
+        __syncthreads();
+        const uint32_t n = s_n;
+        for (uint32_t i = 0; i < n; ++i) {
+          decode_chunk<1, PAGED>(a, h, s_list[i], s_in_codebook, s_exp, s_stage, &s_chunk);
+          __syncthreads();
+        }
+      }
+      return;
+    }
+  }
   if (h.chunk_log2 == kFastLog2 && !a.general) {
     switch (h.dtype) {
       case 1:
@@ -658,6 +926,19 @@ sz_status launch_typed(const DecodeArgs& a, cudaStream_t stream) {
   if (cudaMemsetAsync(a.status, 0, sizeof(int32_t), stream) != cudaSuccess) return SZ_ERROR_CUDA;
   decode_kernel<PAGED><<<(unsigned)grid, kThreads, kDecodeSmem, stream>>>(a);
   if (cudaGetLastError() != cudaSuccess) return SZ_ERROR_CUDA;
+  if (!PAGED && !a.general && !a.tile) {  // exits at once unless the frame qualifies (warp_frame)
+    static_assert(kWarpDecSmem <= 48 * 1024, "no attribute needed");
+    int per = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, decode_warp_kernel, kWarpDecWarps * 32, kWarpDecSmem) !=
+        cudaSuccess)
+      return SZ_ERROR_CUDA;
+    if (per < 1) per = 1;
+    uint64_t wgrid = (uint64_t)sms * (uint64_t)per;
+    const uint64_t most_ctas = a.src_size / (96 * kWarpDecWarps) + 1;
+    if (wgrid > most_ctas) wgrid = most_ctas;
+    decode_warp_kernel<<<(unsigned)wgrid, kWarpDecWarps * 32, kWarpDecSmem, stream>>>(a);
+    if (cudaGetLastError() != cudaSuccess) return SZ_ERROR_CUDA;
+  }
   if (a.dst_size) {
     decode_size_kernel<<<1, 32, 0, stream>>>(a);
     if (cudaGetLastError() != cudaSuccess) return SZ_ERROR_CUDA;

@@ -567,6 +567,299 @@ __global__ void __launch_bounds__(kThreads, 4) encode_fast_kernel(const __grid_c
   __pipeline_wait_prior(0);  // no copy may still land in shared memory when the CTA exits
 }
 
+// ---- the warp-per-chunk BF16 encoder (chunk 4096, no checksums, contiguous input) ------------------------------------
+// The common case of KV transfer, built for the fewest instructions per value (bench/NOTES.md v7): each warp takes
+// a whole chunk from the counter and encodes it in 4 rounds of 1024 values, lane l taking the 32 consecutive values
+// 1024 r + 32 l .. + 31 (four 16-byte loads). Exponent -> code is one shared-memory load per value from a table per
+// slot j of the group that holds code << (k j) and, for an escape, bit 24 + j (k <= 3; k = 4 keeps the flags in a
+// second word), so summing a group's 8 entries packs its codes and its escape mask at once. Rest fields are written
+// straight to the rest section, codes and escapes into the warp's record in shared memory (escape order from a warp
+// scan per round); then the warp publishes its record size, looks back over its predecessors (32 at a time) and
+// copies the record out with 16-byte stores. No CTA barrier anywhere after the table set-up. A chunk that falls
+// back to raw exponents re-reads its input (rare by construction). The next round's input is loaded during each round.
+constexpr int kWarpEncWarps = 8;
+// A warp's record area: a coded record never exceeds the raw one (4096 bytes for BF16, §4.7), so codes (G bytes),
+// positions (2 per escape) and exponents (1 per escape) of every coded chunk fit: positions at G, exponents at
+// G + 2 cap rounded up to 4, cap = the most escapes a coded chunk can have; slack for warp_copy_out's reads.
+constexpr uint32_t kWarpEncRec = 4096 + 64;
+static_assert(kWarpEncRec % 16 == 0, "each warp's area stays 16-byte aligned");
+
+template <int K>
+struct WarpEntry {
+  using type = uint32_t;
+  static constexpr uint32_t kBytes = 4;
+};
+template <>
+struct WarpEntry<4> {
+  using type = uint2;
+  static constexpr uint32_t kBytes = 8;
+};
+
+template <int K>
+constexpr size_t warp_enc_smem() {
+  return 8 * 256 * WarpEntry<K>::kBytes + (size_t)kWarpEncWarps * kWarpEncRec;
+}
+
+// Copies len bytes from shared memory s (4-byte aligned, readable up to 20 bytes past len) to global g at any
+// alignment: the head up to a 16-byte boundary and the tail by bytes, one per lane; the body by 16-byte stores,
+// each assembled from 5 shared words with funnel shifts. All lanes of the warp call it.
+__device__ __forceinline__ void warp_copy_out(uint8_t* g, const uint8_t* s, uint32_t len, unsigned lane) {
+  uint32_t head = (uint32_t)((16u - ((uintptr_t)g & 15u)) & 15u);
+  if (head > len) head = len;
+  if (lane < head) g[lane] = s[lane];
+  const uint32_t body = (len - head) >> 4;
+  const uint32_t sh = (head & 3u) * 8u;
+  const uint32_t* sw = reinterpret_cast<const uint32_t*>(s + (head & ~3u));
+  uint4* gb = reinterpret_cast<uint4*>(g + head);
+  for (uint32_t b = lane; b < body; b += 32) {
+    const uint32_t* p = sw + 4 * b;
+    const uint32_t w0 = p[0], w1 = p[1], w2 = p[2], w3 = p[3], w4 = p[4];
+    gb[b] = make_uint4(__funnelshift_r(w0, w1, sh), __funnelshift_r(w1, w2, sh), __funnelshift_r(w2, w3, sh),
+                       __funnelshift_r(w3, w4, sh));
+  }
+  const uint32_t done = head + 16 * body;
+  if (done + lane < len) g[done + lane] = s[done + lane];
+}
+
+// Exclusive prefix of chunk c's record size over chunks 0..c-1, by the whole warp: lane i reads chunk c-1-i's
+// state word once; the walk stops at the nearest inclusive word if no unpublished word is nearer, else it takes the
+// aggregates up to the unpublished one and reads again from there (spinning only on words it needs).
+__device__ __forceinline__ unsigned long long warp_look_back(volatile unsigned long long* state, uint64_t c,
+                                                             unsigned lane) {
+  unsigned long long prefix = 0;
+  long long end = (long long)c - 1;
+  for (;;) {
+    const long long idx = end - (long long)lane;
+    const unsigned long long w = idx >= 0 ? (unsigned long long)state[idx] : kFlagInclusive;
+    const unsigned inc = __ballot_sync(0xFFFFFFFFu, (w >> 62) == 2);
+    const unsigned none = __ballot_sync(0xFFFFFFFFu, (w >> 62) == 0);
+    const unsigned stop_inc = inc ? (unsigned)(__ffs(inc) - 1) : 32u;
+    const unsigned stop_none = none ? (unsigned)(__ffs(none) - 1) : 32u;
+    const unsigned take = stop_inc < stop_none ? stop_inc + 1 : stop_none;  // lanes [0, take) are summed
+    unsigned long long part = lane < take ? (w & kValueMask) : 0ull;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xFFFFFFFFu, part, o);
+    prefix += part;
+    if (stop_inc < stop_none) return prefix;
+    end -= (long long)take;
+    if (stop_none < 32) __nanosleep(64);  // a predecessor has not published yet
+  }
+}
+
+// Rest fields of the 8 values of a group (one 16-byte load) as 8 bytes.
+__device__ __forceinline__ uint2 bf16_rest8(const uint4 q) {
+  const uint32_t l0 = __byte_perm(q.x, q.y, 0x6420), h0 = __byte_perm(q.x, q.y, 0x7531);
+  const uint32_t l1 = __byte_perm(q.z, q.w, 0x6420), h1 = __byte_perm(q.z, q.w, 0x7531);
+  return make_uint2((l0 & 0x7F7F7F7Fu) | (h0 & 0x80808080u), (l1 & 0x7F7F7F7Fu) | (h1 & 0x80808080u));
+}
+
+// Sum of the 8 slot-table entries of a group: codes packed (§3) in the low 8k bits, escape mask above (k <= 3: bits
+// 24..31; k = 4: the second word).
+template <int K>
+__device__ __forceinline__ typename WarpEntry<K>::type bf16_codes8(const uint4 q, const uint8_t* tab) {
+  using E = typename WarpEntry<K>::type;
+  const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+  if constexpr (K < 4) {
+    uint32_t acc = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t lo = (w[i] >> 5) & 0x3FCu, hi = (w[i] >> 21) & 0x3FCu;
+      acc += *reinterpret_cast<const uint32_t*>(tab + (2 * i) * 1024 + lo) +
+             *reinterpret_cast<const uint32_t*>(tab + (2 * i + 1) * 1024 + hi);
+    }
+    return acc;
+  } else {
+    E acc = make_uint2(0, 0);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t lo = (w[i] >> 4) & 0x7F8u, hi = (w[i] >> 20) & 0x7F8u;
+      const uint2 a = *reinterpret_cast<const uint2*>(tab + (2 * i) * 2048 + lo);
+      const uint2 b = *reinterpret_cast<const uint2*>(tab + (2 * i + 1) * 2048 + hi);
+      acc.x += a.x + b.x;
+      acc.y += a.y + b.y;
+    }
+    return acc;
+  }
+}
+template <int K>
+__device__ __forceinline__ uint32_t entry_codes(uint32_t e) { return e & (K == 3 ? 0xFFFFFFu : (1u << (8 * K)) - 1u); }
+template <int K>
+__device__ __forceinline__ uint32_t entry_codes(uint2 e) { return e.x; }
+template <int K>
+__device__ __forceinline__ uint32_t entry_esc(uint32_t e) { return e >> 24; }
+template <int K>
+__device__ __forceinline__ uint32_t entry_esc(uint2 e) { return e.y; }
+
+// Stores the codes of 4 consecutive groups (4k bytes) at s (4-byte aligned; 16-byte aligned for k = 4).
+template <int K>
+__device__ __forceinline__ void store_codes4(uint8_t* s, const uint32_t c[4]) {
+  if constexpr (K == 4) {
+    *reinterpret_cast<uint4*>(s) = make_uint4(c[0], c[1], c[2], c[3]);
+  } else if constexpr (K == 3) {
+    uint32_t* w = reinterpret_cast<uint32_t*>(s);
+    w[0] = __byte_perm(c[0], c[1], 0x4210);
+    w[1] = __byte_perm(c[1], c[2], 0x5421);
+    w[2] = __byte_perm(c[2], c[3], 0x6542);
+  } else if constexpr (K == 2) {
+    *reinterpret_cast<uint2*>(s) = make_uint2(__byte_perm(c[0], c[1], 0x5410), __byte_perm(c[2], c[3], 0x5410));
+  } else {
+    *reinterpret_cast<uint32_t*>(s) = __byte_perm(__byte_perm(c[0], c[1], 0x0040), __byte_perm(c[2], c[3], 0x0040), 0x5410);
+  }
+}
+
+// The 4 uint4 of the 32 values of a lane in a round, or zeros where they are not all inside the chunk.
+__device__ __forceinline__ void warp_enc_load(const uint4* in, uint32_t v0, uint32_t L, uint4 q[4]) {
+  if (v0 + 32 <= L) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) q[i] = __ldg(in + v0 / 8 + i);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) q[i] = make_uint4(0, 0, 0, 0);
+  }
+}
+
+template <int K>
+__global__ void __launch_bounds__(kWarpEncWarps * 32, 3) encode_warp_kernel(const __grid_constant__ EncodeArgs a) {
+  using Entry = typename WarpEntry<K>::type;
+  constexpr uint32_t kEB = WarpEntry<K>::kBytes;
+  extern __shared__ __align__(16) uint8_t smem[];
+  uint8_t* const tab = smem;  // 8 slots x 256 exponents x kEB
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  uint8_t* const rec = smem + 8 * 256 * kEB + warp * kWarpEncRec;
+
+  for (unsigned i = threadIdx.x; i < 8 * 256; i += blockDim.x) {
+    const unsigned j = i >> 8, e = i & 255u;
+    const uint32_t t = a.table[e];
+    if constexpr (K < 4) {
+      *reinterpret_cast<uint32_t*>(tab + 4 * i) = t == 0xFFu ? 1u << (24 + j) : t << (K * j);
+    } else {
+      *reinterpret_cast<uint2*>(tab + 8 * i) = t == 0xFFu ? make_uint2(0u, 1u << j) : make_uint2(t << (4 * j), 0u);
+    }
+  }
+  __syncthreads();
+
+  volatile unsigned long long* state = a.tile_state + 1;
+  const uint16_t* src16 = reinterpret_cast<const uint16_t*>(a.src);
+  const bool rest16 = (((uintptr_t)(a.dst + a.rest_off)) & 15u) == 0;
+  for (;;) {
+    uint64_t c = 0;
+    if (lane == 0) c = atomicAdd(a.tile_state, 1ull);
+    c = __shfl_sync(0xFFFFFFFFu, c, 0);
+    if (c >= a.n_chunks) break;
+    const uint64_t first = c * 4096;
+    const uint32_t L = (uint32_t)(a.n - first < 4096 ? a.n - first : 4096);
+    const uint32_t Gn = (L + 7) / 8, G = Gn * K;
+    const uint32_t cap = Gn * (8 - K) / 3;  // most escapes of a coded record (§4.7)
+    uint8_t* const sexp = rec + ((G + 2 * cap + 3) & ~3u);  // 4-byte aligned for warp_copy_out
+    const uint4* in = reinterpret_cast<const uint4*>(a.src + 2 * first);
+    uint8_t* const rest_out = a.dst + a.rest_off + first;
+    uint32_t X = 0;
+
+    uint4 q[4];
+    warp_enc_load(in, 32 * lane, L, q);
+#pragma unroll 1
+    for (uint32_t r = 0; r < 4; ++r) {
+      const uint32_t v0 = 1024 * r + 32 * lane;  // this lane's first value in the chunk
+      const uint32_t g0 = v0 / 8;
+      uint4 nq[4];
+      warp_enc_load(in, v0 + 1024, r < 3 ? L : 0, nq);  // the next round's input, in flight during this one
+      uint32_t codes[4], m = 0;
+      if (v0 + 32 <= L) {
+        uint2 rs[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const Entry e = bf16_codes8<K>(q[i], tab);
+          codes[i] = entry_codes<K>(e);
+          m |= entry_esc<K>(e) << (8 * i);
+          rs[i] = bf16_rest8(q[i]);
+        }
+        if (rest16) {
+          uint4* o = reinterpret_cast<uint4*>(rest_out + v0);
+          o[0] = make_uint4(rs[0].x, rs[0].y, rs[1].x, rs[1].y);
+          o[1] = make_uint4(rs[2].x, rs[2].y, rs[3].x, rs[3].y);
+        } else {
+          uint2* o = reinterpret_cast<uint2*>(rest_out + v0);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) o[i] = rs[i];
+        }
+        store_codes4<K>(rec + g0 * K, codes);
+      } else if (v0 < L) {  // the end of the last chunk: values past L read as 0 and are masked off
+#pragma unroll 1
+        for (int i = 0; i < 4; ++i) {
+          const uint32_t vb = v0 + 8 * i;
+          if (vb >= L) continue;
+          const uint32_t nv = L - vb < 8 ? L - vb : 8;
+          uint32_t x[4] = {0, 0, 0, 0};
+#pragma unroll
+          for (uint32_t j = 0; j < 8; ++j)
+            if (j < nv) x[j / 2] |= (uint32_t)src16[first + vb + j] << (16 * (j & 1));
+          const uint4 qq = make_uint4(x[0], x[1], x[2], x[3]);
+          const Entry e = bf16_codes8<K>(qq, tab);
+          const uint32_t keep = nv == 8 ? 0xFFFFFFFFu : (1u << (K * nv)) - 1u;
+          const uint32_t cw = entry_codes<K>(e) & keep;
+          m |= (entry_esc<K>(e) & ((1u << nv) - 1u)) << (8 * i);
+          *reinterpret_cast<uint2*>(rest_out + vb) = bf16_rest8(qq);
+          for (int b = 0; b < K; ++b) rec[(g0 + i) * K + b] = (uint8_t)(cw >> (8 * b));  // groups < Gn only
+        }
+      }
+      // Escapes of the round, in position order: a warp scan of the lanes' counts. Past cap the chunk is raw.
+      const uint32_t cnt = __popc(m);
+      uint32_t incl = cnt;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const uint32_t o = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+        if (lane >= (unsigned)d) incl += o;
+      }
+      uint32_t idx = X + incl - cnt;
+      while (m) {
+        const uint32_t b = (uint32_t)(__ffs(m) - 1);
+        m &= m - 1;
+        if (idx < cap) {
+          const uint32_t pos = v0 + b;
+          rec[G + 2 * idx] = (uint8_t)pos;
+          rec[G + 2 * idx + 1] = (uint8_t)(pos >> 8);
+          sexp[idx] = (uint8_t)(src16[first + pos] >> 7);
+        }
+        ++idx;
+      }
+      X += __shfl_sync(0xFFFFFFFFu, incl, 31);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) q[i] = nq[i];
+    }
+
+    // ---- mode, size, publish, look back ----
+    const uint32_t raw_size = Gn * 8;
+    const bool raw = X > cap;  // same as G + 3 X > raw_size
+    const uint32_t size = raw ? raw_size : G + 3 * X;
+    if (lane == 0) state[c] = (c == 0 ? kFlagInclusive : kFlagAggregate) | size;
+    unsigned long long prefix = 0;
+    if (c > 0) {
+      prefix = warp_look_back(state, c, lane);
+      if (lane == 0) state[c] = kFlagInclusive | (prefix + size);
+    }
+    __syncwarp();  // the record in shared memory is complete
+
+    // ---- record, index entry, header ----
+    uint8_t* const out = a.dst + a.exp_off + prefix;
+    if (raw) {
+      for (uint32_t v = lane; v < raw_size; v += 32) out[v] = v < L ? (uint8_t)(src16[first + v] >> 7) : 0;
+    } else {
+      warp_copy_out(out, rec, G + 2 * X, lane);
+      warp_copy_out(out + G + 2 * X, sexp, X, lane);
+    }
+    if (lane == 0) {
+      const uint64_t entry = (prefix + size) | ((uint64_t)(raw ? layout::kModeRaw : layout::kModeCoded)
+                                                << layout::kIndexModeShift);
+      *reinterpret_cast<unsigned long long*>(a.dst + a.index_off + 8 * c) = entry;
+      if (c == a.n_chunks - 1) {
+        write_header(a, prefix + size);
+        *a.frame_size = a.exp_off + prefix + size;
+      }
+    }
+    __syncwarp();  // the record area is reused by the next chunk
+  }
+}
+
 template <class Kernel>
 sz_status grid_for(Kernel kernel, size_t smem, uint64_t work, uint64_t* grid) {
   if (smem > 48 * 1024) {
@@ -614,9 +907,35 @@ sz_status launch_fast(const EncodeArgs& a, cudaStream_t stream) {
   return SZ_OK;
 }
 
+// The warp encoder (BF16, chunk 4096, no checksums, contiguous 16-byte-aligned input, 8-byte-aligned frame).
+template <int K>
+sz_status launch_warp(const EncodeArgs& a, cudaStream_t stream) {
+  auto kernel = encode_warp_kernel<K>;
+  const size_t smem = warp_enc_smem<K>();
+  uint64_t grid = 0;
+  const sz_status s = grid_for(kernel, smem, (a.n_chunks + kWarpEncWarps - 1) / kWarpEncWarps, &grid);
+  if (s != SZ_OK) return s;
+  if (cudaMemsetAsync(a.tile_state, 0, 8 * (a.n_chunks + 1), stream) != cudaSuccess) return SZ_ERROR_CUDA;
+  kernel<<<(unsigned)grid, kWarpEncWarps * 32, smem, stream>>>(a);
+  return cudaGetLastError() == cudaSuccess ? SZ_OK : SZ_ERROR_CUDA;
+}
+
+bool warp_encodes(const EncodeArgs& a) {
+  return a.dtype == 1 && !a.pages && a.chunk_log2 == kFastLog2 && (a.flags & layout::kFlagChecksums) == 0 &&
+         ((uintptr_t)a.src & 15u) == 0 && ((uintptr_t)a.dst & 7u) == 0 && tune_kernel() == KernelChoice::kAuto;
+}
+
 template <int DT, bool PAGED>
 sz_status launch_typed(const EncodeArgs& a, cudaStream_t stream) {
-  if (a.chunk_log2 == kFastLog2 && !tune_force_general()) {
+  if (DT == 1 && warp_encodes(a)) {
+    switch (a.code_bits) {
+      case 1: return launch_warp<1>(a, stream);
+      case 2: return launch_warp<2>(a, stream);
+      case 3: return launch_warp<3>(a, stream);
+      default: return launch_warp<4>(a, stream);
+    }
+  }
+  if (a.chunk_log2 == kFastLog2 && tune_kernel() != KernelChoice::kGeneral) {
     sz_status s;
     if constexpr (DT == 1) {
       switch (a.code_bits) {

@@ -40,12 +40,16 @@ inline size_t encode_workspace_bytes(uint64_t n_chunks) { return (size_t)(8 * (n
 
 sz_status launch_encode(const EncodeArgs& a, cudaStream_t stream);
 
-// Tuning knobs for experiments, read once from the environment (never part of the format):
-//   SPLITZIP_CUDA_KERNEL=general  the general kernels for every chunk size (the chunk-size-4096 fast kernels are off)
-inline bool tune_force_general() {
-  static const bool v = [] {
+// Tuning knob for experiments, read once from the environment (never part of the format):
+//   SPLITZIP_CUDA_KERNEL=general  the general kernels for every chunk size and dtype
+//   SPLITZIP_CUDA_KERNEL=tile     no warp-per-chunk BF16 kernels: the tile kernels of chunk size 4096 (v6)
+enum class KernelChoice { kAuto, kTile, kGeneral };
+inline KernelChoice tune_kernel() {
+  static const KernelChoice v = [] {
     const char* e = getenv("SPLITZIP_CUDA_KERNEL");
-    return e && strcmp(e, "general") == 0;
+    if (e && strcmp(e, "general") == 0) return KernelChoice::kGeneral;
+    if (e && strcmp(e, "tile") == 0) return KernelChoice::kTile;
+    return KernelChoice::kAuto;
   }();
   return v;
 }
@@ -59,7 +63,8 @@ struct DecodeArgs {
   uint64_t page_values;
   int32_t* status;
   uint64_t* dst_size;        // may be nullptr
-  bool general;              // tune_force_general(): skip the fast path
+  bool general;              // tune_kernel() == kGeneral: skip the fast paths
+  bool tile;                 // tune_kernel() == kTile: skip the warp-per-chunk BF16 path
 };
 
 sz_status launch_decode(const DecodeArgs& a, cudaStream_t stream);
