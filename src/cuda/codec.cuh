@@ -437,5 +437,14 @@ __device__ __forceinline__ uint32_t bf16_join2(uint32_t r, uint32_t e, uint32_t 
 __device__ __forceinline__ uint32_t bf16_rest2(uint32_t w) { return (w & 0x007F007Fu) | ((w >> 8) & 0x00800080u); }
 __device__ __forceinline__ uint32_t bf16_exp2(uint32_t w) { return (w >> 7) & 0x00FF00FFu; }
 
+// The BF16 warp kernels stage a round of 1024 values (2 KiB) in shared memory, lane l holding values 32 l .. 32 l + 31
+// as 16-byte pieces 4 l .. 4 l + 3. Byte address of piece u: the pieces of a lane are XOR-swizzled so that the
+// lanes' 16-byte writes, and coalesced 16-byte reads of consecutive pieces, are free of bank conflicts.
+__device__ __forceinline__ uint32_t stage_piece(uint32_t u) {
+  const uint32_t l = u >> 2, t = u & 3u;
+  return 16u * (4u * l + (t ^ ((l >> 1) & 3u)));
+}
+
+// The inputs of one round of a lane: its 4k code bytes and 32 rest bytes.
 }  // namespace cuda
 }  // namespace splitzip

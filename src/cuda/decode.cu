@@ -575,7 +575,7 @@ __device__ __noinline__ void decode_fast(const DecodeArgs& a, const Header& h, c
 constexpr int kWarpDecWarps = 8;
 constexpr uint32_t kWarpDecEsc = (3 * ((kFastValues - kFastGroups) / 3) + 8 + 15) / 16 * 16;  // escape lists as words
 constexpr uint32_t kWarpDecStage = 2048;                                     // one round of output
-constexpr size_t kWarpDecSmem = (size_t)kWarpDecWarps * (kWarpDecEsc + kWarpDecStage);
+constexpr size_t kWarpDecSmem = (size_t)kWarpDecWarps * (2 * kWarpDecEsc + kWarpDecStage);
 static_assert(kWarpDecEsc % 16 == 0, "each warp's area stays 16-byte aligned");
 
 template <bool PAGED>
@@ -640,14 +640,6 @@ __device__ __forceinline__ uint32_t pair_off(const uint32_t* w, int m) {
   return __funnelshift_r(w[wi], w[wi + 1], s - 2) & kMask;
 }
 
-// Byte address in a round's stage of 16-byte piece u (= 8 values; lane u / 4 wrote it): pieces of a lane are
-// XOR-swizzled so that both the lanes' writes and the coalesced reads are free of bank conflicts.
-__device__ __forceinline__ uint32_t stage_piece(uint32_t u) {
-  const uint32_t l = u >> 2, t = u & 3u;
-  return 16u * (4u * l + (t ^ ((l >> 1) & 3u)));
-}
-
-// The inputs of one round of a lane: its 4k code bytes and 32 rest bytes.
 template <int K>
 struct WarpRound {
   uint32_t cw[K];
@@ -666,42 +658,53 @@ __device__ __forceinline__ void warp_round_load(const uint8_t* rec, const uint8_
   }
 }
 
+// Word i of the escape lists' aligned words (ea = the lists' start rounded down to 4 bytes); bytes past the frame
+// read as 0.
+__device__ __forceinline__ uint32_t esc_word(const uint8_t* ea, uint32_t i, const uint8_t* frame_end) {
+  const uint8_t* p = ea + 4 * i;
+  if (p + 4 <= frame_end) return *reinterpret_cast<const uint32_t*>(p);
+  uint32_t w = 0;
+  for (int b = 0; b < 4; ++b)
+    if (p + b < frame_end) w |= (uint32_t)p[b] << (8 * b);
+  return w;
+}
+
 template <int K>
 __device__ __forceinline__ void decode_warp_chunks(const DecodeArgs& a, const Header& h, const uint8_t* tab,
-                                                   const uint8_t* in_cb, uint8_t* esc_buf, uint8_t* stage,
+                                                   const uint8_t* in_cb, uint8_t* esc_bufs, uint8_t* stage,
                                                    unsigned lane, uint64_t gw, uint64_t nw) {
   constexpr uint32_t G = kFastGroups * K;
   const uint8_t* const frame_end = a.src + h.exp_off + h.exp_size;
   const uint32_t cb0 = h.codebook[0];
   uint64_t e_prev, e_cur;
   warp_entries(h, a.src, gw, &e_prev, &e_cur);
+  // A chunk's round-0 inputs and escape lists are loaded during round 3 of the warp's previous chunk (pf), so its
+  // first round trip overlaps work; the lists alternate between two buffers.
+  bool pf = false;
+  uint32_t par = 0;
+  WarpRound<K> cur;
   for (uint64_t c = gw; c < h.n_chunks; c += nw) {
     uint64_t begin = 0;
     uint32_t X = 0;
     const bool fast = warp_chunk_fast(h, c, e_prev, e_cur, &begin, &X);
     warp_entries(h, a.src, c + nw, &e_prev, &e_cur);  // the next chunk's entries, in flight during this one
-    if (!fast) continue;  // decode_kernel's
+    if (!fast) {  // decode_kernel's
+      pf = false;
+      continue;
+    }
     const uint8_t* rec = a.src + h.exp_off + begin;
     const uint8_t* rest_in = a.src + h.rest_off + c * kFastValues;
-    WarpRound<K> cur;
-    warp_round_load<K>(rec, rest_in, frame_end, 32 * lane, cur);
-
-    // Escape lists into shared memory as the aligned words around them.
+    uint8_t* esc_buf = esc_bufs + par * kWarpDecEsc;
     const uint8_t* eg = rec + G;
     const uint32_t eoff = (uint32_t)((uintptr_t)eg & 3u);
-    const uint8_t* ea = eg - eoff;
-    const uint32_t enw = (eoff + 3 * X + 3) / 4;
-    for (uint32_t i = lane; i < enw; i += 32) {
-      const uint8_t* p = ea + 4 * i;
-      uint32_t w = 0;
-      if (p + 4 <= frame_end) {
-        w = *reinterpret_cast<const uint32_t*>(p);
-      } else {
-        for (int b = 0; b < 4; ++b)
-          if (p + b < frame_end) w |= (uint32_t)p[b] << (8 * b);
-      }
-      reinterpret_cast<uint32_t*>(esc_buf)[i] = w;
+    if (pf) {
+      __pipeline_wait_prior(0);  // the lists loaded during the previous chunk
+    } else {
+      warp_round_load<K>(rec, rest_in, frame_end, 32 * lane, cur);
+      const uint32_t enw = (eoff + 3 * X + 3) / 4;
+      for (uint32_t i = lane; i < enw; i += 32) reinterpret_cast<uint32_t*>(esc_buf)[i] = esc_word(eg - eoff, i, frame_end);
     }
+    pf = false;
     __syncwarp();
     const uint8_t* es = esc_buf + eoff;
 
@@ -736,7 +739,29 @@ __device__ __forceinline__ void decode_warp_chunks(const DecodeArgs& a, const He
     for (uint32_t r = 0; r < 4; ++r) {
       const uint32_t hi = r == 0 ? hi0 : (r == 1 ? hi1 : (r == 2 ? hi2 : X));
       WarpRound<K> nxt;
-      if (r < 3) warp_round_load<K>(rec, rest_in, frame_end, 1024 * (r + 1) + 32 * lane, nxt);
+      // Round 3: the next chunk of this warp, if it is the warp decoder's: its round-0 inputs into registers and its
+      // escape lists into the other buffer (cp.async, waited for at the next chunk's start).
+      if (r < 3) {
+        warp_round_load<K>(rec, rest_in, frame_end, 1024 * (r + 1) + 32 * lane, nxt);
+      } else {
+        uint64_t nb = 0;
+        uint32_t nX = 0;
+        if (c + nw < h.n_chunks && warp_chunk_fast(h, c + nw, e_prev, e_cur, &nb, &nX)) {
+          const uint8_t* nrec = a.src + h.exp_off + nb;
+          warp_round_load<K>(nrec, a.src + h.rest_off + (c + nw) * kFastValues, frame_end, 32 * lane, nxt);
+          const uint8_t* neg = nrec + G;
+          const uint32_t noff = (uint32_t)((uintptr_t)neg & 3u);
+          const uint32_t new_ = (noff + 3 * nX + 3) / 4;
+          neg -= noff;
+          uint32_t* nbuf = reinterpret_cast<uint32_t*>(esc_bufs + (par ^ 1u) * kWarpDecEsc);
+          for (uint32_t i = lane; i < new_; i += 32) {
+            if (neg + 4 * i + 4 <= frame_end) __pipeline_memcpy_async(nbuf + i, neg + 4 * i, 4);
+            else nbuf[i] = esc_word(neg, i, frame_end);
+          }
+          __pipeline_commit();
+          pf = true;
+        }
+      }
 #pragma unroll
       for (int t = 0; t < 4; ++t) {  // group t of the lane: 8 values, 4 pairs
         uint32_t xw[4];
@@ -765,10 +790,12 @@ __device__ __forceinline__ void decode_warp_chunks(const DecodeArgs& a, const He
       }
       __syncwarp();
       lo = hi;
-      if (r < 3) cur = nxt;
+      cur = nxt;
     }
+    if (pf) par ^= 1u;
     if (__any_sync(0xFFFFFFFFu, bad) && lane == 0) report(a.status, SZ_ERROR_CORRUPT);
   }
+  __pipeline_wait_prior(0);  // no copy may still land in shared memory when the warp leaves
 }
 
 __global__ void __launch_bounds__(kWarpDecWarps * 32, 3) decode_warp_kernel(const __grid_constant__ DecodeArgs a) {
@@ -794,8 +821,8 @@ __global__ void __launch_bounds__(kWarpDecWarps * 32, 3) decode_warp_kernel(cons
   }
   __syncthreads();
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-  uint8_t* esc_buf = smem + warp * (kWarpDecEsc + kWarpDecStage);
-  uint8_t* stage = esc_buf + kWarpDecEsc;
+  uint8_t* esc_buf = smem + warp * (2 * kWarpDecEsc + kWarpDecStage);  // two buffers of escape lists
+  uint8_t* stage = esc_buf + 2 * kWarpDecEsc;
   const uint64_t gw = (uint64_t)blockIdx.x * kWarpDecWarps + warp, nw = (uint64_t)gridDim.x * kWarpDecWarps;
   const uint8_t* tab = reinterpret_cast<const uint8_t*>(s_tab);
   switch (k) {
@@ -927,7 +954,9 @@ sz_status launch_typed(const DecodeArgs& a, cudaStream_t stream) {
   decode_kernel<PAGED><<<(unsigned)grid, kThreads, kDecodeSmem, stream>>>(a);
   if (cudaGetLastError() != cudaSuccess) return SZ_ERROR_CUDA;
   if (!PAGED && !a.general && !a.tile) {  // exits at once unless the frame qualifies (warp_frame)
-    static_assert(kWarpDecSmem <= 48 * 1024, "no attribute needed");
+    if (cudaFuncSetAttribute(decode_warp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kWarpDecSmem) !=
+        cudaSuccess)
+      return SZ_ERROR_CUDA;
     int per = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, decode_warp_kernel, kWarpDecWarps * 32, kWarpDecSmem) !=
         cudaSuccess)

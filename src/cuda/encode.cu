@@ -582,6 +582,7 @@ constexpr int kWarpEncWarps = 8;
 // positions (2 per escape) and exponents (1 per escape) of every coded chunk fit: positions at G, exponents at
 // G + 2 cap rounded up to 4, cap = the most escapes a coded chunk can have; slack for warp_copy_out's reads.
 constexpr uint32_t kWarpEncRec = 4096 + 64;
+constexpr uint32_t kWarpEncStage = 2048;  // the round's input, for the escapes' exponents
 static_assert(kWarpEncRec % 16 == 0, "each warp's area stays 16-byte aligned");
 
 template <int K>
@@ -597,7 +598,7 @@ struct WarpEntry<4> {
 
 template <int K>
 constexpr size_t warp_enc_smem() {
-  return 8 * 256 * WarpEntry<K>::kBytes + (size_t)kWarpEncWarps * kWarpEncRec;
+  return 8 * 256 * WarpEntry<K>::kBytes + (size_t)kWarpEncWarps * (kWarpEncRec + kWarpEncStage);
 }
 
 // Copies len bytes from shared memory s (4-byte aligned, readable up to 20 bytes past len) to global g at any
@@ -624,13 +625,24 @@ __device__ __forceinline__ void warp_copy_out(uint8_t* g, const uint8_t* s, uint
 // Exclusive prefix of chunk c's record size over chunks 0..c-1, by the whole warp: lane i reads chunk c-1-i's
 // state word once; the walk stops at the nearest inclusive word if no unpublished word is nearer, else it takes the
 // aggregates up to the unpublished one and reads again from there (spinning only on words it needs).
-__device__ __forceinline__ unsigned long long warp_look_back(volatile unsigned long long* state, uint64_t c,
+// State words are read and written relaxed at GPU scope: each carries its flag and value in one 64-bit word and
+// nothing else is ordered by it (a volatile access would be system scope).
+__device__ __forceinline__ unsigned long long ld_state(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_state(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ unsigned long long warp_look_back(const unsigned long long* state, uint64_t c,
                                                              unsigned lane) {
   unsigned long long prefix = 0;
   long long end = (long long)c - 1;
   for (;;) {
     const long long idx = end - (long long)lane;
-    const unsigned long long w = idx >= 0 ? (unsigned long long)state[idx] : kFlagInclusive;
+    const unsigned long long w = idx >= 0 ? ld_state(state + idx) : kFlagInclusive;
     const unsigned inc = __ballot_sync(0xFFFFFFFFu, (w >> 62) == 2);
     const unsigned none = __ballot_sync(0xFFFFFFFFu, (w >> 62) == 0);
     const unsigned stop_inc = inc ? (unsigned)(__ffs(inc) - 1) : 32u;
@@ -725,7 +737,8 @@ __global__ void __launch_bounds__(kWarpEncWarps * 32, 3) encode_warp_kernel(cons
   extern __shared__ __align__(16) uint8_t smem[];
   uint8_t* const tab = smem;  // 8 slots x 256 exponents x kEB
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-  uint8_t* const rec = smem + 8 * 256 * kEB + warp * kWarpEncRec;
+  uint8_t* const rec = smem + 8 * 256 * kEB + warp * (kWarpEncRec + kWarpEncStage);
+  uint8_t* const stage = rec + kWarpEncRec;
 
   for (unsigned i = threadIdx.x; i < 8 * 256; i += blockDim.x) {
     const unsigned j = i >> 8, e = i & 255u;
@@ -738,7 +751,7 @@ __global__ void __launch_bounds__(kWarpEncWarps * 32, 3) encode_warp_kernel(cons
   }
   __syncthreads();
 
-  volatile unsigned long long* state = a.tile_state + 1;
+  unsigned long long* state = a.tile_state + 1;
   const uint16_t* src16 = reinterpret_cast<const uint16_t*>(a.src);
   const bool rest16 = (((uintptr_t)(a.dst + a.rest_off)) & 15u) == 0;
   for (;;) {
@@ -768,6 +781,7 @@ __global__ void __launch_bounds__(kWarpEncWarps * 32, 3) encode_warp_kernel(cons
         uint2 rs[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
+          *reinterpret_cast<uint4*>(stage + stage_piece(4 * lane + i)) = q[i];
           const Entry e = bf16_codes8<K>(q[i], tab);
           codes[i] = entry_codes<K>(e);
           m |= entry_esc<K>(e) << (8 * i);
@@ -794,6 +808,7 @@ __global__ void __launch_bounds__(kWarpEncWarps * 32, 3) encode_warp_kernel(cons
           for (uint32_t j = 0; j < 8; ++j)
             if (j < nv) x[j / 2] |= (uint32_t)src16[first + vb + j] << (16 * (j & 1));
           const uint4 qq = make_uint4(x[0], x[1], x[2], x[3]);
+          *reinterpret_cast<uint4*>(stage + stage_piece(4 * lane + i)) = qq;
           const Entry e = bf16_codes8<K>(qq, tab);
           const uint32_t keep = nv == 8 ? 0xFFFFFFFFu : (1u << (K * nv)) - 1u;
           const uint32_t cw = entry_codes<K>(e) & keep;
@@ -818,7 +833,7 @@ __global__ void __launch_bounds__(kWarpEncWarps * 32, 3) encode_warp_kernel(cons
           const uint32_t pos = v0 + b;
           rec[G + 2 * idx] = (uint8_t)pos;
           rec[G + 2 * idx + 1] = (uint8_t)(pos >> 8);
-          sexp[idx] = (uint8_t)(src16[first + pos] >> 7);
+          sexp[idx] = (uint8_t)(*reinterpret_cast<const uint16_t*>(stage + stage_piece(4 * lane + b / 8) + 2 * (b & 7)) >> 7);
         }
         ++idx;
       }
@@ -831,11 +846,11 @@ __global__ void __launch_bounds__(kWarpEncWarps * 32, 3) encode_warp_kernel(cons
     const uint32_t raw_size = Gn * 8;
     const bool raw = X > cap;  // same as G + 3 X > raw_size
     const uint32_t size = raw ? raw_size : G + 3 * X;
-    if (lane == 0) state[c] = (c == 0 ? kFlagInclusive : kFlagAggregate) | size;
+    if (lane == 0) st_state(state + c, (c == 0 ? kFlagInclusive : kFlagAggregate) | size);
     unsigned long long prefix = 0;
     if (c > 0) {
       prefix = warp_look_back(state, c, lane);
-      if (lane == 0) state[c] = kFlagInclusive | (prefix + size);
+      if (lane == 0) st_state(state + c, kFlagInclusive | (prefix + size));
     }
     __syncwarp();  // the record in shared memory is complete
 
