@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -505,6 +506,50 @@ TEST(CudaCodec, OversizeCodedRecordDecodesLikeReference) {
       ASSERT_TRUE(d.guard_ok);
     }
   }
+}
+
+// The warp-per-chunk BF16 decoder (chunk 4096, no checksums, a codebook of 2^k entries) checks a chunk's escape
+// lists itself: flip bits in every byte of chunk 1's escape positions and exponents and in its codes, and every bit
+// of its first positions; each frame must decode exactly as the reference does (same bytes, or rejected by both).
+TEST(CudaCodec, WarpDecoderEscapeChecksLikeReference) {
+  SZ_SKIP_WITHOUT_GPU();
+  const uint64_t n = 4 * 4096;
+  unsigned center = 0;
+  std::vector<uint8_t> data = test_values(SZ_DTYPE_BF16, n, 123, &center);
+  const std::vector<uint8_t> calm = sztest::skewed_values(SZ_DTYPE_BF16, n, 5, center, 0.45, 0.05);
+  std::copy(calm.begin(), calm.begin() + 2 * 8192, data.begin());  // chunks 0 and 1 coded, with escapes
+  const sz_codebook cb = sztest::centered_codebook(SZ_DTYPE_BF16, 3, 8, center);
+  const sz_params p = sztest::make_params(12, 0);
+  const std::vector<uint8_t> frame = cpu_compress(data, n, SZ_DTYPE_BF16, cb, p);
+  sz_status s;
+  ASSERT_TRUE(gpu_compress(data, n, SZ_DTYPE_BF16, &cb, &p, &s) == frame);
+  const splitzip::layout::FrameOffsets o = splitzip::layout::frame_offsets(n, 12, false, splitzip::layout::dtype_traits(SZ_DTYPE_BF16), 0);
+  const uint64_t begin = splitzip::layout::load_u64(frame.data() + o.index) & splitzip::layout::kIndexEndMask;
+  const uint64_t entry = splitzip::layout::load_u64(frame.data() + o.index + 8);
+  ASSERT_EQ(entry >> splitzip::layout::kIndexModeShift, splitzip::layout::kModeCoded);
+  const uint64_t G = 512 * 3, size = (entry & splitzip::layout::kIndexEndMask) - begin, X = (size - G) / 3;
+  ASSERT_GT(X, 40u) << "chunk 1 needs escapes";
+  const size_t rec = o.exponents + begin;
+  Rng rng(17);
+  unsigned rejected = 0, accepted = 0;
+  for (size_t i = 0; i < size; ++i) {
+    const bool lists = i >= G;
+    if (!lists && rng.below(8) != 0) continue;  // codes: a sample
+    for (unsigned bit = 0; bit < 8; ++bit) {
+      if (!(lists && i < G + 8) && bit != rng.below(8)) continue;  // all bits of the first 4 positions
+      std::vector<uint8_t> t = frame;
+      t[rec + i] ^= (uint8_t)(1u << bit);
+      check_corrupt_like_reference(t, n * 2, ("flip at record byte " + std::to_string(i)).c_str());
+      std::vector<uint8_t> ref_out(n * 2);
+      size_t ref_size = 0;
+      (sz_decompress_reference(t.data(), t.size(), ref_out.data(), ref_out.size(), &ref_size) == SZ_OK ? accepted
+                                                                                                       : rejected)++;
+    }
+  }
+  EXPECT_GT(rejected, 100u);
+  EXPECT_GT(accepted, 10u);
+  std::printf("[ info ] warp decoder: %u corrupted records rejected, %u accepted, all like the reference\n", rejected,
+              accepted);
 }
 
 // More chunks than the grid has CTAs many times over: the encoder's look-back across waves and the decoder's index
