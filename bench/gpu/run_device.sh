@@ -48,7 +48,7 @@ for step in "$@"; do
       timeout 300 build-dev/splitzip_gpu_bench --data .devdata --gib 1 --reps ${REPS:-15} --csv "$OUT/gpu_bench.csv" \
         2>&1 | tee "$OUT/bench.log" ;;
     variants)  # BF16 only: the general kernels, for bench/NOTES.md
-      for v in SPLITZIP_CUDA_KERNEL=tile SPLITZIP_CUDA_KERNEL=general; do
+      for v in ${VARIANTS:-SPLITZIP_CUDA_KERNEL=tile SPLITZIP_CUDA_KERNEL=general}; do
         echo "== $v"
         env $v timeout 120 build-dev/splitzip_gpu_bench --data .devdata --gib 1 --reps ${REPS:-15} --only bf16 2>&1 \
           | tee -a "$OUT/variants.log" | tail -3

@@ -11,10 +11,13 @@
  *   - Workspace: call the *_workspace_size query, allocate at least that many device bytes, pass them in. The
  *     workspace may be reused by the next call on the same stream once this one is enqueued (stream order).
  *   - In a build without CUDA every function returns SZ_ERROR_NOT_SUPPORTED and sz_cuda_available() returns 0.
- *   - Kernels: frames of the default chunk size (4096 values) use pipelined kernels (the encoder is launched
- *     cooperatively, all of its CTAs resident; where the runtime refuses a cooperative launch, the general kernels
- *     run instead, with the same output). Other chunk sizes use the general kernels. SPLITZIP_CUDA_KERNEL=general in
- *     the environment forces the general kernels (for comparisons); the frames are the same either way.
+ *   - Kernels: BF16 frames of the default chunk size (4096 values) without checksums, with a 16-byte-aligned input
+ *     and an 8-byte-aligned frame (decode: 8-byte-aligned frame, 16-byte-aligned output, a codebook of 2^k entries)
+ *     use warp-per-chunk kernels. Other frames of the default chunk size use pipelined tile kernels (the encoder is
+ *     launched cooperatively, all of its CTAs resident; where the runtime refuses a cooperative launch, the general
+ *     kernels run instead, with the same output). Other chunk sizes use the general kernels.
+ *     SPLITZIP_CUDA_KERNEL=tile (no warp kernels) or =general (general kernels only) in the environment select
+ *     kernels for comparisons; the frames and outputs are the same either way.
  */
 #ifndef SPLITZIP_SPLITZIP_CUDA_H
 #define SPLITZIP_SPLITZIP_CUDA_H

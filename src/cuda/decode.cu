@@ -7,7 +7,9 @@
 // exponent and rest fields into the output, written once with 16-byte stores where aligned. With the CHECKSUMS
 // flag one warp hashes the chunk's output and compares. The first error found is stored into *status with an
 // atomicCAS from SZ_OK; nothing outside [src, src + src_size) is read and nothing outside the output is written,
-// whatever the frame says.
+// whatever the frame says. Below the general per-chunk path: the tile decoder of chunk size 4096 (v6), and the
+// warp-per-chunk BF16 decoder (v7, its own kernel launched after this one), which takes the chunks of a qualifying
+// frame that warp_chunk_fast accepts; decode_kernel then decodes only the others.
 #include <cuda_runtime.h>
 
 #include "cuda/codec.cuh"

@@ -10,6 +10,8 @@
 //   3. one warp hashes the chunk (XXH3, 8 lanes per accumulator group) when checksums are asked for;
 //   4. writes its record, index entry and checksum; the CTA of the last chunk writes the header and the frame size.
 // Nothing is read twice except the values of a chunk that falls back to raw exponents (rare by construction).
+// That is the general kernel; below it, the tile kernels of chunk size 4096 (v6) and the warp-per-chunk BF16
+// kernel (v7), which launch_typed picks first where they apply (bench/NOTES.md has why each exists).
 #include <cuda_runtime.h>
 
 #include "cuda/codec.cuh"
