@@ -568,12 +568,13 @@ __device__ __noinline__ void decode_fast(const DecodeArgs& a, const Header& h, c
 // chunks of 4096 values, no checksums and a codebook of 2^k entries (so no code can be out of range); then every
 // full coded chunk whose record is no larger than a raw one (warp_chunk_fast) is decoded by one warp of
 // decode_warp_kernel, and decode_kernel, launched before it, decodes only the other chunks (raw records, the short
-// last chunk, corrupt index entries, escape-heavy records) with the general per-CTA path. A warp checks its chunk's
+// last chunk, corrupt index entries, records larger than a raw one) with the general per-CTA path. A warp checks its chunk's
 // escapes from a shared-memory copy of the lists, then decodes 4 rounds of 1024 values, lane l the 32 values
 // 1024 r + 32 l ..: two codes at a time through a table of 2^2k words that hold both exponents in place, joined with
 // the rest bytes by one byte permute and one mask each; the round goes through a swizzled shared-memory stage where
 // the escapes are patched (one lane per escape; the value there must have decoded to codebook[0], i.e. code 0),
-// and out with coalesced 16-byte stores, so the output is written once.
+// and out with coalesced 16-byte stores, so the output is written once. During its last round a warp already loads
+// its next chunk's first round (registers) and escape lists (cp.async into a second buffer).
 constexpr int kWarpDecWarps = 8;
 constexpr uint32_t kWarpDecEsc = (3 * ((kFastValues - kFastGroups) / 3) + 8 + 15) / 16 * 16;  // escape lists as words
 constexpr uint32_t kWarpDecStage = 2048;                                     // one round of output

@@ -603,7 +603,7 @@ constexpr size_t warp_enc_smem() {
   return 8 * 256 * WarpEntry<K>::kBytes + (size_t)kWarpEncWarps * (kWarpEncRec + kWarpEncStage);
 }
 
-// Copies len bytes from shared memory s (4-byte aligned, readable up to 20 bytes past len) to global g at any
+// Copies len bytes from shared memory s (4-byte aligned, readable up to 4 bytes past len) to global g at any
 // alignment: the head up to a 16-byte boundary and the tail by bytes, one per lane; the body by 16-byte stores,
 // each assembled from 5 shared words with funnel shifts. All lanes of the warp call it.
 __device__ __forceinline__ void warp_copy_out(uint8_t* g, const uint8_t* s, uint32_t len, unsigned lane) {
