@@ -568,8 +568,8 @@ __device__ __noinline__ void decode_fast(const DecodeArgs& a, const Header& h, c
 // chunks of 4096 values, no checksums and a codebook of 2^k entries (so no code can be out of range); then every
 // full coded chunk whose record is no larger than a raw one (warp_chunk_fast) is decoded by one warp of
 // decode_warp_kernel, and decode_kernel, launched before it, decodes only the other chunks (raw records, the short
-// last chunk, corrupt index entries, records larger than a raw one) with the general per-CTA path. A warp checks its chunk's
-// escapes from a shared-memory copy of the lists, then decodes 4 rounds of 1024 values, lane l the 32 values
+// last chunk, corrupt index entries, records larger than a raw one) with the general per-CTA path. A warp checks its
+// chunk's escapes from a shared-memory copy of the lists, then decodes 4 rounds of 1024 values, lane l the 32 values
 // 1024 r + 32 l ..: two codes at a time through a table of 2^2k words that hold both exponents in place, joined with
 // the rest bytes by one byte permute and one mask each; the round goes through a swizzled shared-memory stage where
 // the escapes are patched (one lane per escape; the value there must have decoded to codebook[0], i.e. code 0),
@@ -705,7 +705,8 @@ __device__ __forceinline__ void decode_warp_chunks(const DecodeArgs& a, const He
     } else {
       warp_round_load<K>(rec, rest_in, frame_end, 32 * lane, cur);
       const uint32_t enw = (eoff + 3 * X + 3) / 4;
-      for (uint32_t i = lane; i < enw; i += 32) reinterpret_cast<uint32_t*>(esc_buf)[i] = esc_word(eg - eoff, i, frame_end);
+      for (uint32_t i = lane; i < enw; i += 32)
+        reinterpret_cast<uint32_t*>(esc_buf)[i] = esc_word(eg - eoff, i, frame_end);
     }
     pf = false;
     __syncwarp();

@@ -569,7 +569,7 @@ __global__ void __launch_bounds__(kThreads, 4) encode_fast_kernel(const __grid_c
   __pipeline_wait_prior(0);  // no copy may still land in shared memory when the CTA exits
 }
 
-// ---- the warp-per-chunk BF16 encoder (chunk 4096, no checksums, contiguous input) ------------------------------------
+// ---- the warp-per-chunk BF16 encoder (chunk 4096, no checksums, contiguous input) --------------------------------
 // The common case of KV transfer, built for the fewest instructions per value (bench/NOTES.md v7): each warp takes
 // a whole chunk from the counter and encodes it in 4 rounds of 1024 values, lane l taking the 32 consecutive values
 // 1024 r + 32 l .. + 31 (four 16-byte loads). Exponent -> code is one shared-memory load per value from a table per
@@ -717,7 +717,8 @@ __device__ __forceinline__ void store_codes4(uint8_t* s, const uint32_t c[4]) {
   } else if constexpr (K == 2) {
     *reinterpret_cast<uint2*>(s) = make_uint2(__byte_perm(c[0], c[1], 0x5410), __byte_perm(c[2], c[3], 0x5410));
   } else {
-    *reinterpret_cast<uint32_t*>(s) = __byte_perm(__byte_perm(c[0], c[1], 0x0040), __byte_perm(c[2], c[3], 0x0040), 0x5410);
+    *reinterpret_cast<uint32_t*>(s) =
+        __byte_perm(__byte_perm(c[0], c[1], 0x0040), __byte_perm(c[2], c[3], 0x0040), 0x5410);
   }
 }
 
@@ -835,7 +836,8 @@ __global__ void __launch_bounds__(kWarpEncWarps * 32, 3) encode_warp_kernel(cons
           const uint32_t pos = v0 + b;
           rec[G + 2 * idx] = (uint8_t)pos;
           rec[G + 2 * idx + 1] = (uint8_t)(pos >> 8);
-          sexp[idx] = (uint8_t)(*reinterpret_cast<const uint16_t*>(stage + stage_piece(4 * lane + b / 8) + 2 * (b & 7)) >> 7);
+          const uint8_t* v = stage + stage_piece(4 * lane + b / 8) + 2 * (b & 7);  // value b of this lane
+          sexp[idx] = (uint8_t)(*reinterpret_cast<const uint16_t*>(v) >> 7);
         }
         ++idx;
       }

@@ -523,11 +523,12 @@ TEST(CudaCodec, WarpDecoderEscapeChecksLikeReference) {
   const std::vector<uint8_t> frame = cpu_compress(data, n, SZ_DTYPE_BF16, cb, p);
   sz_status s;
   ASSERT_TRUE(gpu_compress(data, n, SZ_DTYPE_BF16, &cb, &p, &s) == frame);
-  const splitzip::layout::FrameOffsets o = splitzip::layout::frame_offsets(n, 12, false, splitzip::layout::dtype_traits(SZ_DTYPE_BF16), 0);
-  const uint64_t begin = splitzip::layout::load_u64(frame.data() + o.index) & splitzip::layout::kIndexEndMask;
-  const uint64_t entry = splitzip::layout::load_u64(frame.data() + o.index + 8);
-  ASSERT_EQ(entry >> splitzip::layout::kIndexModeShift, splitzip::layout::kModeCoded);
-  const uint64_t G = 512 * 3, size = (entry & splitzip::layout::kIndexEndMask) - begin, X = (size - G) / 3;
+  namespace lay = splitzip::layout;
+  const lay::FrameOffsets o = lay::frame_offsets(n, 12, false, lay::dtype_traits(SZ_DTYPE_BF16), 0);
+  const uint64_t begin = lay::load_u64(frame.data() + o.index) & lay::kIndexEndMask;
+  const uint64_t entry = lay::load_u64(frame.data() + o.index + 8);
+  ASSERT_EQ(entry >> lay::kIndexModeShift, lay::kModeCoded);
+  const uint64_t G = 512 * 3, size = (entry & lay::kIndexEndMask) - begin, X = (size - G) / 3;
   ASSERT_GT(X, 40u) << "chunk 1 needs escapes";
   const size_t rec = o.exponents + begin;
   Rng rng(17);
