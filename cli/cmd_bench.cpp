@@ -275,6 +275,7 @@ Row bench_gpu(const std::vector<Tensor>& tensors, const sz_params& params, unsig
   }
   DeviceBuffer d_src{size_t(total)}, d_frames{size_t(frames_total)}, d_out{size_t(total)}, d_copy{size_t(total)},
       d_ws{ws}, d_sizes{nt * sizeof(uint64_t)}, d_status{nt * sizeof(int32_t)};
+  cuda_check(cudaMemset(d_ws.ptr, 0, ws), "cudaMemset");  // a codec workspace is zero-filled before its first use
   for (const Tensor& t : tensors)
     if (t.bytes)
       cuda_check(cudaMemcpy(d_src.as<uint8_t>() + t.out_offset, t.src, size_t(t.bytes), cudaMemcpyHostToDevice),

@@ -169,7 +169,11 @@ inline bool write_file(const std::string& path, const void* data, size_t size) {
 }
 
 // The repository root and its files (data/, tests/golden/).
-inline std::string source_dir() { return SPLITZIP_SOURCE_DIR; }
+// The repository root: the build's, or SPLITZIP_TEST_SOURCE_DIR when tests built elsewhere run from another copy.
+inline std::string source_dir() {
+  const char* e = getenv("SPLITZIP_TEST_SOURCE_DIR");
+  return e && *e ? e : SPLITZIP_SOURCE_DIR;
+}
 inline std::string repo_path(const std::string& rel) { return source_dir() + "/" + rel; }
 
 // The shared data folder: $SPLITZIP_SHARED_DATA if set, else <repo>/../shared/data. Empty if it does not exist.

@@ -1,22 +1,27 @@
-// bench_gpu.cpp — GPU encode / decode throughput of the CUDA codec next to cudaMemcpy, on real KV tiled to >= 1 GiB.
+// bench_gpu.cpp — GPU encode / decode throughput of the CUDA codec at the message sizes serving engines use, next to
+// cudaMemcpy of the same sizes measured in the same run, on real KV.
 //
-// For every dataset: the same-run device-to-device cudaMemcpy bandwidth B (bytes read + written per second), the
-// frame size, and encode / decode GB/s of uncompressed bytes, with and without chunk checksums. The roofline of a
-// codec that reads its input once and writes its output once is B * raw / (raw + compressed) (issue 3), and the
-// table gives each speed's ratio to it. Timing: CUDA events around each call, after warm-up, median of --reps runs;
-// every buffer is >= 1 GiB, far larger than the 60 MB L2, so no run is served from cache. Every frame is checked
-// byte for byte against the CPU codec, and every decode against the input.
+// For every dataset and message size S (MiB per call, --sizes): R distinct input buffers of S bytes (R * S >= --pool
+// MiB, so that consecutive calls never find their data in the 60 MB L2), each a different rotation of the dataset's
+// tile. One timed batch enqueues one call per buffer back to back on one stream between two CUDA events; the time per
+// call is the batch time / R, median of --reps batches after a warm-up batch. The baseline is the same batch of
+// cudaMemcpyAsync D2D calls of S bytes, counted as bytes read + written (B). A codec call's roofline is
+// B * raw / (raw + frame) GB/s of uncompressed data, each way; "/roof" is speed over it. Each (dataset, size, flags,
+// layout) runs encode and decode with checksums off and on, contiguous and paged (--page-values values per page,
+// pages in shuffled order), and every first frame is compared byte for byte with the CPU codec and every first decode
+// with its input. Also per call: the GPU time of one isolated call (events around it, idle GPU before: launch and
+// kernel) for memcpy, encode and decode.
 //
-// Datasets (files from --data, as copied into .devdata/ for the GPU machine):
-//   bf16   kv_code_bf16.bin (+ kv_prose_bf16.bin)           real BF16 KV of trained-d512
-//   fp16   the BF16 values rounded to binary16               (real values, FP16 container)
-//   fp32   the BF16 values widened to binary32               (exact)
-//   e4m3 / e5m2  kv_code_e4m3.bin / kv_code_e5m2.bin         real FP8 KV of the same model
-//   bf16_esc1 / bf16_esc5  the BF16 data with 1% / 5% of the values given an exponent outside the codebook
-// Output: a markdown table on stdout, and CSV rows to --csv.
+// Datasets (from --data, the files carried into .devdata/ for the GPU machine):
+//   d512_*    trained-d512 KV (kv_{code,prose}_{bf16,e4m3,e5m2}.bin), codebook calibrated on the data itself; fp16 /
+//             fp32 are the BF16 values rounded to binary16 / widened to binary32
+//   smol_*    SmolLM2-135M KV (smollm2/{prose,code}_{bf16,fp16,e4m3,e5m2}.bin from bench/models/smollm2_kv.py):
+//             codebook calibrated on the code text, measured on the prose text (held out)
+// Output: one row per measurement on stdout (markdown), CSV rows to --csv; a short summary table last.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -37,13 +42,13 @@ namespace {
       exit(1);                                                                           \
     }                                                                                    \
   } while (0)
-#define SZ(x)                                                                                \
-  do {                                                                                       \
-    sz_status s_ = (x);                                                                      \
-    if (s_ != SZ_OK) {                                                                       \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, sz_status_name(s_));         \
-      exit(1);                                                                               \
-    }                                                                                        \
+#define SZ(x)                                                                        \
+  do {                                                                               \
+    sz_status s_ = (x);                                                              \
+    if (s_ != SZ_OK) {                                                               \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, sz_status_name(s_)); \
+      exit(1);                                                                       \
+    }                                                                                \
   } while (0)
 
 std::vector<uint8_t> read_file(const std::string& path) {
@@ -70,11 +75,10 @@ uint16_t float_to_half(float f) {  // round to nearest even, with subnormals, in
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t absx = x & 0x7FFFFFFFu;
   if (absx >= 0x7F800000u) return (uint16_t)(sign | 0x7C00u | (absx > 0x7F800000u ? 0x200u : 0u));
-  if (absx >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);  // rounds to inf
-  if (absx < 0x38800000u) {                                     // subnormal or zero in half
-    const float a = fabsf(f) * 16777216.0f;                     // 2^24: units of the smallest half subnormal
-    const uint32_t m = (uint32_t)nearbyintf(a);
-    return (uint16_t)(sign | m);
+  if (absx >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);
+  if (absx < 0x38800000u) {
+    const float a = fabsf(f) * 16777216.0f;
+    return (uint16_t)(sign | (uint32_t)nearbyintf(a));
   }
   const uint32_t e = ((absx >> 23) - 112) << 10;
   const uint32_t m = absx & 0x7FFFFFu;
@@ -87,8 +91,8 @@ uint16_t float_to_half(float f) {  // round to nearest even, with subnormals, in
 struct Dataset {
   std::string name;
   sz_dtype dtype;
-  std::vector<uint8_t> bytes;  // one tile
-  sz_codebook codebook;        // calibrated on the (un-escaped) real data of the dtype
+  std::vector<uint8_t> tile;  // measured data, repeated (rotated) to fill the buffers
+  sz_codebook codebook;
 };
 
 sz_codebook calibrate(const std::vector<uint8_t>& bytes, sz_dtype dtype) {
@@ -100,49 +104,67 @@ sz_codebook calibrate(const std::vector<uint8_t>& bytes, sz_dtype dtype) {
   return cb;
 }
 
-// Gives a fraction `rate` of the BF16 values an exponent outside the codebook (deterministic positions).
-std::vector<uint8_t> with_escapes(const std::vector<uint8_t>& bf16, const sz_codebook& cb, double rate, uint64_t seed) {
-  std::vector<uint8_t> out = bf16;
-  bool in_cb[256] = {};
-  for (unsigned i = 0; i < cb.count; ++i) in_cb[cb.values[i]] = true;
-  std::vector<uint8_t> outside;
-  for (unsigned e = 100; e < 160; ++e)
-    if (!in_cb[e]) outside.push_back((uint8_t)e);
-  uint64_t s = seed;
-  const size_t n = out.size() / 2;
-  for (size_t i = 0; i < n; ++i) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    const double u = (double)(s >> 11) * (1.0 / 9007199254740992.0);
-    if (u < rate) {
-      uint16_t v;
-      memcpy(&v, &out[2 * i], 2);
-      const uint16_t e = outside[(s >> 7) % outside.size()];
-      v = (uint16_t)((v & 0x807Fu) | (e << 7));
-      memcpy(&out[2 * i], &v, 2);
-    }
-  }
-  return out;
+std::vector<uint8_t> cat(std::vector<uint8_t> a, const std::vector<uint8_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
 }
 
-struct Timer {
+std::vector<Dataset> load_datasets(const std::string& dir) {
+  std::vector<Dataset> sets;
+  const std::vector<uint8_t> bf16 = cat(read_file(dir + "/kv_code_bf16.bin"), read_file(dir + "/kv_prose_bf16.bin"));
+  if (!bf16.empty()) {
+    sets.push_back({"d512_bf16", SZ_DTYPE_BF16, bf16, calibrate(bf16, SZ_DTYPE_BF16)});
+    std::vector<uint8_t> h(bf16.size()), f(bf16.size() * 2);
+    for (size_t i = 0; i < bf16.size() / 2; ++i) {
+      uint16_t b;
+      memcpy(&b, &bf16[2 * i], 2);
+      const uint16_t hv = float_to_half(bf16_to_float(b));
+      memcpy(&h[2 * i], &hv, 2);
+      const uint32_t fv = (uint32_t)b << 16;
+      memcpy(&f[4 * i], &fv, 4);
+    }
+    sets.push_back({"d512_fp16", SZ_DTYPE_FP16, h, calibrate(h, SZ_DTYPE_FP16)});
+    sets.push_back({"d512_fp32", SZ_DTYPE_FP32, f, calibrate(f, SZ_DTYPE_FP32)});
+  }
+  for (const char* fp8 : {"e4m3", "e5m2"}) {
+    const std::vector<uint8_t> v =
+        cat(read_file(dir + "/kv_code_" + fp8 + ".bin"), read_file(dir + "/kv_prose_" + fp8 + ".bin"));
+    const sz_dtype dt = fp8[1] == '4' ? SZ_DTYPE_FP8_E4M3 : SZ_DTYPE_FP8_E5M2;
+    if (!v.empty()) sets.push_back({std::string("d512_") + fp8, dt, v, calibrate(v, dt)});
+  }
+  const struct {
+    const char* suffix;
+    sz_dtype dtype;
+  } smol[] = {{"bf16", SZ_DTYPE_BF16}, {"fp16", SZ_DTYPE_FP16}, {"e4m3", SZ_DTYPE_FP8_E4M3}, {"e5m2", SZ_DTYPE_FP8_E5M2}};
+  for (const auto& s : smol) {
+    const std::vector<uint8_t> calib = read_file(dir + "/smollm2/code_" + s.suffix + ".bin");
+    const std::vector<uint8_t> data = read_file(dir + "/smollm2/prose_" + s.suffix + ".bin");
+    if (!calib.empty() && !data.empty())
+      sets.push_back({std::string("smol_") + s.suffix, s.dtype, data, calibrate(calib, s.dtype)});
+  }
+  return sets;
+}
+
+struct Events {
   cudaEvent_t a, b;
-  Timer() {
+  Events() {
     CK(cudaEventCreate(&a));
     CK(cudaEventCreate(&b));
   }
-  ~Timer() {
+  ~Events() {
     cudaEventDestroy(a);
     cudaEventDestroy(b);
   }
+  // Median over reps of the GPU time of f(stream) (after one warm-up), in ms.
   template <class F>
-  double median_ms(F&& f, int warmup, int reps) {
-    for (int i = 0; i < warmup; ++i) f();
-    CK(cudaDeviceSynchronize());
+  double median_ms(cudaStream_t s, int reps, F&& f) {
+    f();
+    CK(cudaStreamSynchronize(s));
     std::vector<float> t;
     for (int i = 0; i < reps; ++i) {
-      CK(cudaEventRecord(a));
+      CK(cudaEventRecord(a, s));
       f();
-      CK(cudaEventRecord(b));
+      CK(cudaEventRecord(b, s));
       CK(cudaEventSynchronize(b));
       float ms = 0;
       CK(cudaEventElapsedTime(&ms, a, b));
@@ -153,23 +175,39 @@ struct Timer {
   }
 };
 
+struct Row {
+  std::string data, layout;
+  sz_dtype dtype;
+  unsigned k;
+  double mib;
+  int cks;
+  double ratio, memcpy_gbps, roof_gbps, enc_gbps, dec_gbps, memcpy_us, enc_us, dec_us;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string data_dir = ".devdata", csv_path, only;
-  double gib = 1.0;
-  int reps = 20, warmup = 3;
+  std::string data_dir = ".devdata", csv_path, only, sizes_arg = "1,4,16,64,256,1024";
+  int reps = 9;
+  double pool_mib = 768;
+  uint64_t page_values = 4096;
+  bool paged = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
     if (a == "--data") data_dir = next();
-    else if (a == "--gib") gib = atof(next().c_str());
+    else if (a == "--sizes") sizes_arg = next();
     else if (a == "--reps") reps = atoi(next().c_str());
-    else if (a == "--warmup") warmup = atoi(next().c_str());
+    else if (a == "--pool") pool_mib = atof(next().c_str());
     else if (a == "--csv") csv_path = next();
     else if (a == "--only") only = next();
+    else if (a == "--page-values") page_values = strtoull(next().c_str(), nullptr, 10);
+    else if (a == "--no-paged") paged = false;
     else {
-      fprintf(stderr, "usage: %s [--data DIR] [--gib G] [--reps N] [--warmup N] [--csv FILE] [--only NAME]\n", argv[0]);
+      fprintf(stderr,
+              "usage: %s [--data DIR] [--sizes MiB,...] [--reps N] [--pool MiB] [--csv FILE] [--only NAME[,NAME]]"
+              " [--page-values N] [--no-paged]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -177,146 +215,235 @@ int main(int argc, char** argv) {
     fprintf(stderr, "no CUDA device: nothing to measure\n");
     return 77;
   }
+  std::vector<double> sizes;
+  for (size_t p = 0; p < sizes_arg.size();) {
+    const size_t q = sizes_arg.find(',', p);
+    sizes.push_back(atof(sizes_arg.substr(p, q - p).c_str()));
+    p = q == std::string::npos ? sizes_arg.size() : q + 1;
+  }
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
-  int clock_khz = 0, mem_khz = 0;
-  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
-  cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0);
-  printf("device: %s, %d SMs, L2 %d MB, clock %d MHz, memory clock %d MHz\n", prop.name, prop.multiProcessorCount,
-         prop.l2CacheSize >> 20, clock_khz / 1000, mem_khz / 1000);
-
-  // ---- datasets ----
-  std::vector<uint8_t> bf16 = read_file(data_dir + "/kv_code_bf16.bin");
-  const std::vector<uint8_t> prose = read_file(data_dir + "/kv_prose_bf16.bin");
-  if (bf16.empty()) {
-    fprintf(stderr, "missing %s/kv_code_bf16.bin\n", data_dir.c_str());
+  printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  std::vector<Dataset> sets = load_datasets(data_dir);
+  if (sets.empty()) {
+    fprintf(stderr, "no datasets in %s\n", data_dir.c_str());
     return 1;
   }
-  bf16.insert(bf16.end(), prose.begin(), prose.end());
-  std::vector<Dataset> sets;
-  sets.push_back({"bf16", SZ_DTYPE_BF16, bf16, calibrate(bf16, SZ_DTYPE_BF16)});
-  {
-    std::vector<uint8_t> h(bf16.size()), f(bf16.size() * 2);
-    for (size_t i = 0; i < bf16.size() / 2; ++i) {
-      uint16_t b;
-      memcpy(&b, &bf16[2 * i], 2);
-      const uint16_t hv = float_to_half(bf16_to_float(b));
-      memcpy(&h[2 * i], &hv, 2);
-      const uint32_t fv = (uint32_t)b << 16;
-      memcpy(&f[4 * i], &fv, 4);
-    }
-    sets.push_back({"fp16", SZ_DTYPE_FP16, h, calibrate(h, SZ_DTYPE_FP16)});
-    sets.push_back({"fp32", SZ_DTYPE_FP32, f, calibrate(f, SZ_DTYPE_FP32)});
-  }
-  for (const char* fp8 : {"e4m3", "e5m2"}) {
-    std::vector<uint8_t> v = read_file(data_dir + "/kv_code_" + fp8 + ".bin");
-    const std::vector<uint8_t> p = read_file(data_dir + "/kv_prose_" + fp8 + ".bin");
-    v.insert(v.end(), p.begin(), p.end());
-    const sz_dtype dt = fp8[1] == '4' ? SZ_DTYPE_FP8_E4M3 : SZ_DTYPE_FP8_E5M2;
-    if (!v.empty()) sets.push_back({fp8, dt, v, calibrate(v, dt)});
-  }
-  sets.push_back({"bf16_esc1", SZ_DTYPE_BF16, with_escapes(bf16, sets[0].codebook, 0.01, 1), sets[0].codebook});
-  sets.push_back({"bf16_esc5", SZ_DTYPE_BF16, with_escapes(bf16, sets[0].codebook, 0.05, 5), sets[0].codebook});
-
   FILE* csv = csv_path.empty() ? nullptr : fopen(csv_path.c_str(), "w");
   if (csv)
-    fprintf(csv, "dataset,dtype,code_bits,bytes,frame_bytes,ratio,escape_rate,memcpy_GBps,roofline_GBps,"
-                 "enc_GBps,enc_roof,dec_GBps,dec_roof,enc_cks_GBps,enc_cks_roof,dec_cks_GBps,dec_cks_roof\n");
-  printf("\n| data | k | ratio | escapes | memcpy GB/s | roofline GB/s | encode GB/s | /roof | decode GB/s | /roof |"
-         " encode+cks GB/s | /roof | decode+cks GB/s | /roof |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-         "---:|---:|---:|---:|\n");
-
-  Timer timer;
+    fprintf(csv, "data,dtype,k,MiB,checksums,layout,ratio,memcpy_GBps,roofline_GBps,enc_GBps,enc_roof,dec_GBps,"
+                 "dec_roof,memcpy_us,enc_us,dec_us\n");
+  printf("\n| data | MiB | cks | layout | k | ratio | memcpy GB/s | roof GB/s | enc GB/s | /roof | dec GB/s | /roof |"
+         " memcpy us | enc us | dec us |\n|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::vector<Row> rows;
+  cudaStream_t stream;
+  CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const sz_cuda_stream zs = reinterpret_cast<sz_cuda_stream>(stream);
+  Events ev;
   for (const Dataset& ds : sets) {
-    if (!only.empty() && ds.name != only) continue;
+    if (!only.empty() && ("," + only + ",").find("," + ds.name + ",") == std::string::npos) continue;
     const size_t vb = sz_dtype_size(ds.dtype);
-    const size_t tile = ds.bytes.size();
-    const size_t tiles = (size_t)std::ceil(gib * (double)(1ull << 30) / (double)tile);
-    const size_t bytes = tile * tiles;
-    const uint64_t n = bytes / vb;
-    uint8_t *d_in, *d_out, *d_frame, *d_work;
-    uint64_t* d_fsize;
-    int32_t* d_status;
-    const size_t bound = sz_compress_bound(n, ds.dtype);
-    CK(cudaMalloc(&d_in, bytes));
-    CK(cudaMalloc(&d_out, bytes));
-    CK(cudaMalloc(&d_frame, bound));
-    CK(cudaMalloc(&d_fsize, 8));
-    CK(cudaMalloc(&d_status, 4));
-    for (size_t t = 0; t < tiles; ++t) CK(cudaMemcpy(d_in + t * tile, ds.bytes.data(), tile, cudaMemcpyHostToDevice));
-
-    // Same-run memcpy.
-    const double t_copy = timer.median_ms([&] { CK(cudaMemcpyAsync(d_out, d_in, bytes, cudaMemcpyDeviceToDevice)); },
-                                          warmup, reps);
-    const double memcpy_bw = 2.0 * bytes / (t_copy * 1e-3) / 1e9;
-
-    double enc[2], dec[2];
-    uint64_t fsize[2];
-    double esc_rate = 0;
-    for (int cks = 0; cks < 2; ++cks) {
-      sz_params p = sz_params_default();
-      p.flags = cks ? SZ_FLAG_CHECKSUMS : 0u;
-      size_t ws = 0;
-      SZ(sz_cuda_compress_workspace_size(n, ds.dtype, &p, &ws));
-      CK(cudaMalloc(&d_work, ws));
-      enc[cks] = timer.median_ms(
-          [&] {
-            SZ(sz_cuda_compress(d_in, n, ds.dtype, &ds.codebook, &p, d_frame, bound, d_work, ws, d_fsize, nullptr,
-                                nullptr));
-          },
-          warmup, reps);
-      CK(cudaMemcpy(&fsize[cks], d_fsize, 8, cudaMemcpyDeviceToHost));
-      // The frame must equal the CPU codec's, byte for byte.
-      std::vector<uint8_t> host_in(bytes), gpu_frame(fsize[cks]), cpu_frame(bound);
-      CK(cudaMemcpy(host_in.data(), d_in, bytes, cudaMemcpyDeviceToHost));
-      CK(cudaMemcpy(gpu_frame.data(), d_frame, fsize[cks], cudaMemcpyDeviceToHost));
-      sz_params pc = p;
-      pc.threads = 0;
-      size_t cpu_size = 0;
-      SZ(sz_compress(host_in.data(), n, ds.dtype, &ds.codebook, &pc, cpu_frame.data(), bound, &cpu_size));
-      if (cpu_size != fsize[cks] || memcmp(cpu_frame.data(), gpu_frame.data(), cpu_size) != 0) {
-        fprintf(stderr, "%s: GPU frame differs from the CPU frame (%zu vs %llu bytes)\n", ds.name.c_str(), cpu_size,
-                (unsigned long long)fsize[cks]);
-        return 1;
+    for (double mib : sizes) {
+      const uint64_t n = (uint64_t)(mib * 1048576.0) / vb;
+      const size_t bytes = n * vb;
+      const size_t R = std::max<size_t>(2, (size_t)std::ceil(pool_mib * 1048576.0 / (double)bytes));
+      const size_t bound = sz_compress_bound(n, ds.dtype);
+      const size_t fstride = (bound + 255) / 256 * 256, bstride = (bytes + 255) / 256 * 256;
+      uint8_t *d_in, *d_out, *d_frames;
+      uint64_t* d_fsize;
+      int32_t* d_status;
+      CK(cudaMalloc(&d_in, R * bstride));
+      CK(cudaMalloc(&d_out, R * bstride));
+      CK(cudaMalloc(&d_frames, R * fstride));
+      CK(cudaMalloc(&d_fsize, R * 8));
+      CK(cudaMalloc(&d_status, R * 4));
+      {  // buffer i: the tile repeated from rotation i, so no two buffers are equal
+        std::vector<uint8_t> host(bytes);
+        for (size_t i = 0; i < R; ++i) {
+          const size_t rot = (i * 7919 * vb) % ds.tile.size() / vb * vb;
+          for (size_t o = 0; o < bytes;) {
+            const size_t from = (rot + o) % ds.tile.size(), len = std::min(ds.tile.size() - from, bytes - o);
+            memcpy(host.data() + o, ds.tile.data() + from, len);
+            o += len;
+          }
+          CK(cudaMemcpy(d_in + i * bstride, host.data(), bytes, cudaMemcpyHostToDevice));
+          if (i >= 63 && R > 64) {  // the rest: copies of the first 64 (still distinct from their neighbours)
+            for (size_t j = i + 1; j < R; ++j)
+              CK(cudaMemcpy(d_in + j * bstride, d_in + (j % 64) * bstride, bytes, cudaMemcpyDeviceToDevice));
+            break;
+          }
+        }
       }
-      sz_frame_info info;
-      SZ(sz_frame_info_get(gpu_frame.data(), gpu_frame.size(), &info));
-      esc_rate = (double)info.escapes / (double)n;
-      dec[cks] = timer.median_ms(
-          [&] {
-            SZ(sz_cuda_decompress(d_frame, fsize[cks], d_out, bytes, nullptr, 0, d_status, nullptr, nullptr));
-          },
-          warmup, reps);
-      int32_t st = -1;
-      CK(cudaMemcpy(&st, d_status, 4, cudaMemcpyDeviceToHost));
-      std::vector<uint8_t> host_out(bytes);
-      CK(cudaMemcpy(host_out.data(), d_out, bytes, cudaMemcpyDeviceToHost));
-      if (st != SZ_OK || host_out != host_in) {
-        fprintf(stderr, "%s: GPU decode wrong (status %s)\n", ds.name.c_str(), sz_status_name((sz_status)st));
-        return 1;
+      const double memcpy_ms = ev.median_ms(stream, reps, [&] {
+        for (size_t i = 0; i < R; ++i)
+          CK(cudaMemcpyAsync(d_out + i * bstride, d_in + i * bstride, bytes, cudaMemcpyDeviceToDevice, stream));
+      }) / (double)R;
+      const double memcpy_us = 1e3 * ev.median_ms(stream, reps, [&] {
+        CK(cudaMemcpyAsync(d_out, d_in, bytes, cudaMemcpyDeviceToDevice, stream));
+      });
+      const double memcpy_gbps = 2.0 * bytes / (memcpy_ms * 1e-3) / 1e9;
+      // Page lists: every buffer split into pages of page_values values, listed in a shuffled order.
+      const uint64_t pv = std::min<uint64_t>(page_values, n);
+      const uint32_t n_pages = paged && n % pv == 0 ? (uint32_t)(n / pv) : 0;
+      std::vector<uint32_t> perm(n_pages);
+      for (uint32_t i = 0; i < n_pages; ++i) perm[i] = i;
+      uint64_t st = 12345;
+      for (uint32_t i = n_pages; i > 1; --i) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        std::swap(perm[i - 1], perm[(st >> 33) % i]);
       }
-      CK(cudaFree(d_work));
+      void** d_in_pages = nullptr;
+      void** d_out_pages = nullptr;
+      if (n_pages) {
+        std::vector<void*> hi((size_t)R * n_pages), ho((size_t)R * n_pages);
+        for (size_t i = 0; i < R; ++i)
+          for (uint32_t p = 0; p < n_pages; ++p) {
+            hi[i * n_pages + p] = d_in + i * bstride + (uint64_t)perm[p] * pv * vb;
+            ho[i * n_pages + p] = d_out + i * bstride + (uint64_t)perm[p] * pv * vb;
+          }
+        CK(cudaMalloc(&d_in_pages, hi.size() * sizeof(void*)));
+        CK(cudaMalloc(&d_out_pages, ho.size() * sizeof(void*)));
+        CK(cudaMemcpy(d_in_pages, hi.data(), hi.size() * sizeof(void*), cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(d_out_pages, ho.data(), ho.size() * sizeof(void*), cudaMemcpyHostToDevice));
+      }
+      for (int cks = 0; cks < 2; ++cks) {
+        sz_params p = sz_params_default();
+        p.flags = cks ? SZ_FLAG_CHECKSUMS : 0u;
+        size_t ws = 0, dws = 0;
+        SZ(sz_cuda_compress_workspace_size(n, ds.dtype, &p, &ws));
+        SZ(sz_cuda_decompress_workspace_size(bound, bytes, &dws));
+        ws = std::max(ws, dws);
+        uint8_t* d_ws;
+        CK(cudaMalloc(&d_ws, ws));
+        CK(cudaMemset(d_ws, 0, ws));  // once: every call leaves the workspace ready for the next
+        for (int pg = 0; pg < (n_pages ? 2 : 1); ++pg) {
+          std::vector<uint64_t> fsizes(R, bound);
+          auto enc_one = [&](size_t i) {
+            if (pg)
+              SZ(sz_cuda_compress_pages((const void* const*)(d_in_pages + i * n_pages), n_pages, pv, ds.dtype,
+                                        &ds.codebook, &p, d_frames + i * fstride, bound, d_ws, ws, d_fsize + i,
+                                        nullptr, zs));
+            else
+              SZ(sz_cuda_compress(d_in + i * bstride, n, ds.dtype, &ds.codebook, &p, d_frames + i * fstride, bound,
+                                  d_ws, ws, d_fsize + i, nullptr, zs));
+          };
+          auto dec_one = [&](size_t i) {
+            if (pg)
+              SZ(sz_cuda_decompress_pages(d_frames + i * fstride, fsizes[i], d_out_pages + i * n_pages, n_pages, pv, d_ws,
+                                          ws, d_status + i, zs));
+            else
+              SZ(sz_cuda_decompress(d_frames + i * fstride, fsizes[i], d_out + i * bstride, bytes, d_ws, ws, d_status + i,
+                                    nullptr, zs));
+          };
+          const double enc_ms = ev.median_ms(stream, reps, [&] {
+            for (size_t i = 0; i < R; ++i) enc_one(i);
+          }) / (double)R;
+          const double enc_us = 1e3 * ev.median_ms(stream, reps, [&] { enc_one(0); });
+          // A receiver knows each frame's size (it came with the frame): the decoder is given exactly that.
+          CK(cudaMemcpy(fsizes.data(), d_fsize, R * 8, cudaMemcpyDeviceToHost));
+          CK(cudaMemsetAsync(d_out, 0xA5, R * bstride, stream));
+          const double dec_ms = ev.median_ms(stream, reps, [&] {
+            for (size_t i = 0; i < R; ++i) dec_one(i);
+          }) / (double)R;
+          const double dec_us = 1e3 * ev.median_ms(stream, reps, [&] { dec_one(0); });
+          CK(cudaStreamSynchronize(stream));
+          // Check buffer 0 (and the last): frame = CPU frame of the values in list order, decode = input.
+          uint64_t fsize = 0;
+          for (size_t i : {(size_t)0, R - 1}) {
+            std::vector<uint8_t> in(bytes), out(bytes), seq(bytes);
+            CK(cudaMemcpy(&fsize, d_fsize + i, 8, cudaMemcpyDeviceToHost));
+            std::vector<uint8_t> frame(fsize), cpu(bound);
+            CK(cudaMemcpy(in.data(), d_in + i * bstride, bytes, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(out.data(), d_out + i * bstride, bytes, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(frame.data(), d_frames + i * fstride, fsize, cudaMemcpyDeviceToHost));
+            int32_t status = -1;
+            CK(cudaMemcpy(&status, d_status + i, 4, cudaMemcpyDeviceToHost));
+            if (pg) {
+              for (uint32_t q = 0; q < n_pages; ++q)
+                memcpy(seq.data() + (uint64_t)q * pv * vb, in.data() + (uint64_t)perm[q] * pv * vb, pv * vb);
+            } else {
+              seq = in;
+            }
+            sz_params pc = p;
+            pc.threads = 0;
+            size_t cpu_size = 0;
+            SZ(sz_compress(seq.data(), n, ds.dtype, &ds.codebook, &pc, cpu.data(), bound, &cpu_size));
+            if (cpu_size != fsize || memcmp(cpu.data(), frame.data(), fsize) != 0) {
+              fprintf(stderr, "%s %.0f MiB cks %d paged %d: GPU frame %zu differs from the CPU frame\n",
+                      ds.name.c_str(), mib, cks, pg, i);
+              return 1;
+            }
+            if (status != SZ_OK || out != in) {
+              fprintf(stderr, "%s %.0f MiB cks %d paged %d: decode of buffer %zu wrong (status %s)\n",
+                      ds.name.c_str(), mib, cks, pg, i, sz_status_name((sz_status)status));
+              return 1;
+            }
+          }
+          Row r;
+          r.data = ds.name;
+          r.layout = pg ? "paged " + std::to_string(pv) : "contig";
+          r.dtype = ds.dtype;
+          r.k = ds.codebook.code_bits;
+          r.mib = mib;
+          r.cks = cks;
+          r.ratio = (double)bytes / (double)fsize;
+          r.memcpy_gbps = memcpy_gbps;
+          r.roof_gbps = memcpy_gbps * (double)bytes / (double)(bytes + fsize);
+          r.enc_gbps = bytes / (enc_ms * 1e-3) / 1e9;
+          r.dec_gbps = bytes / (dec_ms * 1e-3) / 1e9;
+          r.memcpy_us = memcpy_us;
+          r.enc_us = enc_us;
+          r.dec_us = dec_us;
+          rows.push_back(r);
+          printf("| %s | %.0f | %d | %s | %u | %.4f | %.0f | %.0f | %.0f | %.3f | %.0f | %.3f | %.1f | %.1f | %.1f |\n",
+                 r.data.c_str(), r.mib, r.cks, r.layout.c_str(), r.k, r.ratio, r.memcpy_gbps, r.roof_gbps, r.enc_gbps,
+                 r.enc_gbps / r.roof_gbps, r.dec_gbps, r.dec_gbps / r.roof_gbps, r.memcpy_us, r.enc_us, r.dec_us);
+          fflush(stdout);
+          if (csv)
+            fprintf(csv, "%s,%s,%u,%.0f,%d,%s,%.5f,%.1f,%.1f,%.1f,%.4f,%.1f,%.4f,%.2f,%.2f,%.2f\n", r.data.c_str(),
+                    sz_dtype_name(r.dtype), r.k, r.mib, r.cks, r.layout.c_str(), r.ratio, r.memcpy_gbps, r.roof_gbps,
+                    r.enc_gbps, r.enc_gbps / r.roof_gbps, r.dec_gbps, r.dec_gbps / r.roof_gbps, r.memcpy_us,
+                    r.enc_us, r.dec_us);
+        }
+        CK(cudaFree(d_ws));
+      }
+      CK(cudaFree(d_in));
+      CK(cudaFree(d_out));
+      CK(cudaFree(d_frames));
+      CK(cudaFree(d_fsize));
+      CK(cudaFree(d_status));
+      if (d_in_pages) CK(cudaFree(d_in_pages));
+      if (d_out_pages) CK(cudaFree(d_out_pages));
     }
-    const double ratio = (double)bytes / (double)fsize[0];
-    const double roof = memcpy_bw * (double)bytes / (double)(bytes + fsize[0]);
-    const double roof_c = memcpy_bw * (double)bytes / (double)(bytes + fsize[1]);
-    auto gbps = [&](double ms) { return (double)bytes / (ms * 1e-3) / 1e9; };
-    printf("| %s | %u | %.4f | %.3f%% | %.0f | %.0f | %.0f | %.3f | %.0f | %.3f | %.0f | %.3f | %.0f | %.3f |\n",
-           ds.name.c_str(), ds.codebook.code_bits, ratio, 100 * esc_rate, memcpy_bw, roof, gbps(enc[0]),
-           gbps(enc[0]) / roof, gbps(dec[0]), gbps(dec[0]) / roof, gbps(enc[1]), gbps(enc[1]) / roof_c,
-           gbps(dec[1]), gbps(dec[1]) / roof_c);
-    fflush(stdout);
-    if (csv)
-      fprintf(csv, "%s,%s,%u,%zu,%llu,%.5f,%.6f,%.1f,%.1f,%.1f,%.4f,%.1f,%.4f,%.1f,%.4f,%.1f,%.4f\n", ds.name.c_str(),
-              sz_dtype_name(ds.dtype), ds.codebook.code_bits, bytes, (unsigned long long)fsize[0], ratio, esc_rate,
-              memcpy_bw, roof, gbps(enc[0]), gbps(enc[0]) / roof, gbps(dec[0]), gbps(dec[0]) / roof, gbps(enc[1]),
-              gbps(enc[1]) / roof_c, gbps(dec[1]), gbps(dec[1]) / roof_c);
-    CK(cudaFree(d_in));
-    CK(cudaFree(d_out));
-    CK(cudaFree(d_frame));
-    CK(cudaFree(d_fsize));
-    CK(cudaFree(d_status));
   }
   if (csv) fclose(csv);
+  // Summary: encode / decode over the roofline, checksums on, contiguous (paged in brackets where measured).
+  printf("\nsummary (checksums on; enc/roof dec/roof, contiguous [paged]):\n%-10s", "data");
+  for (double mib : sizes) printf(" %14.0fMiB", mib);
+  printf("\n");
+  std::string last;
+  for (const Row& r : rows) {
+    if (r.cks != 1 || r.layout != "contig" || r.data == last) continue;
+    last = r.data;
+    printf("%-10s", r.data.c_str());
+    for (double mib : sizes) {
+      const Row* c = nullptr;
+      const Row* pgr = nullptr;
+      for (const Row& x : rows)
+        if (x.data == r.data && x.cks == 1 && x.mib == mib) (x.layout == "contig" ? c : pgr) = &x;
+      if (!c) {
+        printf(" %17s", "-");
+        continue;
+      }
+      char buf[64];
+      if (pgr)
+        snprintf(buf, sizeof buf, "%.2f/%.2f[%.2f/%.2f]", c->enc_gbps / c->roof_gbps, c->dec_gbps / c->roof_gbps,
+                 pgr->enc_gbps / pgr->roof_gbps, pgr->dec_gbps / pgr->roof_gbps);
+      else
+        snprintf(buf, sizeof buf, "%.2f/%.2f", c->enc_gbps / c->roof_gbps, c->dec_gbps / c->roof_gbps);
+      printf(" %17s", buf);
+    }
+    printf("\n");
+  }
   return 0;
 }

@@ -1,77 +1,70 @@
 #!/bin/bash
-# run_device.sh — one call on the GPU machine: build the library, its CUDA tests and the GPU bench from this
-# checkout (bench/gpu standalone), then run the steps named as arguments, in order:
-#   tests      the CUDA gtest suite and the host XXH3 test
-#   sanitize   compute-sanitizer memcheck (corrupt frames, warp-decoder escape checks, real KV, unaligned, oversize;
-#              SAN_FILTER overrides) and racecheck (real KV, oversize)
-#   bench      bench_gpu on .devdata tiled to 1 GiB (table on stdout, CSV in $OUT/gpu_bench.csv)
-#   variants   bench of BF16 with SPLITZIP_CUDA_KERNEL=tile and =general (the v6 and general kernels, for comparison)
-#   profile    Nsight Compute sections (stalls, occupancy, memory) of the BF16 fast kernels
-#   sass       counts of local-memory (spill) instructions in the fast kernels' machine code
-#   peers      nvCOMP peers (bench/gpu/peers.py) from the carried .whl/pk/nvcomp.tar.xz
-#   dfloat11   DFloat11 0.5.0 decoder (bench/gpu/dfloat11_peer.py) on the BF16 KV tiled to DFL_MIB (256) MiB,
-#              from the carried .whl/dfl wheels (dfloat11, dahuffman); CSV in $OUT/dfloat11.csv
-# Needs .debs/ (libxxhash-dev, googletest, libgtest-dev .deb files) and .devdata/ (real KV files) carried along.
-# The library is built only when tests, sanitize or bench is among the steps.
+# run_device.sh — one call on the GPU machine: runs the CUDA test suite, the sanitizers and the benchmark from
+# binaries built on the development machine and carried along (building the CUDA codec takes minutes of a lease).
+#
+# Before the call, on the development machine (nvcc 13, CMake, ninja):
+#   cmake -S bench/gpu -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90-real \
+#         -DBUILD_SHARED_LIBS=ON -DSPLITZIP_GPU_WITH_TESTS=ON && ninja -C build-dev splitzip_cuda_tests splitzip_gpu_bench
+#   bash bench/gpu/run_device.sh --stage     # copies the binaries and sliced real KV into .devcarry/
+# then on the device (carry: .devcarry):
+#   bash bench/gpu/run_device.sh tests sanitize bench
+# Steps, in the order given:
+#   tests      the CUDA gtest suite (every CPU <-> GPU byte-equality, corrupt-frame, paged, graph, small-message test)
+#   sanitize   compute-sanitizer memcheck (corrupt frames, escape lists, real KV, unaligned, oversize, pages) and
+#              racecheck (real KV, pages, graph)
+#   bench      splitzip_gpu_bench over .devcarry/data at SIZES MiB per call (default 1,4,16,64,256,1024), REPS
+#              batches, ONLY datasets (default all); CSV in $OUT/gpu_bench.csv
+#   profile    Nsight Compute (stalls, occupancy, memory) of one encode and one decode kernel on BF16 at 64 MiB
 set -u
+if [ "${1:-}" = "--stage" ]; then
+  set -e
+  mkdir -p .devcarry/bin .devcarry/data
+  cp build-dev/splitzip/tests/cuda/splitzip_cuda_tests build-dev/splitzip_gpu_bench .devcarry/bin/
+  cp -L build-dev/splitzip/src/libsplitzip.so.1 .devcarry/bin/
+  strip .devcarry/bin/* || true
+  S=../shared/data/kv/trained-d512
+  for f in kv_code_bf16 kv_prose_bf16 kv_code_e4m3 kv_prose_e4m3 kv_code_e5m2 kv_prose_e5m2; do
+    [ -f $S/$f.bin ] && python3 bench/gpu/slice_kv.py --layers 8 --kv-heads 4 --head-dim 64 --tokens 384 \
+      $S/$f.bin .devcarry/data/$f.bin
+  done
+  M=.devdata/smollm2
+  if [ -d $M ]; then
+    mkdir -p .devcarry/data/smollm2
+    for f in $M/*_bf16.bin $M/*_fp16.bin $M/*_e4m3.bin $M/*_e5m2.bin; do
+      [ -f "$f" ] && python3 bench/gpu/slice_kv.py --layers 30 --kv-heads 3 --head-dim 64 --tokens 256 \
+        "$f" .devcarry/data/smollm2/$(basename "$f")
+    done
+  fi
+  du -sh .devcarry/*
+  exit 0
+fi
 OUT=${OUT:-/tmp/sz_out}
 mkdir -p "$OUT"
-P=/tmp/prefix
-mkdir -p $P
-for f in .debs/*.deb; do dpkg -x "$f" $P; done
+B=.devcarry/bin
+export LD_LIBRARY_PATH=$PWD/$B${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export SPLITZIP_TEST_SOURCE_DIR=$PWD
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
-case " $* " in *" tests "*|*" sanitize "*|*" bench "*) ;; *) SKIP_BUILD=1 ;; esac  # Python-only steps: no build
-t0=$(date +%s)
-[ -n "${SKIP_BUILD:-}" ] || {
-cmake -S bench/gpu -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DSPLITZIP_GPU_WITH_TESTS=ON -DSPLITZIP_XXHASH_INCLUDE_DIR=$P/usr/include \
-  -DSPLITZIP_GTEST_SOURCE_DIR=$P/usr/src/googletest > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
-ninja -C build-dev splitzip_cuda_tests splitzip_cuda_xxh3_tests splitzip_cuda_xxh3_cta_tests splitzip_gpu_bench > "$OUT/build.log" 2>&1 \
-  || { grep -E "error|Error" -A3 "$OUT/build.log" | head -60; exit 1; }
-echo "build: $(( $(date +%s) - t0 )) s"
-}
-T=build-dev/splitzip/tests/cuda
 for step in "$@"; do
   case $step in
     tests)
-      $T/splitzip_cuda_xxh3_tests --gtest_brief=1 2>&1 | tail -3
-      timeout 120 $T/splitzip_cuda_xxh3_cta_tests --gtest_brief=1 2>&1 | tee "$OUT/xxh3_cta.log" | tail -12
-      timeout 300 $T/splitzip_cuda_tests --gtest_brief=1 2>&1 | tee "$OUT/tests.log" | tail -40 ;;
+      timeout ${TESTS_TIMEOUT:-300} $B/splitzip_cuda_tests --gtest_brief=1 2>&1 | tee "$OUT/tests.log" | tail -30 ;;
     sanitize)
-      F=${SAN_FILTER:-'CudaCodec.CorruptFramesRejectedLikeReference:CudaCodec.WarpDecoderEscapeChecksLikeReference:CudaCodec.RealKvSliceEqualsReference:CudaCodec.UnalignedBuffers:CudaCodec.OversizeCodedRecordDecodesLikeReference'}
-      timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 $T/splitzip_cuda_tests --gtest_brief=1 \
-        --gtest_filter="$F" > "$OUT/memcheck.log" 2>&1; echo "memcheck rc=$?"; tail -6 "$OUT/memcheck.log"
-      timeout 100 compute-sanitizer --tool racecheck --error-exitcode 9 $T/splitzip_cuda_tests --gtest_brief=1 \
-        --gtest_filter='CudaCodec.RealKvSliceEqualsReference:CudaCodec.OversizeCodedRecordDecodesLikeReference' \
-        > "$OUT/racecheck.log" 2>&1; echo "racecheck rc=$?"; tail -6 "$OUT/racecheck.log" ;;
+      F='CudaCodec.CorruptFramesRejectedLikeReference:CudaCodec.EscapeListChecksLikeReference:CudaCodec.RealKvSliceEqualsReference:CudaCodec.UnalignedBuffers:CudaCodec.OversizeCodedRecordDecodesLikeReference:CudaCodec.PagesEqualSingleFrame'
+      timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $B/splitzip_cuda_tests --gtest_brief=1 \
+        --gtest_filter="${SAN_FILTER:-$F}" > "$OUT/memcheck.log" 2>&1; echo "memcheck rc=$?"; tail -4 "$OUT/memcheck.log"
+      timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 $B/splitzip_cuda_tests --gtest_brief=1 \
+        --gtest_filter='CudaCodec.RealKvSliceEqualsReference:CudaCodec.GraphCaptureAndReplay' \
+        > "$OUT/racecheck.log" 2>&1; echo "racecheck rc=$?"; tail -4 "$OUT/racecheck.log" ;;
     bench)
-      timeout 300 build-dev/splitzip_gpu_bench --data .devdata --gib 1 --reps ${REPS:-15} --csv "$OUT/gpu_bench.csv" \
-        2>&1 | tee "$OUT/bench.log" ;;
-    variants)  # BF16 only: the general kernels, for bench/NOTES.md
-      for v in ${VARIANTS:-SPLITZIP_CUDA_KERNEL=tile SPLITZIP_CUDA_KERNEL=general}; do
-        echo "== $v"
-        env $v timeout 120 build-dev/splitzip_gpu_bench --data .devdata --gib 1 --reps ${REPS:-15} --only bf16 2>&1 \
-          | tee -a "$OUT/variants.log" | tail -3
-      done ;;
-    profile)  # Nsight Compute: warp stall reasons, occupancy, memory throughput of the BF16 fast kernels
-      timeout 240 ncu --clock-control none --kernel-name regex:'encode_warp|decode_warp' --launch-count 4 \
+      timeout ${BENCH_TIMEOUT:-500} $B/splitzip_gpu_bench --data .devcarry/data --sizes "${SIZES:-1,4,16,64,256,1024}" \
+        --reps "${REPS:-7}" ${ONLY:+--only $ONLY} --csv "$OUT/gpu_bench.csv" > "$OUT/bench.log" 2>&1
+      echo "bench rc=$?"; grep -v "^|" "$OUT/bench.log" | tail -30 ;;
+    profile)
+      timeout 200 ncu --clock-control none --launch-skip 20 --launch-count 2 \
         --section WarpStateStats --section SchedulerStats --section Occupancy --section MemoryWorkloadAnalysis \
-        --section LaunchStats build-dev/splitzip_gpu_bench --data .devdata --gib 0.25 --reps 1 --warmup 0 --only bf16 \
-        > "$OUT/ncu.log" 2>&1; echo "ncu rc=$?"
-      grep -E "^  [a-z_]+.*(encode_warp|decode_warp)|Stall|Warp Cycles Per|Issued Warp|Achieved Occupancy|Theoretical Occupancy|Memory Throughput|No Eligible|Registers Per|Block Limit|Dynamic Shared" "$OUT/ncu.log" | cut -c1-150 | head -80 ;;
-    sass)  # spill traffic (local loads / stores) per fast-path function, read off the machine code
-      for o in $(find build-dev -name 'decode.cu.o' -o -name 'encode.cu.o' | grep -v tests); do
-        cuobjdump -sass "$o" 2>/dev/null | awk '/Function :/ {f=$3} /LDL|STL/ {n[f]++} END {for (k in n) print n[k], k}' \
-          | grep -E "fast|warp" | sort -rn | head -12
-      done ;;
-    peers)
-      mkdir -p /tmp/site && tar xJf .whl/pk/nvcomp.tar.xz -C /tmp/site
-      PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site timeout 300 python3 bench/gpu/peers.py --data .devdata --gib 1 \
-        --csv "$OUT/peers.csv" 2>&1 | tee "$OUT/peers.log" ;;
-    dfloat11)
-      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-        .whl/dfl/*.whl || { echo "dfloat11: wheel install failed"; continue; }
-      PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site timeout 150 python3 bench/gpu/dfloat11_peer.py --data .devdata \
-        --mib ${DFL_MIB:-256} --csv "$OUT/dfloat11.csv" 2>&1 | tee "$OUT/dfloat11.log" ;;
+        --section LaunchStats $B/splitzip_gpu_bench --data .devcarry/data --only d512_bf16 --sizes 64 --reps 1 \
+        --no-paged > "$OUT/ncu.log" 2>&1; echo "ncu rc=$?"
+      grep -E "encode_kernel|decode_kernel|Stall|Warp Cycles Per|Issued Warp|Achieved Occupancy|Theoretical Occ|Memory Throughput|No Eligible|Registers Per|Block Limit" \
+        "$OUT/ncu.log" | cut -c1-140 | head -40 ;;
   esac
 done

@@ -8,16 +8,18 @@
  *     return their status immediately and enqueue nothing.
  *   - Errors found on the device (a corrupt frame) are written as an sz_status (int32) to d_status; read it after the
  *     stream has reached that point. The decoder never reads or writes outside the buffers given, whatever the frame.
- *   - Workspace: call the *_workspace_size query, allocate at least that many device bytes, pass them in. The
- *     workspace may be reused by the next call on the same stream once this one is enqueued (stream order).
+ *   - Workspace: call the *_workspace_size query, allocate at least that many device bytes and zero-fill them ONCE,
+ *     before the first call that uses them (cudaMemset at allocation). Every call leaves its workspace ready for the
+ *     next call, so calls need no memset and may be captured in a CUDA graph and replayed. A workspace may be reused
+ *     by any later call (compress or decompress, any size it is large enough for) on the same stream, in stream
+ *     order; calls that may run at the same time (different streams) need their own. A call given a workspace that
+ *     was never zero-filled changes nothing and reports it on the device: *d_frame_size = 0 (compress) or
+ *     *d_status = SZ_ERROR_INVALID_ARGUMENT (decompress).
+ *   - One kernel launch per call: nothing else is enqueued (but the optional pinned copy of the frame size), and the
+ *     host does no work beyond the argument checks and the launch.
  *   - In a build without CUDA every function returns SZ_ERROR_NOT_SUPPORTED and sz_cuda_available() returns 0.
- *   - Kernels: BF16 frames of the default chunk size (4096 values) without checksums, with a 16-byte-aligned input
- *     and an 8-byte-aligned frame (decode: 8-byte-aligned frame, 16-byte-aligned output, a codebook of 2^k entries)
- *     use warp-per-chunk kernels. Other frames of the default chunk size use pipelined tile kernels (the encoder is
- *     launched cooperatively, all of its CTAs resident; where the runtime refuses a cooperative launch, the general
- *     kernels run instead, with the same output). Other chunk sizes use the general kernels.
- *     SPLITZIP_CUDA_KERNEL=tile (no warp kernels) or =general (general kernels only) in the environment select
- *     kernels for comparisons; the frames and outputs are the same either way.
+ *   - Kernels: one family for every frame (docs/FORMAT.md; src/cuda): a warp per chunk, every dtype, chunk size,
+ *     code width, checksums on or off, contiguous or paged, any alignment; frames byte-identical to the CPU codec.
  */
 #ifndef SPLITZIP_SPLITZIP_CUDA_H
 #define SPLITZIP_SPLITZIP_CUDA_H
@@ -34,7 +36,7 @@ typedef struct CUstream_st* sz_cuda_stream;
 /** 1 if the library was built with CUDA and a CUDA device is visible, else 0. */
 SZ_API int sz_cuda_available(void);
 
-/** Device bytes of scratch that sz_cuda_compress() needs for n values (chunk look-back state). */
+/** Device bytes of workspace that sz_cuda_compress() needs for n values (64 + 16 per chunk, rounded up). */
 SZ_API sz_status sz_cuda_compress_workspace_size(uint64_t n_values, sz_dtype dtype, const sz_params* params,
                                                  size_t* workspace_size);
 
@@ -48,7 +50,8 @@ SZ_API sz_status sz_cuda_compress(const void* d_src, uint64_t n_values, sz_dtype
                                   size_t workspace_size, uint64_t* d_frame_size, uint64_t* h_frame_size,
                                   sz_cuda_stream stream);
 
-/** Device bytes of scratch that sz_cuda_decompress() needs (0 today; query it anyway). */
+/** Device bytes of workspace that sz_cuda_decompress() and sz_cuda_decompress_pages() need (256 today: the call's
+ *  error and completion count; query it anyway). */
 SZ_API sz_status sz_cuda_decompress_workspace_size(size_t src_size, size_t dst_capacity, size_t* workspace_size);
 
 /** Decompresses the frame at d_src (src_size bytes) into d_dst, in one pass, validating everything it reads.

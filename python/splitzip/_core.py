@@ -521,6 +521,13 @@ def _device_to_host(b) -> np.ndarray:
     return b.cpu().numpy() if hasattr(b, "cpu") else b.get()
 
 
+def _cupy_workspace(nbytes: int, stream: int):
+    import cupy
+    from . import _workspace
+    return _workspace.get("cupy", cupy.cuda.Device().id, stream, nbytes,
+                          lambda n: cupy.zeros(n, dtype=cupy.uint8))
+
+
 def _cuda_compress(t: _Tensor, n: int, did: int, cb, log2: int, flags: int):
     if n == 0:
         # Zero-size device arrays do not cross DLPack as contiguous arrays: the frame of no values is a bare header,
@@ -536,7 +543,7 @@ def _cuda_compress(t: _Tensor, n: int, did: int, cb, log2: int, flags: int):
         stream = cupy.cuda.get_current_stream().ptr
         status, ws = _ext.cuda_compress_workspace_size(n, did, log2, flags)
         check(status, "compress")
-        workspace = cupy.empty(max(ws, 16), dtype=cupy.uint8)
+        workspace = _cupy_workspace(ws, stream)
         dst = cupy.empty(_ext.compress_bound(n, did), dtype=cupy.uint8)
         size_d = cupy.zeros(1, dtype=cupy.uint64)
         check(_ext.cuda_compress(t.bytes, n, did, cb, log2, flags, dst, workspace, size_d, stream), "compress")
@@ -577,7 +584,7 @@ def _cuda_decompress(t: _Tensor, out: Any, status: Any):
             stream = cupy.cuda.get_current_stream().ptr
             st_ws, ws = _ext.cuda_decompress_workspace_size(t.nbytes, o.nbytes)
             check(st_ws, "decompress")
-            workspace = cupy.empty(max(ws, 16), dtype=cupy.uint8)
+            workspace = _cupy_workspace(ws, stream)
             st = cupy.full(1, -1, dtype=cupy.int32)
             check(_ext.cuda_decompress(t.bytes, o.bytes, workspace, st, stream), "decompress")
     _finish_status(st, status)
@@ -616,7 +623,7 @@ def _cuda_compress_pages(ts: list[_Tensor], page_values: int, did: int, cb, log2
         stream = cupy.cuda.get_current_stream().ptr
         status, ws = _ext.cuda_compress_pages_workspace_size(n_pages, page_values, did, log2, flags)
         check(status, "compress_pages")
-        workspace = cupy.empty(max(ws, 16), dtype=cupy.uint8)
+        workspace = _cupy_workspace(ws, stream)
         dst = cupy.empty(_ext.compress_bound(n, did), dtype=cupy.uint8)
         size_d = cupy.zeros(1, dtype=cupy.uint64)
         check(_ext.cuda_compress_pages(ptrs, n_pages, page_values, did, cb, log2, flags, dst, workspace, size_d,
@@ -639,7 +646,7 @@ def _cuda_decompress_pages(t: _Tensor, ts: list[_Tensor], status: Any):
             stream = cupy.cuda.get_current_stream().ptr
             st_ws, ws = _ext.cuda_decompress_workspace_size(t.nbytes, ts[0].nbytes * n_pages)
             check(st_ws, "decompress_pages")
-            workspace = cupy.empty(max(ws, 16), dtype=cupy.uint8)
+            workspace = _cupy_workspace(ws, stream)
             st = cupy.full(1, -1, dtype=cupy.int32)
             check(_ext.cuda_decompress_pages(t.bytes, ptrs, n_pages, page_values, workspace, st, stream),
                   "decompress_pages")

@@ -33,6 +33,14 @@ def _stream(device: torch.device) -> int:
     return torch.cuda.current_stream(device).cuda_stream
 
 
+def _workspace_for(nbytes: int, device: torch.device):
+    """The cached workspace of the device's current stream (see _workspace)."""
+    from . import _workspace
+    return _workspace.get("torch", device.index if device.index is not None else torch.cuda.current_device(),
+                          _stream(device), nbytes,
+                          lambda n: torch.zeros(n, dtype=torch.uint8, device=device))
+
+
 def _bound_for(nbytes: int, dtype: int) -> int:
     if dtype not in _SIZES:
         return 0
@@ -49,7 +57,7 @@ def _compress_impl(src: torch.Tensor, dtype: int, codebook: List[int], chunk_log
         with torch.cuda.device(src.device):
             st, ws = _ext.cuda_compress_workspace_size(n, dtype, chunk_log2, flags)
             check(st, "compress")
-            workspace = torch.empty(max(ws, 16), dtype=torch.uint8, device=src.device)
+            workspace = _workspace_for(ws, src.device)
             check(_ext.cuda_compress(src, n, dtype, cb, chunk_log2, flags, dst, workspace, size,
                                      _stream(src.device)), "compress")
     else:
@@ -65,7 +73,7 @@ def _decompress_impl(frame: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         with torch.cuda.device(frame.device):
             st, ws = _ext.cuda_decompress_workspace_size(frame.numel(), out.numel())
             check(st, "decompress")
-            workspace = torch.empty(max(ws, 16), dtype=torch.uint8, device=frame.device)
+            workspace = _workspace_for(ws, frame.device)
             check(_ext.cuda_decompress(frame, out, workspace, status, _stream(frame.device)), "decompress")
     else:
         st, _ = _ext.decompress(frame.numpy(), out.numpy(), 0)
@@ -92,7 +100,7 @@ def _compress_pages_impl(pages: List[torch.Tensor], page_values: int, dtype: int
         ptrs = _pointer_array(pages, device)
         st, ws = _ext.cuda_compress_pages_workspace_size(n_pages, page_values, dtype, chunk_log2, flags)
         check(st, "compress_pages")
-        workspace = torch.empty(max(ws, 16), dtype=torch.uint8, device=device)
+        workspace = _workspace_for(ws, device)
         check(_ext.cuda_compress_pages(ptrs, n_pages, page_values, dtype, cb, chunk_log2, flags, dst, workspace,
                                        size, _stream(device)), "compress_pages")
     return dst, size
@@ -116,7 +124,7 @@ def _decompress_pages_impl(frame: torch.Tensor, pages: List[torch.Tensor], page_
         ptrs = _pointer_array(pages, device)
         st, ws = _ext.cuda_decompress_workspace_size(frame.numel(), sum(p.numel() for p in pages))
         check(st, "decompress_pages")
-        workspace = torch.empty(max(ws, 16), dtype=torch.uint8, device=device)
+        workspace = _workspace_for(ws, device)
         check(_ext.cuda_decompress_pages(frame, ptrs, len(pages), page_values, workspace, status,
                                          _stream(device)), "decompress_pages")
     return status

@@ -2,26 +2,24 @@
 // specification (doc/xxhash_spec.md of the xxHash project, XXH3 section). docs/FORMAT.md §1 uses it for the header,
 // index-free chunk checksums (§4.6) and the codebook file.
 //
-// Three forms:
+// Two forms here, a third in warp/xxh3_rounds.cuh:
 //   xxh3_64(p, len)            scalar, any length, host or device (a plain byte reader).
-//   xxh3_64_warp(fetch, len)   device, one warp hashes one buffer of more than 240 bytes: the 16 stripes of a
-//                              1 KiB block are split over 4 groups of 8 lanes (lane i owns accumulator i), summed with
-//                              shuffles, then every lane scrambles its accumulator. Other lengths fall back to the
+//   xxh3_64_warp(fetch, len)   one warp hashes one buffer read through a fetch object: the 16 stripes of a 1 KiB
+//                              block are split over 4 groups of 8 lanes (lane i owns accumulator i), summed with
+//                              shuffles, then every lane scrambles its accumulator. Lengths <= 240 fall back to the
 //                              scalar form in every lane.
-//   xxh3_64_cta<kThreads>(buf, len, scratch)
-//                              device, all threads of a CTA hash one buffer in shared memory: the stripe sums of
-//                              all 1 KiB blocks are computed at once, only the short scramble chain is sequential
-//                              (see the comment above it).
-// The host unit test (tests/cuda/test_xxh3_host.cpp) checks the scalar form against libxxhash for every length
-// 0..4096, and the CTA form by running its per-lane helpers for every emulated thread; the GPU tests check the warp
-// form through chunk checksums that the CPU reference computes with libxxhash, and the CTA form directly
-// (tests/cuda/test_xxh3_cta.cu).
+//   xxh_round / xxh_finish     (warp/xxh3_rounds.cuh) a warp hashes a chunk while it passes through the codec.
+// tests/cuda/test_xxh3_host.cpp checks the scalar form against libxxhash for every length 0..4096; the emulated
+// kernel tests (tests/cuda/test_kernels_emu.cpp) check the warp forms against libxxhash.
 #pragma once
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "layout.h"
+#if defined(__CUDACC__) || defined(SZ_SIMT_EMU)
+#include "cuda/simt.cuh"
+#endif
 
 #if defined(__CUDACC__)
 #define SZ_XXH_HD __host__ __device__ __forceinline__
@@ -67,26 +65,16 @@ constexpr size_t kBlock = kStripe * kStripesPerBlock;             // 1024
    0x40, 0x7e}
 
 static const uint8_t kSecretHost[kSecretSize] = SZ_XXH3_SECRET_BYTES;
+constexpr uint8_t kSecretCx[kSecretSize] = SZ_XXH3_SECRET_BYTES;
+// The 8 secret bytes at off, little-endian, at compile time (tables of keys: warp/xxh3_rounds.cuh).
+constexpr uint64_t sec64_cx(size_t off) {
+  uint64_t v = 0;
+  for (int b = 7; b >= 0; --b) v = (v << 8) | kSecretCx[off + (size_t)b];
+  return v;
+}
 #if defined(__CUDACC__)
 static __constant__ uint8_t kSecretDev[kSecretSize] = SZ_XXH3_SECRET_BYTES;
 #endif
-
-// The secret as 24 little-endian u64 words (word k = bytes 8k..8k+7), for the CTA form: lane k of a warp loads word k
-// once and the other lanes take their keys from it by shuffles (a divergent constant-memory load serialises per
-// distinct address, so one load of 24 words beats 8 byte loads per key).
-constexpr int kSecretWords = (int)(kSecretSize / 8);
-constexpr uint8_t kSecretCx[kSecretSize] = SZ_XXH3_SECRET_BYTES;
-constexpr uint64_t secret_word_cx(int k) {
-  uint64_t v = 0;
-  for (int b = 7; b >= 0; --b) v = (v << 8) | kSecretCx[8 * k + b];
-  return v;
-}
-#define SZ_XXH3_W4(k) secret_word_cx(k), secret_word_cx(k + 1), secret_word_cx(k + 2), secret_word_cx(k + 3)
-#if defined(__CUDACC__)
-static __constant__ uint64_t kSecretWordsDev[kSecretWords] = {SZ_XXH3_W4(0),  SZ_XXH3_W4(4),  SZ_XXH3_W4(8),
-                                                              SZ_XXH3_W4(12), SZ_XXH3_W4(16), SZ_XXH3_W4(20)};
-#endif
-#undef SZ_XXH3_W4
 
 SZ_XXH_HD const uint8_t* secret() {
 #if defined(__CUDA_ARCH__)
@@ -255,13 +243,14 @@ SZ_XXH_HD uint64_t xxh3_64(const void* data, size_t len) {
 }
 SZ_XXH_HD uint32_t h32(const void* data, size_t len) { return (uint32_t)xxh3_64(data, len); }
 
-#if defined(__CUDACC__)
-// One warp hashes a buffer whose 8-byte words it reads through fetch(offset) (offset in bytes, any alignment).
-// All 32 lanes must call it; all return the hash. Buffers of up to 240 bytes (only a frame's short last chunk) are
-// copied byte by byte into a local array and hashed by the scalar code.
+#if defined(__CUDACC__) || defined(SZ_SIMT_EMU)
+// One warp hashes a buffer whose 8-byte words it reads through fetch.word(offset) (offset in bytes, any alignment)
+// and fetch.byte(offset). All 32 lanes must call it; all return the hash. Buffers of up to 240 bytes are copied byte
+// by byte into a local array and hashed by the scalar code. The codec uses it for a frame's short last chunk; full
+// chunks are hashed on the fly (warp/xxh3_rounds.cuh).
 template <class Fetch>
-__device__ uint64_t xxh3_64_warp(const Fetch& fetch, size_t len) {
-  const unsigned lane = threadIdx.x & 31u;
+SZ_DEV uint64_t xxh3_64_warp(const Fetch& fetch, size_t len) {
+  const unsigned lane = cuda::simt::lane_id();
   if (len <= 240) {
     uint8_t buf[240];
     for (size_t o = 0; o < len; ++o) buf[o] = fetch.byte(o);
@@ -276,23 +265,17 @@ __device__ uint64_t xxh3_64_warp(const Fetch& fetch, size_t len) {
   const size_t blocks = (len - 1) / kBlock;
   for (size_t b = 0; b < blocks; ++b) {
     const size_t base = b * kBlock;
-    uint64_t own[4], nb[4];
-#pragma unroll
+    uint64_t sum = 0;
     for (unsigned q = 0; q < 4; ++q) {
       const size_t so = base + (g + 4 * q) * kStripe;
-      own[q] = fetch.word(so + 8 * i);
-      nb[q] = fetch.word(so + 8 * (i ^ 1));
+      sum += lane_step(fetch.word(so + 8 * i), fetch.word(so + 8 * (i ^ 1)), key[q]);
     }
-    uint64_t sum = 0;
-#pragma unroll
-    for (unsigned q = 0; q < 4; ++q) sum += lane_step(own[q], nb[q], key[q]);
-    sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 8);
-    sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 16);
+    sum += cuda::simt::shfl_xor(sum, 8);
+    sum += cuda::simt::shfl_xor(sum, 16);
     acc = scramble(acc + sum, key_scramble);
   }
   const size_t tail_stripes = ((len - 1) - kBlock * blocks) / kStripe;
   uint64_t sum = 0;
-#pragma unroll
   for (unsigned q = 0; q < 4; ++q) {
     const size_t s = g + 4 * q;
     if (s < tail_stripes) {
@@ -300,256 +283,13 @@ __device__ uint64_t xxh3_64_warp(const Fetch& fetch, size_t len) {
       sum += lane_step(fetch.word(so + 8 * i), fetch.word(so + 8 * (i ^ 1)), key[q]);
     }
   }
-  sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 8);
-  sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 16);
+  sum += cuda::simt::shfl_xor(sum, 8);
+  sum += cuda::simt::shfl_xor(sum, 16);
   acc += sum;
   acc += lane_step(fetch.word(len - kStripe + 8 * i), fetch.word(len - kStripe + 8 * (i ^ 1)), key_last);
   uint64_t all[8];
-#pragma unroll
-  for (unsigned j = 0; j < 8; ++j) all[j] = __shfl_sync(0xFFFFFFFFu, acc, j);
+  for (unsigned j = 0; j < 8; ++j) all[j] = cuda::simt::shfl(acc, (int)j);
   return merge(all, len);
-}
-#endif
-
-// ---------------------------------------------------------------------------------------------------------------
-// CTA form: xxh3_64_cta<kThreads>(buf, len, scratch), all threads of a CTA hash one buffer in shared memory.
-//
-// For len > 240 (hash_long): what a stripe adds to accumulator i, lane_step(word i, word i^1, key), does not depend on
-// the accumulator. So the sums S[G][i] over the stripes of each group G (group G < blocks: the 16 stripes of 1 KiB
-// block G; group `blocks`, if any: the tail stripes after the last full block) are computed for all groups at once,
-// and only the short chain acc_i = scramble(acc_i + S[G][i]) stays sequential. Groups are taken in rounds of
-// cta_round_groups<kThreads>():
-//   1. warp w takes groups w, w + kWarps, ... of the round. Lane (g = lane / 8, i = lane % 8) adds the contributions
-//      of stripes g, g+4, g+8, g+12 of the group to accumulator i; two xor-shuffles sum the 4 lanes of each i
-//      ((p0 + p1) + (p2 + p3)); lanes 0..7 write S[G][i] into the round's half of scratch.
-//   2. __syncthreads().
-//   3. EVERY warp runs the chain over the round's groups itself (lane i, and its copies i+8, i+16, i+24), so that no
-//      result has to be broadcast: that saves a barrier and costs the same latency as one warp doing it.
-// Rounds alternate between the two halves of scratch, so that round r+1 may write while slow warps still read round
-// r: one barrier per round, plus the final one. The last stripe (at len - 64, secret offset kSecretSize - 64 - 7) adds
-// its lane_step; the merge pairs accumulators 2j, 2j+1 with one shuffle and sums the 4 products with a butterfly over
-// the 8 lanes. Lengths <= 240 are hashed by every thread with the scalar form (warp-wide broadcast reads of buf), for
-// the same reason: no broadcast, one barrier.
-//
-// The per-lane steps are the __host__ __device__ helpers below (cta_plan, cta_lane_keys, cta_lane_partial,
-// cta_chain, cta_lane_last, cta_merge_*); the host test runs them for every emulated lane of every warp in the
-// device's order and grouping and compares with libxxhash.
-
-// How hash_long cuts a buffer of len > 240 bytes into groups.
-struct CtaPlan {
-  uint32_t blocks;        // full 1 KiB blocks, each followed by a scramble: (len - 1) / 1024
-  uint32_t tail_stripes;  // stripes after them, before the last stripe: ((len - 1) % 1024) / 64, 0..15
-  uint32_t groups;        // blocks, plus one group for the tail stripes when there are any
-};
-SZ_XXH_HD CtaPlan cta_plan(uint32_t len) {
-  CtaPlan p;
-  p.blocks = (len - 1) / (uint32_t)kBlock;
-  p.tail_stripes = ((len - 1) - (uint32_t)kBlock * p.blocks) / (uint32_t)kStripe;
-  p.groups = p.blocks + (p.tail_stripes != 0 ? 1u : 0u);
-  return p;
-}
-
-template <int kThreads>
-SZ_XXH_CX int cta_warps() {
-  static_assert(kThreads > 0 && kThreads % 32 == 0 && kThreads <= 1024, "kThreads: a multiple of 32, at most 1024");
-  return kThreads / 32;
-}
-// Groups a warp takes per round: a round covers at least 16 groups (16 KiB), so a typical 8 KiB chunk is one round.
-template <int kThreads>
-SZ_XXH_CX int cta_groups_per_warp() {
-  return (16 + cta_warps<kThreads>() - 1) / cta_warps<kThreads>();
-}
-template <int kThreads>
-SZ_XXH_CX int cta_round_groups() {
-  return cta_warps<kThreads>() * cta_groups_per_warp<kThreads>();
-}
-// Slots of one half of scratch: the round's groups rounded up to 4 (the chain reads them 4 at a time).
-template <int kThreads>
-SZ_XXH_CX int cta_half_slots() {
-  return (cta_round_groups<kThreads>() + 3) / 4 * 4;
-}
-// u64 words of shared scratch that xxh3_64_cta<kThreads> needs (256 for 256 threads: 2 KiB).
-template <int kThreads>
-SZ_XXH_CX int cta_scratch_words() {
-  return 2 * 8 * cta_half_slots<kThreads>();
-}
-
-// The secret words one lane needs. word(k) returns secret word k (on the device, a shuffle from the lane that loaded
-// it); every lane must call this (the shuffles are warp-wide).
-struct CtaLaneKeys {
-  uint64_t stripe[4];  // stripe g + 4q of a block, accumulator i: secret bytes 8 (g + 4q) + 8 i
-  uint64_t scramble;   // secret bytes kSecretSize - 64 + 8 i
-  uint64_t last;       // secret bytes kSecretSize - 64 - 7 + 8 i  (= 121 + 8 i)
-  uint64_t merge;      // secret bytes 11 + 8 i
-};
-template <class WordAt>
-SZ_XXH_HD CtaLaneKeys cta_lane_keys(const WordAt& word, unsigned lane) {
-  const int i = (int)(lane & 7u), g = (int)((lane >> 3) & 3u);
-  CtaLaneKeys k;
-SZ_XXH_UNROLL
-  for (int q = 0; q < 4; ++q) k.stripe[q] = word(g + 4 * q + i);
-  const uint64_t w15 = word(15 + i), w16 = word(16 + i), w1 = word(1 + i), w2 = word(2 + i);
-  k.scramble = w16;
-  k.last = (w15 >> 8) | (w16 << 56);  // 121 + 8 i = 8 (15 + i) + 1
-  k.merge = (w1 >> 24) | (w2 << 40);  // 11 + 8 i = 8 (1 + i) + 3
-  return k;
-}
-
-// Reads little-endian 8-byte words of a buffer with aligned 8-byte loads only, as shared memory requires.
-// ld(a) returns the 8 bytes at address a (a multiple of 8) of the address space of base. kAligned: base is a
-// multiple of 8, so word() is one load; otherwise sh = base % 8 (1..7) and word() funnels two loads.
-template <class Ld, class Addr, bool kAligned>
-struct CtaReader {
-  Ld ld;
-  Addr base;
-  unsigned sh;
-  // The 8 bytes at base + o, o a multiple of 8.
-  SZ_XXH_HD uint64_t word(uint32_t o) const {
-    if constexpr (kAligned) return ld(base + o);
-    const Addr a = base - sh + o;
-    return (ld(a) >> (8 * sh)) | (ld(a + 8) << (64 - 8 * sh));
-  }
-  // The 8 bytes at base + o, any o. Only the aligned words that hold those bytes are read.
-  SZ_XXH_HD uint64_t any(uint32_t o) const {
-    const Addr x = base + o;
-    const unsigned s = (unsigned)(x & 7u);
-    const uint64_t lo = ld(x - s);
-    if (s == 0) return lo;
-    return (lo >> (8 * s)) | (ld(x - s + 8) << (64 - 8 * s));
-  }
-};
-
-// This lane's share of S[group][i] (i = lane % 8): stripes g, g+4, g+8, g+12 of the group (those that exist).
-template <class Reader>
-SZ_XXH_HD uint64_t cta_lane_partial(const Reader& rd, const CtaPlan& plan, uint32_t group, unsigned lane,
-                                    const CtaLaneKeys& k) {
-  const uint32_t i = lane & 7u, g = (lane >> 3) & 3u;
-  const uint32_t stripes = group < plan.blocks ? (uint32_t)kStripesPerBlock : plan.tail_stripes;
-  const uint32_t base = group * (uint32_t)kBlock + 8 * i;
-  uint64_t sum = 0;
-SZ_XXH_UNROLL
-  for (uint32_t q = 0; q < 4; ++q) {
-    const uint32_t s = g + 4 * q;
-    if (s < stripes) {
-      const uint32_t o = base + s * (uint32_t)kStripe;  // bit 3 of o is bit 0 of i: o ^ 8 is the neighbour word
-      sum += lane_step(rd.word(o), rd.word(o ^ 8u), k.stripe[q]);
-    }
-  }
-  return sum;
-}
-
-// One step of the sequential part: a full block adds its sum and scrambles; the tail group only adds.
-SZ_XXH_HD uint64_t cta_chain(uint64_t acc, uint64_t s, uint32_t group, const CtaPlan& plan, const CtaLaneKeys& k) {
-  return group < plan.blocks ? scramble(acc + s, k.scramble) : acc + s;
-}
-
-// What the last stripe (bytes len - 64 .. len - 1) adds to accumulator lane % 8.
-template <class Reader>
-SZ_XXH_HD uint64_t cta_lane_last(const Reader& rd, uint32_t len, unsigned lane, const CtaLaneKeys& k) {
-  const uint32_t i = lane & 7u, o = len - (uint32_t)kStripe;
-  return lane_step(rd.any(o + 8 * i), rd.any(o + 8 * (i ^ 1u)), k.last);
-}
-
-// Merge: lane i holds x_i = acc_i ^ secret(11 + 8 i); even lanes fold x_i with x_{i+1} (their xor-1 neighbour), odd
-// lanes give 0; the sum of the 8 lanes' terms, plus len * P64_1, avalanched, is the hash.
-SZ_XXH_HD uint64_t cta_merge_term(uint64_t x_own, uint64_t x_neighbour, unsigned lane) {
-  return (lane & 1u) ? 0 : mul128_fold64(x_own, x_neighbour);
-}
-SZ_XXH_HD uint64_t cta_merge_finish(uint64_t terms, uint32_t len) {
-  return avalanche((uint64_t)len * kP64_1 + terms);
-}
-
-#if defined(__CUDACC__)
-namespace cta_detail {
-
-constexpr unsigned kFull = 0xFFFFFFFFu;
-
-// An 8-byte load from shared memory by its shared-window address. volatile keeps it after the caller's barrier.
-struct SmemLd {
-  __device__ __forceinline__ uint64_t operator()(uint32_t a) const {
-    uint64_t v;
-    asm volatile("ld.shared.u64 %0, [%1];" : "=l"(v) : "r"(a));
-    return v;
-  }
-};
-
-// Secret word k, taken from lane k, which loaded it (every lane calls it: a warp-wide shuffle).
-struct ShflWord {
-  uint64_t mine;
-  __host__ __device__ __forceinline__ uint64_t operator()(int k) const {
-#if defined(__CUDA_ARCH__)
-    return __shfl_sync(kFull, mine, k);
-#else
-    (void)k;
-    return mine;  // never used on the host
-#endif
-  }
-};
-
-template <int kThreads, bool kAligned>
-__device__ __forceinline__ uint64_t hash_long(uint32_t sbuf, uint32_t len, uint64_t* scratch) {
-  constexpr int kWarps = cta_warps<kThreads>(), kPerWarp = cta_groups_per_warp<kThreads>();
-  constexpr uint32_t kRound = (uint32_t)cta_round_groups<kThreads>();
-  constexpr uint32_t kHalf = 8u * (uint32_t)cta_half_slots<kThreads>();
-  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, i = lane & 7u;
-  const CtaPlan plan = cta_plan(len);
-  const CtaReader<SmemLd, uint32_t, kAligned> rd{SmemLd{}, sbuf, sbuf & 7u};
-  const CtaLaneKeys keys = cta_lane_keys(ShflWord{kSecretWordsDev[lane < (unsigned)kSecretWords ? lane : 0u]}, lane);
-  const uint64_t last = cta_lane_last(rd, len, lane, keys);
-  uint64_t acc = acc_init(i);
-  uint32_t parity = 0;
-  for (uint32_t first = 0; first < plan.groups; first += kRound, parity ^= 1u) {
-    uint64_t* half = scratch + parity * kHalf;
-#pragma unroll
-    for (int k = 0; k < kPerWarp; ++k) {
-      const uint32_t slot = warp + (uint32_t)(kWarps * k);
-      if (first + slot < plan.groups) {  // warp-uniform
-        uint64_t p = cta_lane_partial(rd, plan, first + slot, lane, keys);
-        p += __shfl_xor_sync(kFull, p, 8);
-        p += __shfl_xor_sync(kFull, p, 16);
-        if (lane < 8u) half[8u * slot + lane] = p;
-      }
-    }
-    __syncthreads();
-    const uint32_t n = plan.groups - first < kRound ? plan.groups - first : kRound;
-    for (uint32_t j0 = 0; j0 < n; j0 += 4) {
-      uint64_t s[4];
-#pragma unroll
-      for (uint32_t u = 0; u < 4; ++u) s[u] = half[8u * (j0 + u) + i];  // within the half even past n
-#pragma unroll
-      for (uint32_t u = 0; u < 4; ++u)
-        if (j0 + u < n) acc = cta_chain(acc, s[u], first + j0 + u, plan, keys);
-    }
-  }
-  acc += last;
-  const uint64_t x = acc ^ keys.merge;
-  uint64_t t = cta_merge_term(x, __shfl_xor_sync(kFull, x, 1), lane);
-  t += __shfl_xor_sync(kFull, t, 1);
-  t += __shfl_xor_sync(kFull, t, 2);
-  t += __shfl_xor_sync(kFull, t, 4);
-  return cta_merge_finish(t, len);
-}
-
-}  // namespace cta_detail
-
-// XXH3_64bits(buf, len) computed by all kThreads threads of a 1-D CTA (kThreads a multiple of 32, <= 1024), which
-// all call it with the same arguments. buf: shared memory, any alignment (8-byte aligned is the fast path), bytes
-// [0, len) written and made visible by the caller's barrier. scratch: cta_scratch_words<kThreads>() u64 of shared
-// memory, 8-byte aligned. Returns the hash in every thread and ends with a barrier, after which buf and scratch may
-// be reused. Barriers: 1 for len <= 240, else ceil(groups / cta_round_groups) + 1, where groups ~ len / 1 KiB
-// (2 for len <= 16 KiB at 256 threads).
-template <int kThreads>
-__device__ __forceinline__ uint64_t xxh3_64_cta(const uint8_t* buf, uint32_t len, uint64_t* scratch) {
-  uint64_t h;
-  if (len <= 240) {
-    h = xxh3_64(buf, len);
-  } else {
-    const uint32_t sbuf = (uint32_t)__cvta_generic_to_shared(buf);
-    h = (sbuf & 7u) == 0 ? cta_detail::hash_long<kThreads, true>(sbuf, len, scratch)
-                         : cta_detail::hash_long<kThreads, false>(sbuf, len, scratch);
-  }
-  __syncthreads();
-  return h;
 }
 #endif
 

@@ -9,15 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "codec_cases.h"
 #include "splitzip/splitzip.h"
-#include "cuda/xxh3.cuh"
-#include "layout.h"
 #include "splitzip/splitzip_cuda.h"
-#include "test_util.h"
 
 namespace {
 
 using sztest::Rng;
+using sztest::test_values;
 
 #define SZ_SKIP_WITHOUT_GPU()                                                                 \
   do {                                                                                        \
@@ -30,8 +29,9 @@ using sztest::Rng;
 struct DevBuf {
   uint8_t* p = nullptr;
   size_t size = 0;
-  explicit DevBuf(size_t n) : size(n) {
+  explicit DevBuf(size_t n, bool zero = false) : size(n) {
     if (cudaMalloc(&p, n ? n : 1) != cudaSuccess) p = nullptr;
+    if (p && zero) cudaMemset(p, 0, n ? n : 1);  // a workspace is zero-filled once, before its first use
   }
   ~DevBuf() { cudaFree(p); }
   DevBuf(const DevBuf&) = delete;
@@ -55,7 +55,7 @@ std::vector<uint8_t> gpu_compress(const std::vector<uint8_t>& data, uint64_t n, 
   size_t ws = 0;
   *status = sz_cuda_compress_workspace_size(n, dtype, p, &ws);
   if (*status != SZ_OK) return {};
-  DevBuf src(data.size()), dst(bound), work(ws), fsize(8);
+  DevBuf src(data.size()), dst(bound), work(ws, true), fsize(8);
   cudaMemcpy(src.p, data.data(), data.size(), cudaMemcpyHostToDevice);
   cudaMemset(dst.p, 0xA5, bound);  // poison: every byte of the frame must be written
   uint64_t* h_size = nullptr;
@@ -96,7 +96,7 @@ GpuDecoded gpu_decompress(const std::vector<uint8_t>& frame, size_t dst_capacity
   cudaMemset(dst.p, 0x5A, dst_capacity + kGuard);
   size_t ws = 0;
   EXPECT_EQ(sz_cuda_decompress_workspace_size(frame.size(), dst_capacity, &ws), SZ_OK);
-  DevBuf work(ws);
+  DevBuf work(ws, true);
   r.launch = sz_cuda_decompress(src.p, frame.size(), dst.p, dst_capacity, work.p, ws, (int32_t*)st.p,
                                 (uint64_t*)sz.p, nullptr);
   if (r.launch != SZ_OK) return r;
@@ -110,25 +110,6 @@ GpuDecoded gpu_decompress(const std::vector<uint8_t>& frame, size_t dst_capacity
   all.resize(std::min<uint64_t>(r.size == ~0ull ? 0 : r.size, dst_capacity));
   r.out = std::move(all);
   return r;
-}
-
-// Data with escapes, special values and a raw-worthy stretch, for any dtype.
-std::vector<uint8_t> test_values(unsigned dtype, size_t n, uint64_t seed, unsigned* center) {
-  const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
-  *center = (1u << (f.E - 1)) - 2;
-  std::vector<uint8_t> v = sztest::skewed_values(dtype, n, seed, *center, 0.45, 0.02);
-  // A stretch of uniformly random bytes (forces raw chunks when long enough) and a few specials.
-  Rng rng(seed ^ 0x77);
-  const size_t vb = f.W / 8;
-  if (n > 3000) {
-    const size_t start = n / 3, len = std::min<size_t>(n / 4, 70000);
-    for (size_t i = start * vb; i < (start + len) * vb; ++i) v[i] = (uint8_t)rng.next();
-  }
-  for (size_t i = 0; i < n && i < 16; ++i) {
-    const uint32_t emax = (1u << f.E) - 1u;
-    sztest::store_value(v.data() + rng.below(n) * vb, f.W, sztest::make_value(i & 1, (i & 2) ? emax : 0, i, f));
-  }
-  return v;
 }
 
 // ---- byte equality with the reference encoder --------------------------------------------------------------------
@@ -237,7 +218,10 @@ TEST(CudaCodec, UnalignedBuffers) {
     const size_t bound = sz_compress_bound(n, dtype);
     size_t ws = 0;
     ASSERT_EQ(sz_cuda_compress_workspace_size(n, dtype, &p, &ws), SZ_OK);
-    DevBuf src(data.size() + 16), dst(bound + 16), out(data.size() + 16), work(ws), fsize(8), st(4);
+    size_t dws = 0;
+    ASSERT_EQ(sz_cuda_decompress_workspace_size(bound, data.size(), &dws), SZ_OK);
+    DevBuf src(data.size() + 16), dst(bound + 16), out(data.size() + 16), work(ws, true), dwork(dws, true), fsize(8),
+        st(4);
     const size_t so = vb == 1 ? 1 : vb, fo = 3, oo = 1;  // odd offsets (a whole value for the input)
     CUDA_OK(cudaMemcpy(src.p + so, data.data(), data.size(), cudaMemcpyHostToDevice));
     ASSERT_EQ(sz_cuda_compress(src.p + so, n, dtype, &cb, &p, dst.p + fo, bound, work.p, ws, (uint64_t*)fsize.p,
@@ -250,7 +234,7 @@ TEST(CudaCodec, UnalignedBuffers) {
     std::vector<uint8_t> frame(size);
     CUDA_OK(cudaMemcpy(frame.data(), dst.p + fo, size, cudaMemcpyDeviceToHost));
     ASSERT_TRUE(frame == ref) << "dtype " << dtype;
-    ASSERT_EQ(sz_cuda_decompress(dst.p + fo, size, out.p + oo, data.size(), nullptr, 0, (int32_t*)st.p, nullptr,
+    ASSERT_EQ(sz_cuda_decompress(dst.p + fo, size, out.p + oo, data.size(), dwork.p, dws, (int32_t*)st.p, nullptr,
                                  nullptr),
               SZ_OK);
     CUDA_OK(cudaDeviceSynchronize());
@@ -293,7 +277,9 @@ TEST(CudaCodec, PagesEqualSingleFrame) {
         size_t ws = 0;
         ASSERT_EQ(sz_cuda_compress_pages_workspace_size(n_pages, page_values, dtype, &p, &ws), SZ_OK);
         const size_t bound = sz_compress_bound(n, dtype);
-        DevBuf dst(bound), work(ws), fsize(8);
+        size_t dws = 0;
+        ASSERT_EQ(sz_cuda_decompress_workspace_size(bound, n * vb, &dws), SZ_OK);
+        DevBuf dst(bound), work(ws, true), dwork(dws, true), fsize(8);
         ASSERT_EQ(sz_cuda_compress_pages((const void* const*)ptrs.p, n_pages, page_values, dtype, nullptr, &p, dst.p,
                                          bound, work.p, ws, (uint64_t*)fsize.p, nullptr, nullptr),
                   SZ_OK);
@@ -309,7 +295,7 @@ TEST(CudaCodec, PagesEqualSingleFrame) {
         cudaMemset(pool.p, 0, pool.size);
         DevBuf src(size), st(4);
         cudaMemcpy(src.p, frame.data(), size, cudaMemcpyHostToDevice);
-        ASSERT_EQ(sz_cuda_decompress_pages(src.p, size, (void* const*)ptrs.p, n_pages, page_values, nullptr, 0,
+        ASSERT_EQ(sz_cuda_decompress_pages(src.p, size, (void* const*)ptrs.p, n_pages, page_values, dwork.p, dws,
                                            (int32_t*)st.p, nullptr),
                   SZ_OK);
         CUDA_OK(cudaDeviceSynchronize());
@@ -321,7 +307,7 @@ TEST(CudaCodec, PagesEqualSingleFrame) {
           cudaMemcpy(back.data() + i * page_bytes, hp[i], page_bytes, cudaMemcpyDeviceToHost);
         ASSERT_TRUE(back == data);
         // The frame must hold exactly n_pages * page_values values.
-        ASSERT_EQ(sz_cuda_decompress_pages(src.p, size, (void* const*)ptrs.p, n_pages - 1, page_values, nullptr, 0,
+        ASSERT_EQ(sz_cuda_decompress_pages(src.p, size, (void* const*)ptrs.p, n_pages - 1, page_values, dwork.p, dws,
                                            (int32_t*)st.p, nullptr),
                   SZ_OK);
         CUDA_OK(cudaDeviceSynchronize());
@@ -429,59 +415,6 @@ TEST(CudaCodec, RandomGarbageNeverCrashes) {
   }
 }
 
-// A coded record larger than the raw one (more escapes than any encoder writes, which §4.7 lets a decoder meet): the
-// pipelined decoder's shared-memory slot cannot hold it and must decode that chunk like the reference all the same.
-std::vector<uint8_t> recode_raw_chunk_as_coded(const std::vector<uint8_t>& f, uint64_t* chunk) {
-  using namespace splitzip::layout;
-  const unsigned dtype = f[kOffDtype], k = f[kOffCodeBits], log2 = f[kOffChunkLog2], count = f[kOffCodebookCount];
-  const uint32_t flags = load_u32(&f[kOffFlags]);
-  const uint64_t n = load_u64(&f[kOffNValues]), exp_size = load_u64(&f[kOffExpSectionSize]);
-  const DtypeTraits t = dtype_traits(dtype);
-  const FrameOffsets o = frame_offsets(n, log2, (flags & kFlagChecksums) != 0, t, exp_size);
-  const uint64_t nc = n_chunks(n, log2);
-  auto entry = [&](uint64_t i) { return load_u64(&f[o.index + 8 * i]); };
-  uint64_t c = 0;
-  while (c < nc && (entry(c) >> kIndexModeShift) != kModeRaw) ++c;
-  *chunk = c;
-  if (c == nc) return {};
-  const uint64_t begin = c ? (entry(c - 1) & kIndexEndMask) : 0, end = entry(c) & kIndexEndMask;
-  const uint64_t L = chunk_len(n, log2, c), Gn = ceil_div(L, 8);
-  auto get_bits = [&](const uint8_t* p, uint64_t bit, unsigned b) {
-    uint32_t v = 0;
-    for (unsigned i = 0; i < b; ++i) v |= (uint32_t)((p[(bit + i) / 8] >> ((bit + i) % 8)) & 1u) << i;
-    return v;
-  };
-  int code_of[256];
-  for (int& x : code_of) x = -1;
-  for (unsigned j = 0; j < count; ++j) code_of[f[kOffCodebook + j]] = (int)j;
-  std::vector<uint8_t> rec(Gn * k, 0), pos, ex;
-  for (uint64_t i = 0; i < L; ++i) {
-    const uint32_t e = get_bits(&f[o.exponents + begin], i * t.exponent_bits, t.exponent_bits);
-    if (code_of[e] >= 0) {
-      for (unsigned b = 0; b < k; ++b)
-        if ((code_of[e] >> b) & 1) rec[(i * k + b) / 8] |= (uint8_t)(1u << ((i * k + b) % 8));
-    } else {
-      pos.push_back((uint8_t)i);
-      pos.push_back((uint8_t)(i >> 8));
-      ex.push_back((uint8_t)e);
-    }
-  }
-  rec.insert(rec.end(), pos.begin(), pos.end());
-  rec.insert(rec.end(), ex.begin(), ex.end());
-  std::vector<uint8_t> g(f.begin(), f.begin() + (ptrdiff_t)(o.exponents + begin));
-  g.insert(g.end(), rec.begin(), rec.end());
-  g.insert(g.end(), f.begin() + (ptrdiff_t)(o.exponents + end), f.end());
-  const uint64_t delta = rec.size() - (end - begin);  // > 0: the record grew
-  for (uint64_t i = c; i < nc; ++i) {
-    const uint64_t e = entry(i);
-    const uint64_t mode = i == c ? kModeCoded : (e >> kIndexModeShift);
-    store_u64(&g[o.index + 8 * i], ((e & kIndexEndMask) + delta) | (mode << kIndexModeShift));
-  }
-  store_u64(&g[kOffExpSectionSize], exp_size + delta);
-  store_u32(&g[kOffHeaderChecksum], splitzip::xxh3::h32(g.data(), kHeaderChecksummed));
-  return g;
-}
-
 TEST(CudaCodec, OversizeCodedRecordDecodesLikeReference) {
   SZ_SKIP_WITHOUT_GPU();
   for (sz_dtype dtype : sztest::kAllDtypes) {
@@ -493,7 +426,7 @@ TEST(CudaCodec, OversizeCodedRecordDecodesLikeReference) {
       const sz_params p = sztest::make_params(12, flags);
       const std::vector<uint8_t> frame = cpu_compress(data, n, dtype, cb, p);
       uint64_t chunk = 0;
-      const std::vector<uint8_t> big = recode_raw_chunk_as_coded(frame, &chunk);
+      const std::vector<uint8_t> big = sztest::recode_raw_chunk_as_coded(frame, &chunk);
       ASSERT_FALSE(big.empty()) << "the test data has no raw chunk (dtype " << dtype << ")";
       ASSERT_GT(big.size(), frame.size());
       std::vector<uint8_t> ref(data.size());
@@ -508,10 +441,10 @@ TEST(CudaCodec, OversizeCodedRecordDecodesLikeReference) {
   }
 }
 
-// The warp-per-chunk BF16 decoder (chunk 4096, no checksums, a codebook of 2^k entries) checks a chunk's escape
-// lists itself: flip bits in every byte of chunk 1's escape positions and exponents and in its codes, and every bit
-// of its first positions; each frame must decode exactly as the reference does (same bytes, or rejected by both).
-TEST(CudaCodec, WarpDecoderEscapeChecksLikeReference) {
+// The decoder checks a chunk's escape lists before its first round: flip bits in every byte of chunk 1's escape
+// positions and exponents and in its codes, and every bit of its first positions; each frame must decode exactly as
+// the reference does (same bytes, or rejected by both).
+TEST(CudaCodec, EscapeListChecksLikeReference) {
   SZ_SKIP_WITHOUT_GPU();
   const uint64_t n = 4 * 4096;
   unsigned center = 0;
@@ -547,17 +480,17 @@ TEST(CudaCodec, WarpDecoderEscapeChecksLikeReference) {
   }
   EXPECT_GT(rejected, 100u);
   EXPECT_GT(accepted, 10u);
-  std::printf("[ info ] warp decoder: %u corrupted records rejected, %u accepted, all like the reference\n", rejected,
+  std::printf("[ info ] escape lists: %u corrupted records rejected, %u accepted, all like the reference\n", rejected,
               accepted);
 }
 
-// More chunks than the grid has CTAs many times over: the encoder's look-back across waves and the decoder's index
-// batches (32 chunks per CTA at a time) are exercised, on real KV tiled with a perturbation so no two tiles agree.
+// More chunks than the grid has warps many times over: the encoder's look-back across waves and the decoder's ring
+// across chunks are exercised, on real KV tiled with a perturbation so no two tiles agree.
 TEST(CudaCodec, LargeFrameEqualsFastCpuCodec) {
   SZ_SKIP_WITHOUT_GPU();
   std::vector<uint8_t> slice;
   ASSERT_TRUE(sztest::read_file(sztest::repo_path("data/kv_code_bf16_slice.bin"), &slice));
-  const uint64_t n = 80ull << 20;  // 160 MiB of BF16: 20480 chunks, > 32 per CTA in both kernels
+  const uint64_t n = 80ull << 20;  // 160 MiB of BF16: 20480 chunks, several per warp in both kernels
   std::vector<uint8_t> data(n * 2);
   Rng rng(99);
   for (size_t o = 0; o < data.size(); o += slice.size()) {
@@ -614,9 +547,176 @@ TEST(CudaCodec, HostArgumentChecks) {
   EXPECT_EQ(sz_cuda_compress(src.p, n, SZ_DTYPE_BF16, nullptr, &p, dst.p, dst.size, work.p, ws, (uint64_t*)fsize.p,
                              nullptr, nullptr),
             SZ_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(sz_cuda_decompress(nullptr, 100, dst.p, 10, nullptr, 0, (int32_t*)fsize.p, nullptr, nullptr),
+  size_t dws = 0;
+  ASSERT_EQ(sz_cuda_decompress_workspace_size(100, 10, &dws), SZ_OK);
+  DevBuf dwork(dws, true);
+  EXPECT_EQ(sz_cuda_decompress(nullptr, 100, dst.p, 10, dwork.p, dws, (int32_t*)fsize.p, nullptr, nullptr),
+            SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_cuda_decompress(dst.p, 100, dst.p, 10, dwork.p, dws - 1, (int32_t*)fsize.p, nullptr, nullptr),
+            SZ_ERROR_WORKSPACE_TOO_SMALL);
+  EXPECT_EQ(sz_cuda_decompress(dst.p, 100, dst.p, 10, nullptr, dws, (int32_t*)fsize.p, nullptr, nullptr),
             SZ_ERROR_INVALID_ARGUMENT);
   CUDA_OK(cudaDeviceSynchronize());
+}
+
+// ---- serving-engine use: graphs, small messages back to back, workspaces ---------------------------------------------
+
+// Compress and decompress captured in one CUDA graph and replayed, with new input between replays: one launch per
+// direction, no memset, no host work; every replay's frame equals the reference and decodes to its input.
+TEST(CudaCodec, GraphCaptureAndReplay) {
+  SZ_SKIP_WITHOUT_GPU();
+  const uint64_t n = 3 * 4096 + 1000;
+  const sz_params p = sztest::make_params(12, SZ_FLAG_CHECKSUMS);
+  sz_codebook cb;
+  ASSERT_EQ(sz_default_codebook(SZ_DTYPE_BF16, SZ_KIND_GENERIC, &cb), SZ_OK);
+  const size_t bound = sz_compress_bound(n, SZ_DTYPE_BF16);
+  size_t ews = 0, dws = 0;
+  ASSERT_EQ(sz_cuda_compress_workspace_size(n, SZ_DTYPE_BF16, &p, &ews), SZ_OK);
+  ASSERT_EQ(sz_cuda_decompress_workspace_size(bound, n * 2, &dws), SZ_OK);
+  DevBuf src(n * 2), frame(bound), out(n * 2), ework(ews, true), dwork(dws, true), fsize(8), st(4), osize(8);
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  ASSERT_EQ(sz_cuda_compress(src.p, n, SZ_DTYPE_BF16, &cb, &p, frame.p, bound, ework.p, ews, (uint64_t*)fsize.p,
+                             nullptr, stream),
+            SZ_OK);
+  // The decoder reads the frame size from the frame itself; it is given the bound as the buffer size.
+  ASSERT_EQ(sz_cuda_decompress(frame.p, bound, out.p, n * 2, dwork.p, dws, (int32_t*)st.p, (uint64_t*)osize.p, stream),
+            SZ_OK);
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  size_t nodes = 0;
+  CUDA_OK(cudaGraphGetNodes(graph, nullptr, &nodes));
+  EXPECT_EQ(nodes, 2u) << "one kernel per direction";
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 4; ++replay) {
+    unsigned center = 0;
+    const std::vector<uint8_t> data = test_values(SZ_DTYPE_BF16, n, 500 + replay, &center);
+    CUDA_OK(cudaMemcpy(src.p, data.data(), data.size(), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    uint64_t size = 0, got_size = 0;
+    int32_t status = -1;
+    CUDA_OK(cudaMemcpy(&size, fsize.p, 8, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&status, st.p, 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&got_size, osize.p, 8, cudaMemcpyDeviceToHost));
+    const std::vector<uint8_t> ref = cpu_compress(data, n, SZ_DTYPE_BF16, cb, p);
+    ASSERT_EQ(size, ref.size()) << "replay " << replay;
+    std::vector<uint8_t> f(size), back(n * 2);
+    CUDA_OK(cudaMemcpy(f.data(), frame.p, size, cudaMemcpyDeviceToHost));
+    ASSERT_TRUE(f == ref) << "replay " << replay;
+    ASSERT_EQ(status, SZ_OK) << "replay " << replay;
+    ASSERT_EQ(got_size, n * 2);
+    CUDA_OK(cudaMemcpy(back.data(), out.p, back.size(), cudaMemcpyDeviceToHost));
+    ASSERT_TRUE(back == data) << "replay " << replay;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+// Many calls of serving sizes (1 KiB .. 2 MiB, every dtype) enqueued back to back on one stream with one pair of
+// workspaces and no synchronisation between them, then checked: each call leaves the workspaces ready for the next.
+TEST(CudaCodec, SmallMessagesBackToBack) {
+  SZ_SKIP_WITHOUT_GPU();
+  const size_t kMaxBytes = 2 << 20;
+  const sz_params p = sztest::make_params(12, SZ_FLAG_CHECKSUMS);
+  size_t ews = 0, dws = 0;
+  ASSERT_EQ(sz_cuda_compress_workspace_size(kMaxBytes, SZ_DTYPE_FP8_E4M3, &p, &ews), SZ_OK);
+  ASSERT_EQ(sz_cuda_decompress_workspace_size(0, 0, &dws), SZ_OK);
+  DevBuf ework(ews, true), dwork(dws, true);
+  struct Call {
+    sz_dtype dtype;
+    uint64_t n;
+    std::vector<uint8_t> data;
+    sz_codebook cb;
+    DevBuf *src, *frame, *out, *fsize, *st;
+  };
+  std::vector<Call> calls;
+  Rng rng(8);
+  for (int i = 0; i < 40; ++i) {
+    Call c;
+    c.dtype = sztest::kAllDtypes[i % 5];
+    const size_t vb = sztest::value_bytes(c.dtype);
+    c.n = (1024 + rng.below(kMaxBytes - 1024)) / vb;
+    if (i < 5) c.n = (1024u << (2 * i)) / vb;  // 1 KiB, 4 KiB, ... 256 KiB exactly
+    unsigned center = 0;
+    c.data = test_values(c.dtype, c.n, 900 + i, &center);
+    ASSERT_EQ(sz_default_codebook(c.dtype, SZ_KIND_GENERIC, &c.cb), SZ_OK);
+    const size_t bound = sz_compress_bound(c.n, c.dtype);
+    c.src = new DevBuf(c.data.size());
+    c.frame = new DevBuf(bound);
+    c.out = new DevBuf(c.data.size());
+    c.fsize = new DevBuf(8);
+    c.st = new DevBuf(4);
+    CUDA_OK(cudaMemcpy(c.src->p, c.data.data(), c.data.size(), cudaMemcpyHostToDevice));
+    calls.push_back(std::move(c));
+  }
+  CUDA_OK(cudaDeviceSynchronize());
+  for (Call& c : calls) {
+    const size_t bound = sz_compress_bound(c.n, c.dtype);
+    ASSERT_EQ(sz_cuda_compress(c.src->p, c.n, c.dtype, &c.cb, &p, c.frame->p, bound, ework.p, ews,
+                               (uint64_t*)c.fsize->p, nullptr, nullptr),
+              SZ_OK);
+    ASSERT_EQ(sz_cuda_decompress(c.frame->p, bound, c.out->p, c.data.size(), dwork.p, dws, (int32_t*)c.st->p,
+                                 nullptr, nullptr),
+              SZ_OK);
+  }
+  CUDA_OK(cudaDeviceSynchronize());
+  for (Call& c : calls) {
+    uint64_t size = 0;
+    int32_t status = -1;
+    CUDA_OK(cudaMemcpy(&size, c.fsize->p, 8, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&status, c.st->p, 4, cudaMemcpyDeviceToHost));
+    const std::vector<uint8_t> ref = cpu_compress(c.data, c.n, c.dtype, c.cb, p);
+    ASSERT_EQ(size, ref.size()) << "dtype " << c.dtype << " n " << c.n;
+    std::vector<uint8_t> f(size), back(c.data.size());
+    CUDA_OK(cudaMemcpy(f.data(), c.frame->p, size, cudaMemcpyDeviceToHost));
+    ASSERT_TRUE(f == ref) << "dtype " << c.dtype << " n " << c.n;
+    ASSERT_EQ(status, SZ_OK) << "dtype " << c.dtype << " n " << c.n;
+    CUDA_OK(cudaMemcpy(back.data(), c.out->p, back.size(), cudaMemcpyDeviceToHost));
+    ASSERT_TRUE(back == c.data) << "dtype " << c.dtype << " n " << c.n;
+  }
+  for (Call& c : calls) {
+    delete c.src;
+    delete c.frame;
+    delete c.out;
+    delete c.fsize;
+    delete c.st;
+  }
+}
+
+// A workspace that was never zero-filled is refused on the device (frame size 0, status INVALID_ARGUMENT) and
+// left as it was.
+TEST(CudaCodec, UninitialisedWorkspaceRefused) {
+  SZ_SKIP_WITHOUT_GPU();
+  const uint64_t n = 50000;
+  const sz_params p = sztest::make_params(12, 0);
+  size_t ws = 0, dws = 0;
+  ASSERT_EQ(sz_cuda_compress_workspace_size(n, SZ_DTYPE_BF16, &p, &ws), SZ_OK);
+  ASSERT_EQ(sz_cuda_decompress_workspace_size(0, 0, &dws), SZ_OK);
+  const std::vector<uint8_t> junk = sztest::random_bytes(ws, 3), djunk = sztest::random_bytes(dws, 4);
+  DevBuf src(n * 2), dst(sz_compress_bound(n, SZ_DTYPE_BF16)), work(ws), dwork(dws), fsize(8), st(4);
+  CUDA_OK(cudaMemcpy(work.p, junk.data(), ws, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dwork.p, djunk.data(), dws, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(fsize.p, 0x77, 8));
+  ASSERT_EQ(sz_cuda_compress(src.p, n, SZ_DTYPE_BF16, nullptr, &p, dst.p, dst.size, work.p, ws, (uint64_t*)fsize.p,
+                             nullptr, nullptr),
+            SZ_OK);
+  ASSERT_EQ(sz_cuda_decompress(dst.p, dst.size, src.p, n * 2, dwork.p, dws, (int32_t*)st.p, nullptr, nullptr), SZ_OK);
+  CUDA_OK(cudaDeviceSynchronize());
+  uint64_t size = 1;
+  int32_t status = 0;
+  CUDA_OK(cudaMemcpy(&size, fsize.p, 8, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(&status, st.p, 4, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(size, 0u);
+  EXPECT_EQ(status, SZ_ERROR_INVALID_ARGUMENT);
+  std::vector<uint8_t> after(ws), dafter(dws);
+  CUDA_OK(cudaMemcpy(after.data(), work.p, ws, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(dafter.data(), dwork.p, dws, cudaMemcpyDeviceToHost));
+  EXPECT_TRUE(after == junk);
+  EXPECT_TRUE(dafter == djunk);
 }
 
 }  // namespace

@@ -80,6 +80,15 @@ sz_status Mem::alloc(Kind kind, size_t n, std::string* why) {
     return cuda_fail(e, kind == kDevice ? "cudaMalloc" : "cudaMallocHost", why);
   }
   n_ = n;
+  // Device memory starts zero-filled: the codec's workspaces must be, before their first use.
+  if (kind == kDevice) {
+    const cudaError_t z = cudaMemset(p_, 0, n);
+    if (z != cudaSuccess) {
+      (void)cudaGetLastError();
+      reset();
+      return cuda_fail(z, "cudaMemset", why);
+    }
+  }
   return SZ_OK;
 }
 

@@ -1,0 +1,411 @@
+// agent/decode.cuh — the decoder of docs/FORMAT.md §4 on a GPU: one warp decodes one chunk, in one pass, and
+// validates everything it reads.
+//
+// The host does not read the frame: every CTA parses and checks the header itself (§4.1, in the spec's order) and
+// dispatches on its dtype and code width. Chunks are dealt to warps statically (warp w: chunks w, w + all warps,
+// ...), so a warp knows its next chunk and streams the rounds of all its chunks through one ring of DecodePolicy::
+// kRing shared-memory slots: while it decodes a round, the next rounds' rest fields and codes (and, with a chunk's
+// first round, its escape lists) are in flight by cp.async, across chunk boundaries. Per chunk: the index entries
+// (§4.3) and record size (§4.5) are checked when the chunk is staged, the escape lists (positions strictly
+// increasing and inside the chunk, exponents outside the codebook) before its first round. Per round, lane l decodes
+// its 64 bytes of output (dtype.cuh) into a shared stage, the round's escapes are patched there (each must have
+// code 0), and the round goes out as coalesced 16-byte pieces, which also feed the chunk checksum (§4.6). The first
+// error of the call is kept in the workspace; the last warp to finish writes the status and the output size.
+// Nothing outside [src, src + src_size) is read and nothing outside the output is written, whatever the frame says.
+#pragma once
+
+#include "cuda/agent/encode.cuh"  // SpanFetch, cp_wait_pending, lane_pieces
+
+namespace splitzip {
+namespace cuda {
+
+struct DecodeArgs {
+  const uint8_t* src;
+  uint64_t src_size;
+  uint8_t* dst;           // contiguous output (pages == nullptr)
+  uint64_t dst_capacity;  // its bytes
+  void* const* pages;     // paged output: n_pages pages of page_values values, which the frame must hold exactly
+  uint64_t page_values;
+  uint32_t n_pages;
+  int32_t* status;
+  uint64_t* dst_size;  // may be null
+  WsHeader* ws;
+};
+
+struct DecodeShared {
+  Header h;
+  Span dst;     // the output as a Span (page sizes in bytes need the frame's dtype)
+  int32_t err;  // frame-level status (header, sizes): the same in every CTA
+  uint8_t in_cb[256];
+  uint32_t pair[256];
+};
+
+// A ring slot: a round's rest fields, then its codes or raw exponent fields, each at the phase of its source.
+constexpr uint32_t kDecRestBytes = 1536 + 32;  // FP32: 64 groups x 24 bytes, + phase and read slack
+constexpr uint32_t kDecCodeBytes = 1280 + 32;  // raw FP8 E5M2: 256 groups x 5 bytes, + slack
+constexpr uint32_t kDecSlot = kDecRestBytes + kDecCodeBytes;
+constexpr uint32_t kDecEscBytes = 3 * DecodePolicy::kEscapeCap + 32;
+constexpr uint32_t kDecSharedBytes = (sizeof(DecodeShared) + 15) / 16 * 16;
+constexpr uint32_t kDecWarpBytes = DecodePolicy::kRing * kDecSlot + 2 * kDecEscBytes + kRoundBytes + 64;
+static_assert(kDecWarpBytes % 16 == 0, "warp areas stay 16-byte aligned");
+constexpr size_t decode_smem_bytes() { return kDecSharedBytes + (size_t)DecodePolicy::kWarps * kDecWarpBytes; }
+
+SZ_DEV void report(WsHeader* ws, sz_status s) {
+  if (simt::lane_id() == 0) simt::atomic_cas(&ws->err, 0, (uint64_t)s);
+}
+
+SZ_DEV uint64_t load_entry(const uint8_t* p) {
+  if (((uintptr_t)p & 7u) == 0) return *reinterpret_cast<const uint64_t*>(p);
+  return layout::load_u64(p);
+}
+
+struct ChunkInfo {
+  uint64_t c, begin;
+  uint32_t L, NR, X;
+  bool raw, ok;
+};
+
+// Chunk c from its index entries (prev: chunk c - 1's, 0 for c = 0) against §4.3 and §4.5.
+template <int DT, int K>
+SZ_DEV ChunkInfo chunk_info(const Header& h, uint64_t c, uint64_t prev, uint64_t cur) {
+  ChunkInfo ci;
+  const uint64_t S = 1ull << h.chunk_log2, first = c * S;
+  ci.c = c;
+  ci.L = (uint32_t)(h.n - first < S ? h.n - first : S);
+  ci.NR = (ci.L * (uint32_t)(Dt<DT>::W / 8) + kRoundBytes - 1) / kRoundBytes;
+  const uint64_t mode = cur >> layout::kIndexModeShift, end = cur & layout::kIndexEndMask;
+  const uint64_t begin = c ? (prev & layout::kIndexEndMask) : 0;
+  const uint64_t Gn = (ci.L + 7) / 8, G = Gn * K, size = end - begin;
+  ci.begin = begin;
+  ci.raw = mode == layout::kModeRaw;
+  ci.X = 0;
+  ci.ok = mode <= layout::kModeRaw && end >= begin && end <= h.exp_size && (c + 1 < h.n_chunks || end == h.exp_size);
+  if (ci.ok) {
+    if (ci.raw) {
+      ci.ok = size == Gn * Dt<DT>::E;
+    } else {
+      ci.ok = size >= G && (size - G) % 3 == 0 && (size - G) / 3 <= ci.L;
+      if (ci.ok) ci.X = (uint32_t)((size - G) / 3);
+    }
+  }
+  return ci;
+}
+
+// Bits [bit, bit + width) of a little-endian word string (width <= 24; the cold padding checks).
+SZ_DEV uint32_t bits_at(const uint32_t* w, uint32_t bit, uint32_t width) {
+  const uint32_t i = bit / 32, s = bit % 32;
+  uint32_t v = w[i] >> s;
+  if (s + width > 32) v |= w[i + 1] << (32 - s);
+  return v & ((1u << width) - 1u);
+}
+
+// Out of line: each (dtype, k) gets its own register allocation rather than the union of all of them.
+template <int DT, int K>
+SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint8_t* area) {
+  using T = Dt<DT>;
+  using L = Lane<DT>;
+  using P = DecodePolicy;
+  constexpr uint32_t VB = T::W / 8, VL = L::kValues, NG = L::kGroups, VR = L::kRoundValues;
+  constexpr uint32_t kCodeWords = (NG * K + 3) / 4 + 1, kRawWords = VL * T::E / 32;
+  const Header& h = sh.h;
+  const unsigned lane = simt::lane_id();
+  // The CTAs that take part (decode_warps): the first ceil(chunks / warps per CTA) of the grid.
+  const uint64_t per_cta = simt::block_threads() / 32;
+  uint64_t ctas = (h.n_chunks + per_cta - 1) / per_cta;
+  if (ctas > simt::grid_blocks()) ctas = simt::grid_blocks();
+  const uint64_t W = ctas * per_cta, gw = (uint64_t)simt::block_id() * per_cta + simt::warp_id();
+  if (gw >= h.n_chunks) return;
+  uint8_t* const ring = area;
+  uint8_t* const escb = ring + P::kRing * kDecSlot;
+  uint8_t* const ostage = escb + 2 * kDecEscBytes;
+  const uint8_t* const lo = a.src;
+  const uint8_t* const hi = a.src + a.src_size;
+  const uint8_t* const rest_base = a.src + h.rest_off;
+  const uint8_t* const exp_base = a.src + h.exp_off;
+  const uint8_t* const idx_base = a.src + h.index_off;
+  const uint32_t S = 1u << h.chunk_log2;
+  const bool cks = (h.flags & layout::kFlagChecksums) != 0;
+  const uint32_t cb0 = h.codebook[0];
+  const uint8_t* const pair = reinterpret_cast<const uint8_t*>(sh.pair);
+  const XxhKeys keys = xxh_keys();
+  ChunkInfo* const infos = reinterpret_cast<ChunkInfo*>(ostage + kRoundBytes);  // of the producer's chunks j, by j & 1
+
+  // ---- producer: stages rounds of this warp's chunks, at most one chunk ahead of the consumer ----
+  auto entries = [&](uint64_t c, uint64_t* prev, uint64_t* cur) {
+    *cur = load_entry(idx_base + 8 * c);
+    *prev = c ? load_entry(idx_base + 8 * (c - 1)) : 0;
+  };
+  uint64_t e_prev, e_cur, n_prev = 0, n_cur = 0;
+  entries(gw, &e_prev, &e_cur);
+  ChunkInfo pinfo = chunk_info<DT, K>(h, gw, e_prev, e_cur);
+  if (lane == 0) infos[0] = pinfo;
+  if (gw + W < h.n_chunks) entries(gw + W, &n_prev, &n_cur);  // in flight until the producer gets there
+  uint64_t pj = 0;
+  uint32_t pr = 0, staged = 0, consumed = 0;
+  auto stage = [&](const ChunkInfo& ci, uint32_t r, uint8_t* slot, uint8_t* ebuf) {
+    const uint64_t first = ci.c * S;
+    const uint32_t rvals = ci.L - r * VR < VR ? ci.L - r * VR : VR, groups = (rvals + 7) / 8;
+    const uint32_t B = ci.raw ? (uint32_t)T::E : (uint32_t)K;
+    stage_frame(slot, rest_base + first / 8 * T::R + (uint64_t)r * (VR / 8) * T::R, groups * T::R, lo, hi);
+    stage_frame(slot + kDecRestBytes, exp_base + ci.begin + (uint64_t)r * (VR / 8) * B, groups * B, lo, hi);
+    if (r == 0 && !ci.raw && ci.X > 0 && ci.X <= P::kEscapeCap)
+      stage_frame(ebuf, exp_base + ci.begin + (uint64_t)((ci.L + 7) / 8) * K, 3 * ci.X, lo, hi);
+  };
+  auto produce = [&](uint64_t cj) {
+    while (staged - consumed < (uint32_t)P::kRing && pinfo.ok) {
+      if (pr == pinfo.NR) {
+        const uint64_t nc = gw + (pj + 1) * W;
+        if (pj >= cj + 1 || nc >= h.n_chunks) break;
+        pinfo = chunk_info<DT, K>(h, nc, n_prev, n_cur);
+        ++pj;
+        pr = 0;
+        if (lane == 0) infos[pj & 1] = pinfo;
+        if (nc + W < h.n_chunks) entries(nc + W, &n_prev, &n_cur);
+        if (!pinfo.ok) break;
+      }
+      stage(pinfo, pr, ring + (staged % P::kRing) * kDecSlot, escb + (pj & 1) * kDecEscBytes);
+      simt::cp_async_commit();
+      ++staged;
+      ++pr;
+    }
+  };
+  produce(0);
+
+  // ---- consumer ----
+  for (uint64_t cj = 0;; ++cj) {
+    const uint64_t c = gw + cj * W;
+    if (c >= h.n_chunks) break;
+    simt::syncwarp();  // infos[] written by lane 0
+    const ChunkInfo ci = infos[cj & 1];
+    if (!ci.ok) {
+      report(a.ws, SZ_ERROR_CORRUPT);
+      break;
+    }
+    const uint64_t first = c * S;
+    const uint32_t CB = ci.L * VB, Gn = (ci.L + 7) / 8, G = Gn * K, X = ci.raw ? 0 : ci.X;
+    const bool full = ci.L == S;
+    const uint8_t* const eg = exp_base + ci.begin + G;  // the escape lists in the frame
+    const uint8_t* const es = X <= P::kEscapeCap ? escb + (cj & 1) * kDecEscBytes + ((uintptr_t)eg & 15u) : eg;
+    const uint32_t B = ci.raw ? (uint32_t)T::E : (uint32_t)K;
+    bool bad = false;
+    uint32_t cursor = 0;
+    XxhState hs = xxh_begin();
+    for (uint32_t r = 0; r < ci.NR; ++r) {
+      cp_wait_pending(staged - consumed - 1);
+      simt::syncwarp();
+      const uint8_t* const slot = ring + (consumed % P::kRing) * kDecSlot;
+      if (r == 0 && X > 0) {  // §4.5 on the lists (the code-0 check is in the patch below)
+        uint32_t carry = 0;
+        for (uint32_t b0 = 0; b0 < X; b0 += 32) {
+          const uint32_t i = b0 + lane;
+          const bool valid = i < X;
+          uint32_t p = 0, e = 0;
+          if (valid) {
+            p = (uint32_t)es[2 * i] | ((uint32_t)es[2 * i + 1] << 8);
+            e = es[2 * X + i];
+          }
+          uint32_t pp = simt::shfl_up(p, 1);
+          if (lane == 0) pp = carry;
+          if (valid && (p >= ci.L || (i > 0 && pp >= p) || e >= (1u << T::E) || sh.in_cb[e])) bad = true;
+          carry = simt::shfl(p, 31);
+        }
+        if (simt::any(bad)) break;
+      }
+      const uint32_t rvals = ci.L - r * VR < VR ? ci.L - r * VR : VR, rb = rvals * VB;
+      const uint8_t* rest_p =
+          slot + (((uintptr_t)(rest_base + first / 8 * T::R + (uint64_t)r * (VR / 8) * T::R)) & 15u);
+      const uint8_t* code_p =
+          slot + kDecRestBytes + (((uintptr_t)(exp_base + ci.begin + (uint64_t)r * (VR / 8) * B)) & 15u);
+      const uint32_t v0 = r * VR + lane * VL;
+      const uint32_t nv = v0 >= ci.L ? 0 : (ci.L - v0 < VL ? ci.L - v0 : VL);
+      uint32_t w[16];
+#pragma unroll
+      for (int i = 0; i < 16; ++i) w[i] = 0;
+      if (nv > 0) {
+        uint32_t rest[L::kRestWords];
+        smem_words<L::kRestWords>(rest_p + lane * L::kRestBytes, rest);
+        const uint32_t gl = (nv + 7) / 8;  // groups of the lane inside the chunk
+        if (ci.raw) {
+          uint32_t ew[kRawWords];
+          smem_words<kRawWords>(code_p + lane * (VL * T::E / 8), ew);
+          if (nv < VL) {  // keep the fields of the lane's groups inside the chunk, clear the others
+            const uint32_t lim = gl * 8 * T::E;
+            for (uint32_t i = 0; i < kRawWords; ++i)
+              if (32 * i >= lim) ew[i] = 0;
+              else if (32 * (i + 1) > lim) ew[i] &= (1u << (lim - 32 * i)) - 1u;
+            for (uint32_t j = nv; j < gl * 8; ++j)
+              if (bits_at(ew, j * T::E, T::E) != 0 || bits_at(rest, j * T::R, T::R) != 0) bad = true;
+          }
+          decode_lane<DT, true>(ew, rest, pair, K, w);
+        } else {
+          uint32_t cwb[kCodeWords], cw[NG];
+          smem_words<kCodeWords>(code_p + lane * NG * K, cwb);
+#pragma unroll
+          for (uint32_t g = 0; g < NG; ++g) {
+            const uint32_t bit = 8 * K * g, i = bit / 32, s = bit % 32;
+            uint32_t v = cwb[i] >> s;
+            if (s + 8 * K > 32) v |= cwb[i + 1] << (32 - s);
+            cw[g] = K == 4 ? v : v & ((1u << (8 * K)) - 1u);
+          }
+          if (nv < VL) {
+            for (uint32_t g = gl; g < NG; ++g) cw[g] = 0;
+            for (uint32_t j = nv; j < gl * 8; ++j)
+              if (((cw[j / 8] >> (K * (j % 8))) & ((1u << K) - 1u)) != 0 || bits_at(rest, j * T::R, T::R) != 0)
+                bad = true;
+          }
+          if (decode_lane<DT, false>(cw, rest, pair, K, w)) bad = true;
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        *reinterpret_cast<uint4*>(ostage + swz(4 * lane + i)) =
+            make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+      simt::syncwarp();
+      // The round's escapes: a prefix of the remaining list (positions are sorted), 32 at a time.
+      if (X > 0) {
+        const uint32_t bound = r * VR + rvals;
+        for (;;) {
+          const uint32_t i = cursor + lane;
+          uint32_t p = 0;
+          if (i < X) p = (uint32_t)es[2 * i] | ((uint32_t)es[2 * i + 1] << 8);
+          const bool in = i < X && p < bound;
+          const unsigned m = simt::ballot(in);
+          if (in) {
+            const uint32_t o = (p - r * VR) * VB;
+            uint8_t* v = ostage + swz(o / 16) + o % 16;
+            uint32_t x = 0;
+            for (uint32_t b = 0; b < VB; ++b) x |= (uint32_t)v[b] << (8 * b);
+            if (exp_of<DT>(x) != cb0) bad = true;  // the escape's code was not 0
+            x = (x & ~(((1u << T::E) - 1u) << T::M)) | ((uint32_t)es[2 * X + i] << T::M);
+            for (uint32_t b = 0; b < VB; ++b) v[b] = (uint8_t)(x >> (8 * b));
+          }
+          cursor += (uint32_t)simt::popc(m);
+          if (m != simt::kFull) break;
+        }
+        simt::syncwarp();
+      }
+      uint64_t plo[4], phi[4];
+      lane_pieces(ostage, plo, phi);
+      if (cks && full) xxh_round(hs, plo, phi, keys, r, CB);
+      const uint64_t ob = first * VB + (uint64_t)r * kRoundBytes;
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const uint32_t o = 16u * (lane + 32 * t);
+        if (o < rb)
+          store_piece(sh.dst, ob + o,
+                      make_uint4((uint32_t)plo[t], (uint32_t)(plo[t] >> 32), (uint32_t)phi[t],
+                                 (uint32_t)(phi[t] >> 32)),
+                      rb - o < 16 ? rb - o : 16);
+      }
+      simt::syncwarp();  // the stage and the slot are free again
+      ++consumed;
+      produce(cj);
+    }
+    if (simt::any(bad)) {
+      report(a.ws, SZ_ERROR_CORRUPT);
+      break;
+    }
+    if (cks) {
+      uint64_t hv;
+      if (full) {
+        hv = xxh_finish(hs, keys, CB);
+      } else {
+        hv = hash_span(sh.dst, first * VB, CB);
+      }
+      if ((uint32_t)hv != layout::load_u32(a.src + h.checksum_off + 4 * c)) {
+        report(a.ws, SZ_ERROR_CHECKSUM);
+        break;
+      }
+    }
+  }
+  simt::cp_async_wait<0>();  // no copy may still land in shared memory when the warp leaves
+  simt::syncwarp();
+}
+
+template <int DT>
+SZ_DEV void decode_dtype(const DecodeArgs& a, const DecodeShared& sh, uint8_t* area) {
+  switch (sh.h.k) {
+    case 1: decode_chunks<DT, 1>(a, sh, area); break;
+    case 2: decode_chunks<DT, 2>(a, sh, area); break;
+    case 3: decode_chunks<DT, 3>(a, sh, area); break;
+    default:
+      if constexpr (Dt<DT>::E > 4) decode_chunks<DT, 4>(a, sh, area);
+      break;
+  }
+}
+
+SZ_DEV void decode_warps(const DecodeArgs& a) {
+  uint8_t* smem = simt::dyn_smem();
+  DecodeShared& sh = *reinterpret_cast<DecodeShared*>(smem);
+  uint8_t* area = smem + kDecSharedBytes + simt::warp_id() * kDecWarpBytes;
+  if (simt::thread_id() == 0) {
+    sz_status st = parse_header(a.src, a.src_size, &sh.h);
+    if (st == SZ_OK) {
+      const uint64_t vb = layout::dtype_traits(sh.h.dtype).value_bits / 8, bytes = sh.h.n * vb;
+      sh.dst = Span{};
+      sh.dst.base = a.dst;
+      if (a.pages) {
+        const uint64_t have = (uint64_t)a.n_pages * a.page_values;
+        if (sh.h.n > have) st = SZ_ERROR_DST_TOO_SMALL;
+        else if (sh.h.n < have) st = SZ_ERROR_INVALID_ARGUMENT;
+        else if (have > 0) sh.dst.set_pages(a.pages, a.page_values * vb);
+      } else if (bytes > a.dst_capacity) {
+        st = SZ_ERROR_DST_TOO_SMALL;
+      }
+      if (st == SZ_OK && sh.h.n_chunks == 0 && sh.h.exp_size != 0) st = SZ_ERROR_CORRUPT;
+    }
+    sh.err = st;
+  }
+  simt::syncthreads();
+  // The host sizes the grid for the most chunks the buffer could hold; only the CTAs that have chunks take part
+  // (one, to report, when the header is bad), the others leave at once.
+  const uint64_t per_cta = simt::block_threads() / 32;
+  uint64_t ctas = sh.err == SZ_OK ? (sh.h.n_chunks + per_cta - 1) / per_cta : 1;
+  if (ctas > simt::grid_blocks()) ctas = simt::grid_blocks();
+  if (ctas == 0) ctas = 1;
+  if (simt::block_id() >= ctas) return;
+  if (sh.err == SZ_OK) {
+    for (unsigned i = simt::thread_id(); i < 256; i += simt::block_threads()) {
+      bool in = false;
+      for (uint32_t j = 0; j < sh.h.count; ++j) in |= sh.h.codebook[j] == i;
+      sh.in_cb[i] = in;
+    }
+    if (sh.h.dtype == 1) build_decode_tables<1>(sh.pair, sh.h.codebook, sh.h.k, sh.h.count);
+    else build_decode_tables<2>(sh.pair, sh.h.codebook, sh.h.k, sh.h.count);
+  }
+  simt::syncthreads();
+  const uint64_t tag = ws_begin(a.ws);
+  if (tag == 0) {  // the workspace was never zero-filled: report, change nothing
+    if (simt::block_id() == 0 && simt::thread_id() == 0) {
+      *a.status = SZ_ERROR_INVALID_ARGUMENT;
+      if (a.dst_size) *a.dst_size = 0;
+    }
+    return;
+  }
+  if (sh.err == SZ_OK) {
+    switch (sh.h.dtype) {
+      case 1: decode_dtype<1>(a, sh, area); break;
+      case 2: decode_dtype<2>(a, sh, area); break;
+      case 3: decode_dtype<3>(a, sh, area); break;
+      case 4: decode_dtype<4>(a, sh, area); break;
+      default: decode_dtype<5>(a, sh, area); break;
+    }
+  }
+  // The last CTA to finish writes the call's status and output size.
+  simt::fence();
+  simt::syncthreads();
+  if (simt::thread_id() == 0) {
+    const uint64_t done = simt::atomic_add(&a.ws->tickets, 1);
+    if (done == ctas - 1) {
+      simt::fence();
+      const uint64_t e = simt::ld_relaxed(&a.ws->err);
+      const int32_t st = sh.err != SZ_OK ? (int32_t)sh.err : (int32_t)e;
+      *a.status = st;
+      if (a.dst_size) *a.dst_size = st == SZ_OK ? sh.h.n * (layout::dtype_traits(sh.h.dtype).value_bits / 8) : 0;
+      ws_end(a.ws, tag);
+    }
+  }
+}
+
+}  // namespace cuda
+}  // namespace splitzip

@@ -1,0 +1,412 @@
+// agent/encode.cuh — the encoder of docs/FORMAT.md §4 on a GPU: one warp encodes one chunk, in one pass.
+//
+// A warp takes a chunk id from the workspace's ticket counter (chunks are taken in order, so every chunk a warp
+// waits for is held by a running warp) and streams the chunk's input through a ring of 2 KiB rounds in shared memory
+// (cp.async, EncodePolicy::kRing rounds in flight). Per round, lane l owns 64 consecutive bytes (dtype.cuh): it
+// splits them into rest fields, written through a small stage to their fixed place in the rest section (§4.4), and
+// codes plus an escape mask; codes and escapes (in position order, from a warp scan of the lanes' counts) go to the
+// warp's record in shared memory; the round also feeds the chunk checksum (warp/xxh3_rounds.cuh) from the same
+// shared-memory copy. Then the warp publishes its record size, looks back over its predecessors for the record's
+// offset (warp/workspace.cuh), and copies the record out (§4.5), followed by its index entry (§4.3), its checksum
+// (§4.6) and, for the last chunk, the header. A chunk whose record is raw (§4.7), or whose coded record does not fit
+// the shared-memory record area (chunks of more than EncodePolicy::kStagedValues values), is emitted by a second
+// pass over its input after the look-back.
+#pragma once
+
+#include "cuda/agent/header.cuh"
+#include "cuda/dtype.cuh"
+#include "cuda/policy.cuh"
+#include "cuda/warp/io.cuh"
+#include "cuda/warp/workspace.cuh"
+#include "cuda/warp/xxh3_rounds.cuh"
+
+namespace splitzip {
+namespace cuda {
+
+// Everything the encoder needs, resolved and checked on the host.
+struct EncodeArgs {
+  Span src;
+  uint8_t* dst;
+  uint64_t n, n_chunks;
+  uint64_t index_off, checksum_off, rest_off, exp_off;
+  uint32_t dtype, k, count, chunk_log2, flags;
+  uint8_t codebook[16];
+  WsHeader* ws;
+  uint64_t* frame_size;
+};
+
+template <int DT>
+struct EncodeShape {
+  using P = EncodePolicy;
+  static constexpr uint32_t kRestStage = Lane<DT>::kRoundValues / 8 * Dt<DT>::R + 16;
+  static constexpr uint32_t kWarpBytes = P::kRing * kRoundBytes + kRestStage + P::kRecordBytes;
+  static_assert(kWarpBytes % 16 == 0, "warp areas stay 16-byte aligned");
+};
+template <int DT, int K>
+constexpr size_t encode_smem_bytes() {
+  return EncEntry<DT, K>::kTableBytes + (size_t)EncodePolicy::kWarps * EncodeShape<DT>::kWarpBytes;
+}
+
+// Reads bytes of a Span for xxh3_64_warp.
+struct SpanFetch {
+  const Span* span;
+  uint64_t base;
+  SZ_DEV uint8_t byte(uint64_t o) const { return span->byte_at(base + o); }
+  SZ_DEV uint64_t word(uint64_t o) const {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= (uint64_t)span->byte_at(base + o + i) << (8 * i);
+    return v;
+  }
+};
+
+// N words to shared memory at p (4-byte aligned; 16-byte stores where the offset allows, which N tells).
+template <int N>
+SZ_DEV void store_words(uint8_t* p, const uint32_t w[N]) {
+  if constexpr (N % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i)
+      reinterpret_cast<uint4*>(p)[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+  } else if constexpr (N % 2 == 0) {
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) reinterpret_cast<uint2*>(p)[i] = make_uint2(w[2 * i], w[2 * i + 1]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) reinterpret_cast<uint32_t*>(p)[i] = w[i];
+  }
+}
+
+// The XXH3-64 of bytes [base, base + len) of a Span, by the warp (a frame's short or partial last chunk: the cold
+// path, out of line).
+SZ_NOINLINE uint64_t hash_span(const Span& s, uint64_t base, uint64_t len) {
+  return xxh3::xxh3_64_warp(SpanFetch{&s, base}, len);
+}
+
+SZ_DEV void cp_wait_pending(uint32_t pending) {
+  switch (pending) {
+    case 0: simt::cp_async_wait<0>(); break;
+    case 1: simt::cp_async_wait<1>(); break;
+    case 2: simt::cp_async_wait<2>(); break;
+    default: simt::cp_async_wait<3>(); break;
+  }
+}
+
+// The lane's 16 words from its pieces 4l .. 4l+3 of a round slot.
+SZ_DEV void lane_words(const uint8_t* slot, uint32_t w[16]) {
+  const unsigned lane = simt::lane_id();
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint4 q = *reinterpret_cast<const uint4*>(slot + swz(4 * lane + i));
+    w[4 * i] = q.x;
+    w[4 * i + 1] = q.y;
+    w[4 * i + 2] = q.z;
+    w[4 * i + 3] = q.w;
+  }
+}
+// The lane's coalesced pieces l + 32 t as two words each (for the checksum).
+SZ_DEV void lane_pieces(const uint8_t* slot, uint64_t lo[4], uint64_t hi[4]) {
+  const unsigned lane = simt::lane_id();
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+    const uint4 q = *reinterpret_cast<const uint4*>(slot + swz(lane + 32 * t));
+    lo[t] = (uint64_t)q.x | ((uint64_t)q.y << 32);
+    hi[t] = (uint64_t)q.z | ((uint64_t)q.w << 32);
+  }
+}
+
+// Keeps the codes and escapes of the first nv values of a lane (the end of the last chunk).
+template <int DT, int K>
+SZ_DEV void mask_lane(uint32_t nv, uint32_t codes[Lane<DT>::kGroups], uint64_t* esc) {
+  constexpr int NG = Lane<DT>::kGroups;
+#pragma unroll
+  for (int g = 0; g < NG; ++g) {
+    const int v = (int)nv - 8 * g;
+    if (v <= 0) codes[g] = 0;
+    else if (v < 8) codes[g] &= (1u << (K * v)) - 1u;
+  }
+  if (nv < 64) *esc &= (1ull << nv) - 1ull;
+}
+
+// Stores the codes of a lane's first `groups` groups (K bytes each) at s.
+template <int DT, int K>
+SZ_DEV void store_codes(uint8_t* s, const uint32_t codes[Lane<DT>::kGroups], uint32_t groups) {
+  constexpr int NG = Lane<DT>::kGroups;
+  if (NG % 4 == 0 && groups == (uint32_t)NG && ((uintptr_t)s & 3u) == 0) {
+#pragma unroll
+    for (int q = 0; q < NG / 4; ++q) {
+      const uint32_t* c = codes + 4 * q;
+      uint32_t* w = reinterpret_cast<uint32_t*>(s + 4 * K * q);
+      if constexpr (K == 4) {
+        w[0] = c[0]; w[1] = c[1]; w[2] = c[2]; w[3] = c[3];
+      } else if constexpr (K == 3) {
+        w[0] = simt::prmt(c[0], c[1], 0x4210);
+        w[1] = simt::prmt(c[1], c[2], 0x5421);
+        w[2] = simt::prmt(c[2], c[3], 0x6542);
+      } else if constexpr (K == 2) {
+        w[0] = simt::prmt(c[0], c[1], 0x5410);
+        w[1] = simt::prmt(c[2], c[3], 0x5410);
+      } else {
+        w[0] = simt::prmt(simt::prmt(c[0], c[1], 0x0040), simt::prmt(c[2], c[3], 0x0040), 0x5410);
+      }
+    }
+    return;
+  }
+  for (uint32_t g = 0; g < groups; ++g)
+    for (int b = 0; b < K; ++b) s[g * K + b] = (uint8_t)(codes[g] >> (8 * b));
+}
+
+// Value j of the lane's 64 bytes, read back from the round slot (escapes need their exponent).
+template <int DT>
+SZ_DEV uint32_t slot_value(const uint8_t* slot, unsigned lane, uint32_t j) {
+  constexpr uint32_t VB = Dt<DT>::W / 8;
+  const uint32_t o = j * VB;
+  const uint8_t* p = slot + swz(4 * lane + o / 16) + o % 16;
+  if constexpr (VB == 4) return *reinterpret_cast<const uint32_t*>(p);
+  else if constexpr (VB == 2) return *reinterpret_cast<const uint16_t*>(p);
+  else return *p;
+}
+
+// The record of a chunk whose coded record is not in shared memory (raw, or a chunk too large to stage): a second
+// pass over its input, round by round, into the record area as each round's codes (and escapes, straight to the
+// frame) or raw exponent fields. Out of line: rare, and large.
+template <int DT, int K>
+SZ_NOINLINE void emit_record(const EncodeArgs& a, uint8_t* ring, uint8_t* rec, const uint8_t* tab, uint64_t in0,
+                             uint32_t Lc, uint8_t* out, uint32_t G, uint32_t X, bool raw) {
+  using T = Dt<DT>;
+  using L = Lane<DT>;
+  constexpr uint32_t VL = L::kValues, NG = L::kGroups, VR = L::kRoundValues, VB = T::W / 8;
+  const unsigned lane = simt::lane_id();
+  const uint32_t CB = Lc * VB, NR = (CB + kRoundBytes - 1) / kRoundBytes;
+  // Second pass: the input again, round by round, into the record area as this round's codes or raw exponents.
+  uint32_t xi = 0;
+  for (uint32_t r = 0; r < NR; ++r) {
+    const uint32_t rb = CB - r * kRoundBytes < kRoundBytes ? CB - r * kRoundBytes : kRoundBytes;
+    stage_round(ring, a.src, in0 + (uint64_t)r * kRoundBytes, rb);
+    simt::cp_async_commit();
+    simt::cp_async_wait<0>();
+    simt::syncwarp();
+    const uint32_t v0 = r * VR + lane * VL;
+    const uint32_t nv = v0 >= Lc ? 0 : (Lc - v0 < VL ? Lc - v0 : VL);
+    const uint32_t rvals = Lc - r * VR < VR ? Lc - r * VR : VR;
+    uint32_t w[16];
+    lane_words(ring, w);
+    uint64_t esc = 0;
+    if (raw) {
+      if (nv > 0) {  // values past the chunk's end were staged as zeros: their fields are 0
+        uint32_t ew[VL * T::E / 32];
+#pragma unroll
+        for (uint32_t i = 0; i < VL * T::E / 32; ++i) ew[i] = 0;
+#pragma unroll
+        for (uint32_t j = 0; j < VL; ++j) put_bits<T::E>(ew, (int)(j * T::E), exp_of<DT>(value_at<DT>(w, (int)j)));
+        uint32_t* d = reinterpret_cast<uint32_t*>(rec + lane * (VL * T::E / 8));
+#pragma unroll
+        for (uint32_t i = 0; i < VL * T::E / 32; ++i) d[i] = ew[i];
+      }
+      simt::syncwarp();
+      copy_out(out + (uint64_t)r * (VR / 8) * T::E, rec, (rvals + 7) / 8 * T::E);
+    } else {
+      if (nv > 0) {
+        uint32_t rest[L::kRestWords], codes[NG];
+        encode_lane<DT, K>(w, tab, rest, codes, &esc);
+        if (nv < VL) mask_lane<DT, K>(nv, codes, &esc);
+        for (uint32_t g = 0; g < (nv + 7) / 8; ++g)
+          for (int b = 0; b < K; ++b) rec[(lane * NG + g) * K + b] = (uint8_t)(codes[g] >> (8 * b));
+      }
+      simt::syncwarp();
+      copy_out(out + (uint64_t)r * (VR / 8) * K, rec, (rvals + 7) / 8 * K);
+      const uint32_t cnt = (uint32_t)simt::popc64(esc);
+      uint32_t incl = cnt;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const uint32_t o = simt::shfl_up(incl, (unsigned)d);
+        if (lane >= (unsigned)d) incl += o;
+      }
+      uint32_t idx = xi + incl - cnt;
+      while (esc) {
+        const uint32_t j = (uint32_t)(simt::ffs64(esc) - 1);
+        esc &= esc - 1;
+        const uint32_t pos = v0 + j;
+        out[G + 2 * idx] = (uint8_t)pos;
+        out[G + 2 * idx + 1] = (uint8_t)(pos >> 8);
+        out[G + 2 * X + idx] = (uint8_t)exp_of<DT>(value_at<DT>(w, (int)j));
+        ++idx;
+      }
+      xi += simt::shfl(incl, 31);
+    }
+    simt::syncwarp();  // the slot and the record area are reused by the next round
+  }
+}
+
+template <int DT, int K>
+SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t* area, const uint8_t* tab,
+                         const XxhKeys& keys) {
+  using T = Dt<DT>;
+  using L = Lane<DT>;
+  using P = EncodePolicy;
+  constexpr uint32_t VB = T::W / 8, VL = L::kValues, NG = L::kGroups, VR = L::kRoundValues;
+  const unsigned lane = simt::lane_id();
+  const uint32_t S = 1u << a.chunk_log2;
+  const uint64_t first = c * S;
+  const uint32_t Lc = (uint32_t)(a.n - first < S ? a.n - first : S);
+  const uint32_t CB = Lc * VB, NR = (CB + kRoundBytes - 1) / kRoundBytes;
+  const uint32_t Gn = (Lc + 7) / 8, G = Gn * K, cap = Gn * (T::E - K) / 3;
+  const bool staged = S <= P::kStagedValues, full = Lc == S;
+  const bool cks = (a.flags & layout::kFlagChecksums) != 0;
+  uint8_t* const ring = area;
+  uint8_t* const rstage = ring + P::kRing * kRoundBytes;
+  uint8_t* const rec = rstage + EncodeShape<DT>::kRestStage;
+  uint8_t* const sexp = rec + ((G + 2 * cap + 3) & ~3u);
+  const uint64_t in0 = first * VB;
+  uint8_t* const rest_dst = a.dst + a.rest_off + first / 8 * T::R;
+  // A lane's rest fields go straight to the frame when they are whole 16-byte pieces there (the usual case).
+  constexpr bool kRest16 = L::kRestBytes % 16 == 0;
+  const bool rest16 = kRest16 && (((uintptr_t)rest_dst & 15u) == 0);
+  simt::Word128* const state = reinterpret_cast<simt::Word128*>(reinterpret_cast<uint8_t*>(a.ws) + sizeof(WsHeader));
+
+  const uint32_t pre = NR < (uint32_t)P::kRing ? NR : (uint32_t)P::kRing;
+  for (uint32_t r = 0; r < pre; ++r) {
+    const uint32_t rb = CB - r * kRoundBytes < kRoundBytes ? CB - r * kRoundBytes : kRoundBytes;
+    stage_round(ring + r * kRoundBytes, a.src, in0 + (uint64_t)r * kRoundBytes, rb);
+    simt::cp_async_commit();
+  }
+
+  uint32_t X = 0;
+  XxhState hs = xxh_begin();
+  for (uint32_t r = 0; r < NR; ++r) {
+    const uint32_t left = NR - 1 - r;
+    cp_wait_pending(left < (uint32_t)P::kRing - 1 ? left : (uint32_t)P::kRing - 1);
+    simt::syncwarp();
+    uint8_t* const slot = ring + (r % P::kRing) * kRoundBytes;
+    if (cks && full) {
+      uint64_t lo[4], hi[4];
+      lane_pieces(slot, lo, hi);
+      xxh_round(hs, lo, hi, keys, r, CB);
+    }
+    const uint32_t v0 = r * VR + lane * VL;
+    const uint32_t nv = v0 >= Lc ? 0 : (Lc - v0 < VL ? Lc - v0 : VL);
+    const uint32_t rvals = Lc - r * VR < VR ? Lc - r * VR : VR;
+    const bool direct = rest16 && rvals == VR;
+    uint64_t esc = 0;
+    if (nv > 0) {
+      uint32_t w[16], rest[L::kRestWords], codes[NG];
+      lane_words(slot, w);
+      encode_lane<DT, K>(w, tab, rest, codes, &esc);
+      if (nv < VL) mask_lane<DT, K>(nv, codes, &esc);
+      if (direct) {  // straight to the rest section, 16 bytes at a time
+        uint4* o = reinterpret_cast<uint4*>(rest_dst + (uint64_t)r * (VR / 8) * T::R + lane * L::kRestBytes);
+#pragma unroll
+        for (int i = 0; i < L::kRestWords / 4; ++i)
+          simt::st_stream16(o + i, make_uint4(rest[4 * i], rest[4 * i + 1], rest[4 * i + 2], rest[4 * i + 3]));
+      } else {
+        store_words<L::kRestWords>(rstage + lane * L::kRestBytes, rest);
+      }
+      if (staged) store_codes<DT, K>(rec + v0 / 8 * K, codes, (nv + 7) / 8);
+    }
+    simt::syncwarp();
+    if (!direct)  // through the stage: any alignment, or a partial round
+      copy_out(rest_dst + (uint64_t)r * (VR / 8) * T::R, rstage, (rvals + 7) / 8 * T::R);
+
+    // Escapes of the round in position order: a warp scan of the lanes' counts. Past cap the chunk is raw.
+    const uint32_t cnt = (uint32_t)simt::popc64(esc);
+    uint32_t incl = cnt;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const uint32_t o = simt::shfl_up(incl, (unsigned)d);
+      if (lane >= (unsigned)d) incl += o;
+    }
+    if (staged) {
+      uint32_t idx = X + incl - cnt;
+      while (esc) {
+        const uint32_t j = (uint32_t)(simt::ffs64(esc) - 1);
+        esc &= esc - 1;
+        if (idx < cap) {
+          const uint32_t pos = v0 + j;
+          rec[G + 2 * idx] = (uint8_t)pos;
+          rec[G + 2 * idx + 1] = (uint8_t)(pos >> 8);
+          sexp[idx] = (uint8_t)exp_of<DT>(slot_value<DT>(slot, lane, j));
+        }
+        ++idx;
+      }
+    }
+    X += simt::shfl(incl, 31);
+    simt::syncwarp();  // the slot and the rest stage are free again
+    if (r + P::kRing < NR) {
+      const uint32_t nr = r + P::kRing;
+      const uint32_t rb = CB - nr * kRoundBytes < kRoundBytes ? CB - nr * kRoundBytes : kRoundBytes;
+      stage_round(slot, a.src, in0 + (uint64_t)nr * kRoundBytes, rb);
+      simt::cp_async_commit();
+    }
+  }
+
+  // ---- mode, size, publish, look back ----
+  const bool raw = X > cap;  // same as G + 3 X > Gn E (§4.7)
+  const uint32_t size = raw ? Gn * T::E : G + 3 * X;
+  uint64_t prefix = 0;
+  if (c == 0) {
+    publish(state, c, tag, kFlagInclusive, size);
+  } else {
+    publish(state, c, tag, kFlagAggregate, size);
+    prefix = look_back(state, c, tag);
+    publish(state, c, tag, kFlagInclusive, prefix + size);
+  }
+
+  // ---- the record ----
+  uint8_t* const out = a.dst + a.exp_off + prefix;
+  if (!raw && staged) {
+    simt::syncwarp();  // the record in shared memory is complete
+    copy_out(out, rec, G + 2 * X);
+    copy_out(out + G + 2 * X, sexp, X);
+  } else {
+    emit_record<DT, K>(a, ring, rec, tab, in0, Lc, out, G, X, raw);
+  }
+
+  // ---- index entry, checksum, header ----
+  if (lane == 0) {
+    const uint64_t mode = raw ? layout::kModeRaw : layout::kModeCoded;
+    put_u64(a.dst + a.index_off + 8 * c, (prefix + size) | (mode << layout::kIndexModeShift));
+  }
+  if (cks) {
+    const uint64_t h = full ? xxh_finish(hs, keys, CB) : hash_span(a.src, in0, CB);
+    if (lane == 0) put_u32(a.dst + a.checksum_off + 4 * c, (uint32_t)h);
+  }
+  if (c == a.n_chunks - 1 && lane == 0) {
+    write_header(a.dst, a.dtype, a.k, a.chunk_log2, a.flags, a.count, a.codebook, a.n, prefix + size);
+    *a.frame_size = a.exp_off + prefix + size;
+  }
+  simt::syncwarp();  // the warp's shared memory is reused by its next chunk
+}
+
+// The kernel: a persistent grid; every warp takes chunks until the tickets run out.
+template <int DT, int K>
+SZ_DEV void encode_warps(const EncodeArgs& a) {
+  uint8_t* smem = simt::dyn_smem();
+  uint8_t* tab = smem;
+  uint8_t* area = smem + EncEntry<DT, K>::kTableBytes + simt::warp_id() * EncodeShape<DT>::kWarpBytes;
+  build_encode_tables<DT, K>(tab, a.codebook, a.count, a.k);
+  simt::syncthreads();
+  const unsigned lane = simt::lane_id();
+  if (a.n_chunks == 0) {  // the header is the whole frame
+    if (simt::block_id() == 0 && simt::thread_id() == 0) {
+      write_header(a.dst, a.dtype, a.k, a.chunk_log2, a.flags, a.count, a.codebook, 0, 0);
+      *a.frame_size = layout::kHeaderSize;
+    }
+    return;
+  }
+  const uint64_t tag = ws_begin(a.ws);
+  if (tag == 0) {  // the workspace was never zero-filled: report through the frame size, change nothing
+    if (simt::block_id() == 0 && simt::thread_id() == 0) *a.frame_size = 0;
+    return;
+  }
+  const uint64_t warps = (uint64_t)simt::grid_blocks() * (simt::block_threads() / 32);
+  const XxhKeys my_keys = xxh_keys();
+  for (;;) {
+    const uint64_t t = ws_ticket(a.ws);
+    if (t >= a.n_chunks) {
+      if (t == a.n_chunks + warps - 1 && lane == 0) ws_end(a.ws, tag);
+      break;
+    }
+    encode_chunk<DT, K>(a, t, tag, area, tab, my_keys);
+  }
+}
+
+}  // namespace cuda
+}  // namespace splitzip

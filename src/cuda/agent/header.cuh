@@ -1,0 +1,90 @@
+// agent/header.cuh — the frame header of docs/FORMAT.md §4.1 on the device: written by the encoder's last chunk,
+// parsed and checked by every CTA of the decoder (the host never reads a frame that lives in device memory).
+#pragma once
+
+#include "cuda/simt.cuh"
+#include "cuda/xxh3.cuh"
+#include "layout.h"
+#include "splitzip/splitzip.h"
+
+namespace splitzip {
+namespace cuda {
+
+struct Header {
+  uint32_t dtype, k, chunk_log2, flags, count;
+  uint8_t codebook[16];
+  uint64_t n, exp_size, n_chunks;
+  uint64_t index_off, checksum_off, rest_off, exp_off;
+};
+
+// §4.1 steps 1-7 in the spec's order, reading only [src, src + src_size). One thread.
+SZ_NOINLINE sz_status parse_header(const uint8_t* src, uint64_t src_size, Header* h) {
+  if (src_size < layout::kHeaderSize) return SZ_ERROR_SRC_TRUNCATED;
+  uint8_t b[64];
+  for (int i = 0; i < 64; ++i) b[i] = src[i];
+  if (layout::load_u32(b) != layout::kFrameMagic) return SZ_ERROR_BAD_MAGIC;
+  if (b[layout::kOffVersion] != layout::kFormatVersion) return SZ_ERROR_UNSUPPORTED_VERSION;
+  if (xxh3::h32(b, layout::kHeaderChecksummed) != layout::load_u32(b + layout::kOffHeaderChecksum))
+    return SZ_ERROR_CHECKSUM;
+  const uint32_t dtype = b[layout::kOffDtype];
+  if (!layout::dtype_known(dtype)) return SZ_ERROR_UNSUPPORTED_DTYPE;
+  const layout::DtypeTraits t = layout::dtype_traits(dtype);
+  h->dtype = dtype;
+  h->k = b[layout::kOffCodeBits];
+  h->chunk_log2 = b[layout::kOffChunkLog2];
+  h->flags = layout::load_u32(b + layout::kOffFlags);
+  h->count = b[layout::kOffCodebookCount];
+  h->n = layout::load_u64(b + layout::kOffNValues);
+  h->exp_size = layout::load_u64(b + layout::kOffExpSectionSize);
+  if (h->k < 1 || h->k > 4 || h->k >= t.exponent_bits) return SZ_ERROR_CORRUPT;
+  if (h->chunk_log2 < layout::kMinChunkLog2 || h->chunk_log2 > layout::kMaxChunkLog2) return SZ_ERROR_CORRUPT;
+  if (h->flags & ~layout::kKnownFlags) return SZ_ERROR_CORRUPT;
+  if (h->count < 1 || h->count > (1u << h->k)) return SZ_ERROR_CORRUPT;
+  if (b[13] | b[14] | b[15]) return SZ_ERROR_CORRUPT;
+  if (h->n >= layout::kMaxValues) return SZ_ERROR_CORRUPT;
+  uint32_t seen[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (uint32_t i = 0; i < 16; ++i) {
+    const uint32_t v = b[layout::kOffCodebook + i];
+    h->codebook[i] = (uint8_t)v;
+    if (i < h->count) {
+      if (v >= (1u << t.exponent_bits)) return SZ_ERROR_CORRUPT;
+      if (seen[v >> 5] & (1u << (v & 31))) return SZ_ERROR_CORRUPT;
+      seen[v >> 5] |= 1u << (v & 31);
+    } else if (v != 0) {
+      return SZ_ERROR_CORRUPT;
+    }
+  }
+  for (int i = 48; i < 60; ++i)
+    if (b[i]) return SZ_ERROR_CORRUPT;
+  const bool checksums = (h->flags & layout::kFlagChecksums) != 0;
+  const layout::FrameOffsets o = layout::frame_offsets(h->n, h->chunk_log2, checksums, t, 0);
+  h->n_chunks = layout::n_chunks(h->n, h->chunk_log2);
+  h->index_off = o.index;
+  h->checksum_off = o.checksums;
+  h->rest_off = o.rest;
+  h->exp_off = o.exponents;
+  if (o.exponents > src_size || h->exp_size > src_size - o.exponents) return SZ_ERROR_SRC_TRUNCATED;
+  return SZ_OK;
+}
+
+// Writes the 64-byte header with its checksum. One thread.
+SZ_NOINLINE void write_header(uint8_t* dst, uint32_t dtype, uint32_t k, uint32_t chunk_log2, uint32_t flags,
+                         uint32_t count, const uint8_t* codebook, uint64_t n, uint64_t exp_size) {
+  uint8_t h[64];
+  for (int i = 0; i < 64; ++i) h[i] = 0;
+  layout::store_u32(h + layout::kOffMagic, layout::kFrameMagic);
+  h[layout::kOffVersion] = layout::kFormatVersion;
+  h[layout::kOffDtype] = (uint8_t)dtype;
+  h[layout::kOffCodeBits] = (uint8_t)k;
+  h[layout::kOffChunkLog2] = (uint8_t)chunk_log2;
+  layout::store_u32(h + layout::kOffFlags, flags);
+  h[layout::kOffCodebookCount] = (uint8_t)count;
+  layout::store_u64(h + layout::kOffNValues, n);
+  layout::store_u64(h + layout::kOffExpSectionSize, exp_size);
+  for (uint32_t i = 0; i < count; ++i) h[layout::kOffCodebook + i] = codebook[i];
+  layout::store_u32(h + layout::kOffHeaderChecksum, xxh3::h32(h, layout::kHeaderChecksummed));
+  for (int i = 0; i < 64; ++i) dst[i] = h[i];
+}
+
+}  // namespace cuda
+}  // namespace splitzip

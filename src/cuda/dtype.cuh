@@ -1,0 +1,253 @@
+// dtype.cuh — the thread level of the CUDA codec: one lane's share of a round, for every dtype of
+// docs/FORMAT.md §2. A round is 2 KiB of uncompressed data and a lane owns 64 consecutive bytes of it (one XXH3
+// stripe): 32 BF16/FP16 values, 16 FP32 values or 64 FP8 values, i.e. kGroups groups of 8 values (§3).
+//
+//   encode_lane: the lane's 16 input words -> its rest fields packed with b = R (rest_words words), its codes
+//                packed with b = k (one word of 8k bits per group) and its escape mask (bit j: value j escapes);
+//   decode_lane: codes (or raw exponent fields) and rest fields -> the lane's 16 output words.
+// Exponent -> code goes through per-slot tables in shared memory (EncodeTables) whose entries for slot j hold
+// code << (k j) and the escape bit j, so adding a group's 8 entries packs its codes and its escape mask at once;
+// code -> exponent goes through a table of code pairs (DecodeTables). BF16 has its own forms of both with the code
+// width as a template parameter (bench/NOTES.md v5/v7): they are the hot path of KV transfer.
+#pragma once
+
+#include "cuda/simt.cuh"
+
+namespace splitzip {
+namespace cuda {
+
+constexpr uint32_t kRoundBytes = 2048;  // uncompressed bytes a warp handles per round
+constexpr uint32_t kLaneBytes = 64;     // per lane and round: one XXH3 stripe
+
+template <int DT>
+struct Dt;
+template <>
+struct Dt<1> { static constexpr int W = 16, E = 8, R = 8, M = 7; };
+template <>
+struct Dt<2> { static constexpr int W = 16, E = 5, R = 11, M = 10; };
+template <>
+struct Dt<3> { static constexpr int W = 32, E = 8, R = 24, M = 23; };
+template <>
+struct Dt<4> { static constexpr int W = 8, E = 4, R = 4, M = 3; };
+template <>
+struct Dt<5> { static constexpr int W = 8, E = 5, R = 3, M = 2; };
+
+template <int DT>
+struct Lane {
+  using T = Dt<DT>;
+  static constexpr int kValueBytes = T::W / 8;
+  static constexpr int kValues = (int)kLaneBytes / kValueBytes;     // per lane and round
+  static constexpr int kGroups = kValues / 8;
+  static constexpr int kRestBytes = kGroups * T::R;                 // 32, 44, 48, 32, 24: whole words
+  static constexpr int kRestWords = kRestBytes / 4;
+  static constexpr uint32_t kRoundValues = kRoundBytes / kValueBytes;
+  static_assert(kRestBytes % 4 == 0, "a lane's rest fields are whole words");
+};
+
+template <int DT>
+SZ_HD uint32_t exp_of(uint32_t x) {
+  return (x >> Dt<DT>::M) & ((1u << Dt<DT>::E) - 1u);
+}
+template <int DT>
+SZ_HD uint32_t rest_of(uint32_t x) {
+  using T = Dt<DT>;
+  return (((x >> (T::W - 1)) & 1u) << T::M) | (x & ((1u << T::M) - 1u));
+}
+template <int DT>
+SZ_HD uint32_t join(uint32_t e, uint32_t r) {
+  using T = Dt<DT>;
+  return (((r >> T::M) & 1u) << (T::W - 1)) | (e << T::M) | (r & ((1u << T::M) - 1u));
+}
+
+// Value j (0 .. kValues-1) of a lane's 16 words.
+template <int DT>
+SZ_DEV uint32_t value_at(const uint32_t w[16], int j) {
+  constexpr int VB = Dt<DT>::W / 8;
+  if constexpr (VB == 4) return w[j];
+  else if constexpr (VB == 2) return (w[j / 2] >> (16 * (j & 1))) & 0xFFFFu;
+  else return (w[j / 4] >> (8 * (j & 3))) & 0xFFu;
+}
+// Puts value j into the lane's 16 words (which start zeroed).
+template <int DT>
+SZ_DEV void value_put(uint32_t w[16], int j, uint32_t x) {
+  constexpr int VB = Dt<DT>::W / 8;
+  if constexpr (VB == 4) w[j] = x;
+  else if constexpr (VB == 2) w[j / 2] |= x << (16 * (j & 1));
+  else w[j / 4] |= x << (8 * (j & 3));
+}
+
+// ORs field f (B bits) into a word string at bit offset `bit` (compile-time after unrolling) / reads it back.
+template <int B>
+SZ_DEV void put_bits(uint32_t* w, int bit, uint32_t f) {
+  const int wi = bit / 32, sh = bit % 32;
+  w[wi] |= f << sh;
+  if (sh + B > 32) w[wi + 1] |= f >> (32 - sh);
+}
+template <int B>
+SZ_DEV uint32_t get_bits(const uint32_t* w, int bit) {
+  const int wi = bit / 32, sh = bit % 32;
+  uint32_t v = w[wi] >> sh;
+  if (sh + B > 32) v |= w[wi + 1] << (32 - sh);
+  return B == 32 ? v : v & ((1u << B) - 1u);
+}
+
+// ---- encode tables -------------------------------------------------------------------------------------------------
+// Slot tables for exponent -> code: entry (j, e) is {code(e) << (k j), 0} or, when e escapes, {0, 1 << j}. BF16 with
+// k <= 3 keeps both in one word (codes in bits 0..23, escape bit 24 + j): half the shared memory and loads.
+template <int DT, int K>
+struct EncEntry {
+  static constexpr bool kOneWord = DT == 1 && K >= 1 && K <= 3;
+  static constexpr uint32_t kBytes = kOneWord ? 4 : 8;
+  static constexpr uint32_t kTableBytes = 8u * (1u << Dt<DT>::E) * kBytes;
+};
+
+// Fills the tables from the codebook (all threads of the CTA call it, then barrier); every thread reads the same
+// codebook entry at a time.
+template <int DT, int K>
+SZ_DEV void build_encode_tables(uint8_t* tab, const uint8_t* codebook, uint32_t count, uint32_t k) {
+  constexpr uint32_t NE = 1u << Dt<DT>::E;
+  for (uint32_t i = simt::thread_id(); i < 8 * NE; i += simt::block_threads()) {
+    const uint32_t j = i / NE, e = i % NE;
+    uint32_t c = 0xFFu;
+    for (uint32_t q = 0; q < count; ++q)
+      if (codebook[q] == e) c = q;
+    if constexpr (EncEntry<DT, K>::kOneWord) {
+      reinterpret_cast<uint32_t*>(tab)[i] = c == 0xFFu ? 1u << (24 + j) : c << (K * j);
+    } else {
+      reinterpret_cast<uint2*>(tab)[i] = c == 0xFFu ? make_uint2(0u, 1u << j) : make_uint2(c << (k * j), 0u);
+    }
+  }
+}
+
+// One lane's round: rest fields, codes (word g = group g's 8 codes) and escape mask, from its 16 input words.
+// K = 0: the code width is k (run time; the table entries are already shifted, so only BF16 needs K).
+template <int DT, int K>
+SZ_DEV void encode_lane(const uint32_t w[16], const uint8_t* tab, uint32_t rest[Lane<DT>::kRestWords],
+                        uint32_t codes[Lane<DT>::kGroups], uint64_t* esc) {
+  using T = Dt<DT>;
+  using L = Lane<DT>;
+  constexpr uint32_t NE = 1u << T::E;
+  uint64_t m = 0;
+  if constexpr (DT == 1) {
+#pragma unroll
+    for (int g = 0; g < 4; ++g) {
+      const uint32_t a = w[4 * g], b = w[4 * g + 1], c = w[4 * g + 2], d = w[4 * g + 3];
+      // rest byte = sign (bit 15) -> bit 7, mantissa bits 0..6: low and high bytes of the 8 values, then one mask.
+      const uint32_t l0 = simt::prmt(a, b, 0x6420), h0 = simt::prmt(a, b, 0x7531);
+      const uint32_t l1 = simt::prmt(c, d, 0x6420), h1 = simt::prmt(c, d, 0x7531);
+      rest[2 * g] = (l0 & 0x7F7F7F7Fu) | (h0 & 0x80808080u);
+      rest[2 * g + 1] = (l1 & 0x7F7F7F7Fu) | (h1 & 0x80808080u);
+      const uint32_t q[4] = {a, b, c, d};
+      if constexpr (EncEntry<DT, K>::kOneWord) {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {  // byte offsets of the two exponents of word i: e << 2
+          const uint32_t lo = (q[i] >> 5) & 0x3FCu, hi = (q[i] >> 21) & 0x3FCu;
+          acc += *reinterpret_cast<const uint32_t*>(tab + (2 * i) * 1024 + lo) +
+                 *reinterpret_cast<const uint32_t*>(tab + (2 * i + 1) * 1024 + hi);
+        }
+        codes[g] = acc & 0xFFFFFFu;
+        m |= (uint64_t)(acc >> 24) << (8 * g);
+      } else {
+        uint32_t cx = 0, ex = 0;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const uint32_t lo = (q[i] >> 4) & 0x7F8u, hi = (q[i] >> 20) & 0x7F8u;
+          const uint2 u = *reinterpret_cast<const uint2*>(tab + (2 * i) * 2048 + lo);
+          const uint2 v = *reinterpret_cast<const uint2*>(tab + (2 * i + 1) * 2048 + hi);
+          cx += u.x + v.x;
+          ex += u.y + v.y;
+        }
+        codes[g] = cx;
+        m |= (uint64_t)ex << (8 * g);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < L::kRestWords; ++i) rest[i] = 0;
+#pragma unroll
+    for (int g = 0; g < L::kGroups; ++g) {
+      uint32_t cx = 0, ex = 0;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const uint32_t x = value_at<DT>(w, 8 * g + j);
+        put_bits<T::R>(rest, (8 * g + j) * T::R, rest_of<DT>(x));
+        const uint2 u = reinterpret_cast<const uint2*>(tab)[j * NE + exp_of<DT>(x)];
+        cx += u.x;
+        ex += u.y;
+      }
+      codes[g] = cx;
+      m |= (uint64_t)ex << (8 * g);
+    }
+  }
+  *esc = m;
+}
+
+// ---- decode tables -------------------------------------------------------------------------------------------------
+// Entry p of the pair table (p = code_a | code_b << k, 2^2k entries): the two exponents. BF16 keeps them in place
+// (code_a's at bits 7..14, code_b's at bits 23..30), other dtypes as bytes 0 and 1. Bit 31, which neither form uses
+// for an exponent, flags a pair with a code >= count; decode_lane keeps it out of the output and reports it.
+constexpr uint32_t kPairBad = 0x80000000u;
+template <int DT>
+SZ_DEV void build_decode_tables(uint32_t* pair, const uint8_t* codebook, uint32_t k, uint32_t count) {
+  const uint32_t n = 1u << (2 * k), mask = (1u << k) - 1u;
+  for (uint32_t i = simt::thread_id(); i < n; i += simt::block_threads()) {
+    const uint32_t ca = i & mask, cb = i >> k;
+    const uint32_t ea = codebook[ca & 15u], eb = codebook[cb & 15u];
+    const uint32_t bad = (ca >= count || cb >= count) ? kPairBad : 0u;
+    pair[i] = (DT == 1 ? (ea << 7) | (eb << 23) : ea | (eb << 8)) | bad;
+  }
+}
+
+// Byte offset into the pair table of pair m (codes 2m, 2m+1) of a group's code word (8k bits).
+SZ_DEV uint32_t pair_offset(uint32_t cw, int m, uint32_t k) { return ((cw >> (2 * k * m)) & ((1u << (2 * k)) - 1u)) << 2; }
+
+// One lane's round from its codes (word g = group g's 8k code bits) or raw exponent fields, and its rest words.
+// Returns whether a code was out of the codebook (pair table flag). RAW: ex[] holds the lane's exponent fields packed
+// with b = E (raw record, §4.5) instead of codes.
+template <int DT, bool RAW>
+SZ_DEV bool decode_lane(const uint32_t* cw, const uint32_t rest[Lane<DT>::kRestWords], const uint8_t* pair,
+                        uint32_t k, uint32_t w[16]) {
+  using T = Dt<DT>;
+  using L = Lane<DT>;
+  uint32_t flags = 0;
+  if constexpr (DT == 1 && !RAW) {
+#pragma unroll
+    for (int g = 0; g < 4; ++g) {
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {  // values 8g + 2m, 8g + 2m + 1: one output word
+        const uint32_t ent = *reinterpret_cast<const uint32_t*>(pair + pair_offset(cw[g], m, k));
+        flags |= ent;
+        const uint32_t rs = simt::prmt(rest[2 * g + m / 2], 0, (m & 1) ? 0x3322u : 0x1100u);
+        w[4 * g + m] = (rs & 0x807F807Fu) | (ent & 0x7F807F80u);
+      }
+    }
+    return (flags & kPairBad) != 0;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) w[i] = 0;
+#pragma unroll
+    for (int g = 0; g < L::kGroups; ++g) {
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {  // values 8g + 2m and 8g + 2m + 1
+        const int j = 8 * g + 2 * m;
+        uint32_t ea, eb;
+        if constexpr (RAW) {
+          ea = get_bits<T::E>(cw, j * T::E);
+          eb = get_bits<T::E>(cw, (j + 1) * T::E);
+        } else {
+          const uint32_t ent = *reinterpret_cast<const uint32_t*>(pair + pair_offset(cw[g], m, k));
+          flags |= ent;
+          ea = ent & 0xFFu;
+          eb = (ent >> 8) & 0xFFu;
+        }
+        value_put<DT>(w, j, join<DT>(ea, get_bits<T::R>(rest, j * T::R)));
+        value_put<DT>(w, j + 1, join<DT>(eb, get_bits<T::R>(rest, (j + 1) * T::R)));
+      }
+    }
+    return (flags & kPairBad) != 0;
+  }
+}
+
+}  // namespace cuda
+}  // namespace splitzip

@@ -1,0 +1,245 @@
+// simt.cuh — the SIMT primitives the CUDA codec is written in, for two targets:
+//   - the GPU (nvcc, device pass): each primitive is one intrinsic or one PTX instruction;
+//   - the host emulator of the tests (SZ_SIMT_EMU, tests/cuda/emu): every thread is a fiber, warp collectives are
+//     rendezvous points that check that all 32 lanes arrive at the same one, and cp.async copies land only when the
+//     issuing lane waits for them. The kernels' logic is thereby tested bit for bit on machines without a GPU.
+// Kernel code uses only what is declared here (plus plain loads and stores), never threadIdx or intrinsics directly.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"  // SZ_HD
+
+#if defined(SZ_SIMT_EMU)
+#include <string.h>
+
+#include "emu/simt_emu.h"
+#define SZ_DEV inline
+#define SZ_NOINLINE
+#define SZ_KERNEL
+#define SZ_LINE_ARG , int line = __builtin_LINE()
+struct uint2 {
+  unsigned x, y;
+};
+struct uint4 {
+  unsigned x, y, z, w;
+};
+inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+#else
+#include <cuda_runtime.h>
+#define SZ_DEV __device__ __forceinline__
+#define SZ_NOINLINE __device__ __noinline__
+#define SZ_KERNEL __global__
+#define SZ_LINE_ARG
+#endif
+
+namespace splitzip {
+namespace cuda {
+namespace simt {
+
+constexpr unsigned kFull = 0xFFFFFFFFu;
+
+#if !defined(SZ_SIMT_EMU)
+// ---- GPU ----------------------------------------------------------------------------------------------------------
+SZ_DEV unsigned thread_id() { return threadIdx.x; }
+SZ_DEV unsigned lane_id() { return threadIdx.x & 31u; }
+SZ_DEV unsigned warp_id() { return threadIdx.x >> 5; }
+SZ_DEV unsigned block_id() { return blockIdx.x; }
+SZ_DEV unsigned grid_blocks() { return gridDim.x; }
+SZ_DEV unsigned block_threads() { return blockDim.x; }
+SZ_DEV uint8_t* dyn_smem() {
+  extern __shared__ __align__(16) uint8_t sz_smem[];
+  return sz_smem;
+}
+
+template <class T>
+SZ_DEV T shfl(T v, int src) { return __shfl_sync(kFull, v, src); }
+template <class T>
+SZ_DEV T shfl_xor(T v, int m) { return __shfl_xor_sync(kFull, v, m); }
+template <class T>
+SZ_DEV T shfl_up(T v, unsigned d) { return __shfl_up_sync(kFull, v, d); }
+SZ_DEV unsigned ballot(bool p) { return __ballot_sync(kFull, p); }
+SZ_DEV bool any(bool p) { return __any_sync(kFull, p) != 0; }
+SZ_DEV void syncwarp() { __syncwarp(); }
+SZ_DEV void syncthreads() { __syncthreads(); }
+
+SZ_DEV int popc(uint32_t v) { return __popc(v); }
+SZ_DEV int popc64(uint64_t v) { return __popcll(v); }
+SZ_DEV int ffs(uint32_t v) { return __ffs(v); }
+SZ_DEV int ffs64(uint64_t v) { return __ffsll((long long)v); }
+// PTX prmt (default mode): byte i of the result is byte (s_i & 7) of {b, a} (a = bytes 0..3), sign-replicated when
+// bit 3 of selector nibble s_i is set.
+SZ_DEV uint32_t prmt(uint32_t a, uint32_t b, uint32_t s) {
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
+  return r;
+}
+SZ_DEV uint32_t funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) { return __funnelshift_r(lo, hi, sh); }
+SZ_DEV uint64_t umulhi64(uint64_t a, uint64_t b) { return __umul64hi(a, b); }
+
+SZ_DEV uint64_t atomic_add(uint64_t* p, uint64_t v) {
+  return (uint64_t)atomicAdd((unsigned long long*)p, (unsigned long long)v);
+}
+SZ_DEV uint64_t atomic_cas(uint64_t* p, uint64_t cmp, uint64_t v) {
+  return (uint64_t)atomicCAS((unsigned long long*)p, (unsigned long long)cmp, (unsigned long long)v);
+}
+SZ_DEV uint64_t ld_relaxed(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+SZ_DEV void st_relaxed(uint64_t* p, uint64_t v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+// A 16-byte word read or written in one access (16-byte aligned; the hardware does not split it, as CUB's tile
+// status words rely on), bypassing L1.
+struct Word128 {
+  uint64_t a, b;
+};
+SZ_DEV Word128 ld_word128(const Word128* p) {
+  Word128 w;
+  asm volatile("ld.global.cg.v2.u64 {%0, %1}, [%2];" : "=l"(w.a), "=l"(w.b) : "l"(p) : "memory");
+  return w;
+}
+SZ_DEV void st_word128(Word128* p, Word128 w) {
+  asm volatile("st.global.cg.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(w.a), "l"(w.b) : "memory");
+}
+SZ_DEV void fence() { __threadfence(); }
+SZ_DEV void nanosleep(unsigned ns) { __nanosleep(ns); }
+
+// cp.async of 16 / 8 / 4 bytes global -> shared (both aligned to the size); groups per thread.
+SZ_DEV void cp_async16(void* s, const void* g) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(s)), "l"(g)
+               : "memory");
+}
+SZ_DEV void cp_async8(void* s, const void* g) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"((uint32_t)__cvta_generic_to_shared(s)), "l"(g)
+               : "memory");
+}
+SZ_DEV void cp_async4(void* s, const void* g) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((uint32_t)__cvta_generic_to_shared(s)), "l"(g)
+               : "memory");
+}
+SZ_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+SZ_DEV void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// Global loads and stores of streamed data (evict-first: read or written once).
+SZ_DEV uint4 ld_stream16(const void* p) { return __ldcs(reinterpret_cast<const uint4*>(p)); }
+SZ_DEV void st_stream16(void* p, uint4 v) { __stcs(reinterpret_cast<uint4*>(p), v); }
+SZ_DEV void st_stream8(void* p, uint2 v) { __stcs(reinterpret_cast<uint2*>(p), v); }
+SZ_DEV void st_stream4(void* p, uint32_t v) { __stcs(reinterpret_cast<unsigned*>(p), v); }
+
+#else
+// ---- host emulator (tests) ----------------------------------------------------------------------------------------
+inline unsigned thread_id() { return simt_emu::ctx().tid; }
+inline unsigned lane_id() { return simt_emu::ctx().tid & 31u; }
+inline unsigned warp_id() { return simt_emu::ctx().tid >> 5; }
+inline unsigned block_id() { return simt_emu::ctx().bid; }
+inline unsigned grid_blocks() { return simt_emu::ctx().nblocks; }
+inline unsigned block_threads() { return simt_emu::ctx().nthreads; }
+inline uint8_t* dyn_smem() { return simt_emu::ctx().smem; }
+
+template <class T>
+inline T shfl(T v, int src SZ_LINE_ARG) {
+  uint64_t all[32];
+  simt_emu::warp_exchange((uint64_t)v, line, all);
+  return (T)all[src & 31];
+}
+template <class T>
+inline T shfl_xor(T v, int m SZ_LINE_ARG) {
+  uint64_t all[32];
+  simt_emu::warp_exchange((uint64_t)v, line, all);
+  return (T)all[(lane_id() ^ (unsigned)m) & 31u];
+}
+template <class T>
+inline T shfl_up(T v, unsigned d SZ_LINE_ARG) {
+  uint64_t all[32];
+  simt_emu::warp_exchange((uint64_t)v, line, all);
+  const unsigned l = lane_id();
+  return l >= d ? (T)all[l - d] : v;
+}
+inline unsigned ballot(bool p SZ_LINE_ARG) {
+  uint64_t all[32];
+  simt_emu::warp_exchange(p ? 1 : 0, line, all);
+  unsigned m = 0;
+  for (unsigned i = 0; i < 32; ++i) m |= (unsigned)(all[i] & 1u) << i;
+  return m;
+}
+inline bool any(bool p SZ_LINE_ARG) { return ballot(p, line) != 0; }
+inline void syncwarp(int line = __builtin_LINE()) {
+  uint64_t all[32];
+  simt_emu::warp_exchange(0, line, all);
+}
+inline void syncthreads(int line = __builtin_LINE()) { simt_emu::block_barrier(line); }
+
+inline int popc(uint32_t v) { return __builtin_popcount(v); }
+inline int popc64(uint64_t v) { return __builtin_popcountll(v); }
+inline int ffs(uint32_t v) { return __builtin_ffs((int)v); }
+inline int ffs64(uint64_t v) { return __builtin_ffsll((long long)v); }
+inline uint32_t prmt(uint32_t a, uint32_t b, uint32_t s) {
+  const uint64_t x = (uint64_t)a | ((uint64_t)b << 32);
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t sel = (s >> (4 * i)) & 0xFu;
+    uint32_t byte = (uint32_t)(x >> (8 * (sel & 7u))) & 0xFFu;
+    if (sel & 8u) byte = (byte & 0x80u) ? 0xFFu : 0u;
+    r |= byte << (8 * i);
+  }
+  return r;
+}
+inline uint32_t funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
+  const uint64_t x = (uint64_t)lo | ((uint64_t)hi << 32);
+  return (uint32_t)(x >> (sh & 31u));
+}
+inline uint64_t umulhi64(uint64_t a, uint64_t b) { return (uint64_t)(((unsigned __int128)a * b) >> 64); }
+
+inline uint64_t atomic_add(uint64_t* p, uint64_t v) {
+  const uint64_t o = *p;
+  *p = o + v;
+  return o;
+}
+inline uint64_t atomic_cas(uint64_t* p, uint64_t cmp, uint64_t v) {
+  const uint64_t o = *p;
+  if (o == cmp) *p = v;
+  return o;
+}
+inline uint64_t ld_relaxed(const uint64_t* p) { return *p; }
+inline void st_relaxed(uint64_t* p, uint64_t v) { *p = v; }
+struct Word128 {
+  uint64_t a, b;
+};
+inline Word128 ld_word128(const Word128* p) {
+  simt_emu::yield();  // a spinning reader lets the others run
+  return *p;
+}
+inline void st_word128(Word128* p, Word128 w) { *p = w; }
+inline void fence() {}
+inline void nanosleep(unsigned) { simt_emu::yield(); }
+
+inline void cp_async16(void* s, const void* g) { simt_emu::async_copy(s, g, 16); }
+inline void cp_async8(void* s, const void* g) { simt_emu::async_copy(s, g, 8); }
+inline void cp_async4(void* s, const void* g) { simt_emu::async_copy(s, g, 4); }
+inline void cp_async_commit() { simt_emu::async_commit(); }
+template <int N>
+inline void cp_async_wait() {
+  simt_emu::async_wait(N);
+}
+
+inline uint4 ld_stream16(const void* p) {
+  uint4 v;
+  memcpy(&v, p, 16);
+  return v;
+}
+inline void st_stream16(void* p, uint4 v) { memcpy(p, &v, 16); }
+inline void st_stream8(void* p, uint2 v) { memcpy(p, &v, 8); }
+inline void st_stream4(void* p, uint32_t v) { memcpy(p, &v, 4); }
+#endif
+
+}  // namespace simt
+}  // namespace cuda
+}  // namespace splitzip

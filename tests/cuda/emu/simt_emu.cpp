@@ -1,0 +1,256 @@
+// simt_emu.cpp — the fiber scheduler behind simt_emu.h.
+#include "simt_emu.h"
+
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace simt_emu {
+namespace {
+
+constexpr size_t kStack = 256 * 1024;
+constexpr uint64_t kMaxIdleSwitches = 20000000;  // this many switches without progress: a deadlock
+
+struct Copy {
+  void* dst;
+  std::vector<uint8_t> bytes;
+};
+
+struct Warp;
+struct Block;
+
+struct Fiber {
+  ucontext_t uc;
+  void* stack = nullptr;
+  Ctx c{};
+  Warp* warp = nullptr;
+  Block* block = nullptr;
+  unsigned lane = 0;
+  bool done = false;
+  std::vector<Copy> open;
+  std::vector<std::vector<Copy>> groups;
+};
+
+struct Warp {
+  uint64_t vals[32];
+  uint64_t snap[2][32];
+  int arrived = 0;
+  int line = 0;
+  uint64_t gen = 0;
+  int exited = 0;
+};
+
+struct Block {
+  std::vector<uint8_t> smem;
+  int arrived = 0;
+  int line = 0;
+  uint64_t gen = 0;
+  int threads = 0;
+  int exited = 0;
+};
+
+struct Sched {
+  ucontext_t main;
+  Fiber* cur = nullptr;
+  const std::function<void()>* body = nullptr;
+  std::string error;
+  uint64_t idle = 0;
+  uint64_t switches = 0;
+  bool failed = false;
+};
+
+Sched* g_sched = nullptr;
+thread_local std::string g_why;
+
+// Fiber stacks are kept between launches (mapping and touching them again is most of a small launch's cost).
+std::vector<void*> g_stacks;
+void* take_stack() {
+  if (!g_stacks.empty()) {
+    void* s = g_stacks.back();
+    g_stacks.pop_back();
+    return s;
+  }
+  return mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+}
+
+void fail(const std::string& msg) {
+  if (!g_sched->failed) {
+    g_sched->failed = true;
+    g_sched->error = msg;
+  }
+}
+
+// Back to the scheduler. After a failure the launch is abandoned: its fibers are never resumed.
+void to_scheduler() {
+  Fiber* f = g_sched->cur;
+  swapcontext(&f->uc, &g_sched->main);
+}
+
+void progress() { g_sched->idle = 0; }
+
+void apply(std::vector<Copy>& group) {
+  for (Copy& c : group) memcpy(c.dst, c.bytes.data(), c.bytes.size());
+  group.clear();
+}
+
+void fiber_main() {
+  Fiber* f = g_sched->cur;
+  (*g_sched->body)();
+  if (!f->open.empty() || !f->groups.empty())
+    fail("thread " + std::to_string(f->c.tid) + " of block " + std::to_string(f->c.bid) +
+         " exits with cp.async copies not waited for");
+  if (f->warp->arrived > 0)
+    fail("lane " + std::to_string(f->lane) + " exits while its warp waits at line " + std::to_string(f->warp->line));
+  f->warp->exited++;
+  f->block->exited++;
+  f->done = true;
+  progress();
+  swapcontext(&f->uc, &g_sched->main);
+}
+
+}  // namespace
+
+Ctx& ctx() { return g_sched->cur->c; }
+
+void warp_exchange(uint64_t v, int line, uint64_t out[32]) {
+  Fiber* f = g_sched->cur;
+  Warp* w = f->warp;
+  if (w->exited > 0) fail("warp collective at line " + std::to_string(line) + " after a lane of the warp exited");
+  if (w->arrived == 0) {
+    w->line = line;
+  } else if (w->line != line) {
+    fail("divergent warp collective: lane " + std::to_string(f->lane) + " at line " + std::to_string(line) +
+         ", others at line " + std::to_string(w->line));
+  }
+  w->vals[f->lane] = v;
+  const uint64_t g = w->gen;
+  if (++w->arrived == 32) {
+    memcpy(w->snap[g & 1], w->vals, sizeof w->vals);
+    w->arrived = 0;
+    w->gen++;
+    progress();
+  } else {
+    while (w->gen == g && !g_sched->failed) to_scheduler();
+  }
+  memcpy(out, w->snap[g & 1], sizeof w->vals);
+}
+
+void block_barrier(int line) {
+  Fiber* f = g_sched->cur;
+  Block* b = f->block;
+  if (b->exited > 0) fail("__syncthreads at line " + std::to_string(line) + " after a thread of the block exited");
+  if (b->arrived == 0) {
+    b->line = line;
+  } else if (b->line != line) {
+    fail("divergent __syncthreads at lines " + std::to_string(line) + " and " + std::to_string(b->line));
+  }
+  const uint64_t g = b->gen;
+  if (++b->arrived == b->threads) {
+    b->arrived = 0;
+    b->gen++;
+    progress();
+  } else {
+    while (b->gen == g && !g_sched->failed) to_scheduler();
+  }
+}
+
+void yield() { to_scheduler(); }
+
+void async_copy(void* dst, const void* src, size_t n) {
+  Fiber* f = g_sched->cur;
+  Copy c;
+  c.dst = dst;
+  c.bytes.assign((const uint8_t*)src, (const uint8_t*)src + n);
+  f->open.push_back(std::move(c));
+}
+void async_commit() {
+  Fiber* f = g_sched->cur;
+  f->groups.push_back(std::move(f->open));
+  f->open.clear();
+}
+void async_wait(int left) {
+  Fiber* f = g_sched->cur;
+  while ((int)f->groups.size() > left) {
+    apply(f->groups.front());
+    f->groups.erase(f->groups.begin());
+  }
+}
+
+bool launch(unsigned grid, unsigned threads, size_t smem_bytes, const std::function<void()>& body, uint64_t seed,
+            const char** why, LaunchStats* stats) {
+  Sched s;
+  s.body = &body;
+  g_sched = &s;
+  std::vector<std::unique_ptr<Block>> blocks(grid);
+  std::vector<std::unique_ptr<Warp>> warps((size_t)grid * threads / 32);
+  std::vector<std::unique_ptr<Fiber>> fibers((size_t)grid * threads);
+  uint64_t fill = seed * 0xD1B54A32D192ED03ull + 7;
+  for (unsigned b = 0; b < grid; ++b) {
+    blocks[b] = std::make_unique<Block>();
+    // Shared memory starts as garbage, as on the GPU: code that reads bytes nobody wrote must not pass.
+    blocks[b]->smem.resize(smem_bytes + 16);
+    for (uint8_t& x : blocks[b]->smem) {
+      fill ^= fill << 13;
+      fill ^= fill >> 7;
+      fill ^= fill << 17;
+      x = (uint8_t)fill;
+    }
+    blocks[b]->threads = (int)threads;
+  }
+  for (auto& w : warps) w = std::make_unique<Warp>();
+  for (size_t i = 0; i < fibers.size(); ++i) {
+    auto f = std::make_unique<Fiber>();
+    const unsigned b = (unsigned)(i / threads), t = (unsigned)(i % threads);
+    f->c = Ctx{t, b, threads, grid, blocks[b]->smem.data()};
+    f->block = blocks[b].get();
+    f->warp = warps[i / 32].get();
+    f->lane = t & 31u;
+    f->stack = take_stack();
+    getcontext(&f->uc);
+    f->uc.uc_stack.ss_sp = f->stack;
+    f->uc.uc_stack.ss_size = kStack;
+    f->uc.uc_link = nullptr;
+    makecontext(&f->uc, fiber_main, 0);
+    fibers[i] = std::move(f);
+  }
+  uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
+  std::vector<size_t> order(fibers.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  size_t live = fibers.size();
+  while (live > 0 && !s.failed) {
+    for (size_t i = order.size(); i > 1; --i) {  // a fresh random order every pass
+      rng ^= rng << 13;
+      rng ^= rng >> 7;
+      rng ^= rng << 17;
+      std::swap(order[i - 1], order[rng % i]);
+    }
+    for (size_t k = 0; k < order.size() && !s.failed; ++k) {
+      Fiber* f = fibers[order[k]].get();
+      if (f->done) continue;
+      s.cur = f;
+      ++s.switches;
+      if (++s.idle > kMaxIdleSwitches) {
+        fail("no fiber makes progress (deadlock or endless spin)");
+        break;
+      }
+      swapcontext(&s.main, &f->uc);
+      if (f->done) --live;
+    }
+  }
+  for (auto& f : fibers) g_stacks.push_back(f->stack);
+  g_sched = nullptr;
+  if (stats) stats->switches = s.switches;
+  if (s.failed) {
+    g_why = s.error;
+    *why = g_why.c_str();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace simt_emu

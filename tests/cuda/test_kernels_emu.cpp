@@ -1,0 +1,510 @@
+// test_kernels_emu.cpp — the CUDA codec's kernels, compiled for the host and run on the SIMT emulator
+// (tests/cuda/emu), against the scalar reference codec: frames byte for byte, decodes value for value, corrupt frames
+// rejected as the reference rejects them. The same source as the GPU build (src/cuda, through dispatch.cuh) runs
+// here with every lane a fiber, so CI, which has no GPU, tests the kernels' logic; the GPU suite
+// (test_cuda_codec.cpp) repeats the checks on the device, where races and the memory model are real.
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "cuda/dispatch.cuh"
+#include "codec_cases.h"
+#include "emu/simt_emu.h"
+#include "test_util.h"
+
+namespace {
+
+using namespace splitzip;
+using namespace splitzip::cuda;
+using sztest::Rng;
+using sztest::test_values;
+
+constexpr unsigned kMaxGrid = 3;  // CTAs per emulated launch: enough warps to contend for tickets and look-backs
+
+using EncodeRunner = void (*)(const EncodeArgs&);
+template <int D, int K>
+void run_encode(const EncodeArgs& a) {
+  encode_warps<D, K>(a);
+}
+const EncodeRunner kEncodeRunners[kEncodeKernels] = {
+#define SZ_X(D, K) run_encode<D, K>,
+    SZ_CUDA_ENCODE_KERNELS(SZ_X)
+#undef SZ_X
+};
+
+uint64_t g_seed = 1;
+
+// What sz_cuda_compress_workspace_size answers (the CPU-only library has no CUDA entry points).
+size_t workspace_bytes(uint64_t n, const sz_params& p) {
+  return encode_workspace_bytes(layout::n_chunks(n, p.chunk_log2));
+}
+
+// The encoder on the emulator; the frame (resized) or empty with *status set. ws: reused across calls when given.
+std::vector<uint8_t> emu_compress(const std::vector<uint8_t>& data, uint64_t n, sz_dtype dtype, const sz_codebook* cb,
+                                  const sz_params* p, sz_status* status, std::vector<uint8_t>* ws = nullptr,
+                                  const void* const* pages = nullptr, uint64_t page_values = 0) {
+  const size_t wsz = workspace_bytes(n, *p);
+  std::vector<uint8_t> own;
+  if (!ws) ws = &own;
+  if (ws->size() < wsz) ws->resize(wsz, 0);
+  const size_t bound = sz_compress_bound(n, dtype);
+  std::vector<uint8_t> dst(bound + 64, 0xA5);  // poison: every byte of the frame must be written
+  uint64_t frame_size = ~0ull;
+  EncodeArgs a;
+  *status = make_encode_args(pages ? nullptr : data.data(), pages, page_values, n, dtype, cb, p, dst.data(), bound,
+                             ws->data(), ws->size(), &frame_size, &a);
+  if (*status != SZ_OK) return {};
+  const int idx = encode_kernel_index(a.dtype, a.k);
+  EXPECT_GE(idx, 0);
+  uint64_t grid = (a.n_chunks + EncodePolicy::kWarps - 1) / EncodePolicy::kWarps;
+  grid = grid < 1 ? 1 : (grid > kMaxGrid ? kMaxGrid : grid);
+  const char* why = nullptr;
+  const bool ok = simt_emu::launch((unsigned)grid, EncodePolicy::kWarps * 32, encode_kernel_smem(idx),
+                                   [&] { kEncodeRunners[idx](a); }, g_seed++, &why);
+  EXPECT_TRUE(ok) << "emulated encoder: " << (why ? why : "");
+  if (!ok) {
+    *status = SZ_ERROR_INTERNAL;
+    return {};
+  }
+  EXPECT_LE(frame_size, bound);
+  for (size_t i = bound; i < dst.size(); ++i) EXPECT_EQ(dst[i], 0xA5) << "encoder wrote past the bound";
+  if (frame_size > bound) return {};
+  dst.resize(frame_size);
+  return dst;
+}
+
+struct Decoded {
+  sz_status launch = SZ_OK;
+  int32_t status = -1;
+  uint64_t size = ~0ull;
+  std::vector<uint8_t> out;
+  bool guard_ok = true;
+};
+
+Decoded emu_decompress(const std::vector<uint8_t>& frame, size_t dst_capacity, std::vector<uint8_t>* ws = nullptr,
+                       void* const* pages = nullptr, uint32_t n_pages = 0, uint64_t page_values = 0) {
+  Decoded r;
+  constexpr size_t kGuard = 256;
+  std::vector<uint8_t> dst(dst_capacity + kGuard, 0x5A);
+  std::vector<uint8_t> own(kDecodeWorkspaceBytes, 0);
+  if (!ws) ws = &own;
+  // The frame in its own buffer: the decoder must not read past it (the emulator's memory is the host's, so an
+  // over-read would show up under ASan / valgrind, not here; the bounds are also what the GPU suite checks).
+  std::vector<uint8_t> src(frame);
+  src.reserve(1);  // a non-null pointer also for an empty frame
+  DecodeArgs a;
+  r.launch = make_decode_args(src.data(), frame.size(), pages ? nullptr : dst.data(), dst_capacity, pages, n_pages,
+                              page_values, ws->data(), ws->size(), &r.status, pages ? nullptr : &r.size, &a);
+  if (r.launch != SZ_OK) return r;
+  uint64_t grid = (max_chunks_of(frame.size()) + DecodePolicy::kWarps - 1) / DecodePolicy::kWarps;
+  grid = grid < 1 ? 1 : (grid > kMaxGrid ? kMaxGrid : grid);
+  const char* why = nullptr;
+  const bool ok = simt_emu::launch((unsigned)grid, DecodePolicy::kWarps * 32, decode_smem_bytes(),
+                                   [&] { decode_warps(a); }, g_seed++, &why);
+  EXPECT_TRUE(ok) << "emulated decoder: " << (why ? why : "");
+  if (!ok) {
+    r.launch = SZ_ERROR_INTERNAL;
+    return r;
+  }
+  for (size_t i = dst_capacity; i < dst.size(); ++i)
+    if (dst[i] != 0x5A) r.guard_ok = false;
+  if (!pages) {
+    dst.resize(r.size == ~0ull ? 0 : std::min<uint64_t>(r.size, dst_capacity));
+    r.out = std::move(dst);
+  }
+  return r;
+}
+
+std::vector<uint8_t> ref_compress(const std::vector<uint8_t>& data, uint64_t n, sz_dtype dtype, const sz_codebook& cb,
+                                  const sz_params& p) {
+  std::vector<uint8_t> out(sz_compress_bound(n, dtype));
+  size_t size = 0;
+  EXPECT_EQ(sz_compress_reference(data.data(), n, dtype, &cb, &p, out.data(), out.size(), &size), SZ_OK);
+  out.resize(size);
+  return out;
+}
+
+void check_case(const std::vector<uint8_t>& data, uint64_t n, sz_dtype dtype, const sz_codebook& cb,
+                const sz_params& p, const std::string& what) {
+  const std::vector<uint8_t> ref = ref_compress(data, n, dtype, cb, p);
+  sz_status s;
+  const std::vector<uint8_t> got = emu_compress(data, n, dtype, &cb, &p, &s);
+  ASSERT_EQ(s, SZ_OK) << what;
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  ASSERT_TRUE(got == ref) << "frames differ: " << what;
+  const Decoded d = emu_decompress(ref, data.size());
+  ASSERT_EQ(d.launch, SZ_OK) << what;
+  ASSERT_EQ(d.status, SZ_OK) << sz_status_name((sz_status)d.status) << ": " << what;
+  ASSERT_EQ(d.size, data.size()) << what;
+  ASSERT_TRUE(d.out == data) << "decode differs: " << what;
+  ASSERT_TRUE(d.guard_ok) << what;
+}
+
+std::string describe(unsigned dtype, uint64_t n, unsigned log2, uint32_t flags, unsigned k) {
+  return "dtype " + std::to_string(dtype) + " n " + std::to_string(n) + " chunk_log2 " + std::to_string(log2) +
+         " flags " + std::to_string(flags) + " k " + std::to_string(k);
+}
+
+// ---- the warp forms of XXH3 against libxxhash ---------------------------------------------------------------------
+
+struct BufFetch {
+  const uint8_t* p;
+  uint8_t byte(uint64_t o) const { return p[o]; }
+  uint64_t word(uint64_t o) const { return layout::load_u64(p + o); }
+};
+
+// One warp hashes whole chunks round by round (xxh_round / xxh_finish) from their coalesced pieces, and buffers of
+// any length through xxh3_64_warp.
+TEST(CudaKernelsEmu, Xxh3WarpFormsEqualLibxxhash) {
+  const std::vector<uint8_t> data = sztest::random_bytes(1 << 17, 77);
+  std::vector<uint32_t> lens;
+  for (uint32_t len = 256; len <= (1u << 17); len *= 2) lens.push_back(len);
+  for (uint32_t len : {768u, 1280u, 3072u, 5120u, 12288u}) lens.push_back(len);
+  for (uint32_t len : lens) {
+    uint64_t got = 0;
+    const char* why = nullptr;
+    ASSERT_TRUE(simt_emu::launch(1, 32, 0, [&] {
+      const XxhKeys k = xxh_keys();
+      XxhState st = xxh_begin();
+      for (uint32_t r = 0; r * kRoundBytes < len; ++r) {
+        uint64_t lo[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0};
+        for (int t = 0; t < 4; ++t) {
+          const uint32_t o = r * kRoundBytes + 16 * (simt::lane_id() + 32 * t);
+          if (o < len) {
+            lo[t] = layout::load_u64(data.data() + o);
+            hi[t] = layout::load_u64(data.data() + o + 8);
+          }
+        }
+        xxh_round(st, lo, hi, k, r, len);
+      }
+      const uint64_t h = xxh_finish(st, k, len);
+      if (simt::lane_id() == 5) got = h;
+    }, 3, &why)) << why;
+    ASSERT_EQ(got, (uint64_t)XXH3_64bits(data.data(), len)) << "round form, len " << len;
+  }
+  for (size_t len = 0; len < 3000; len += 1 + len / 7) {
+    uint64_t got = 0;
+    const char* why = nullptr;
+    ASSERT_TRUE(simt_emu::launch(1, 32, 0, [&] {
+      const uint64_t h = xxh3::xxh3_64_warp(BufFetch{data.data() + 3}, len);
+      if (simt::lane_id() == 31) got = h;
+    }, 4, &why)) << why;
+    ASSERT_EQ(got, (uint64_t)XXH3_64bits(data.data() + 3, len)) << "fetch form, len " << len;
+  }
+}
+
+// ---- byte equality with the reference ------------------------------------------------------------------------------
+
+TEST(CudaKernelsEmu, FramesEqualReferenceEveryDtypeWidthFlags) {
+  int cases = 0;
+  for (sz_dtype dtype : sztest::kAllDtypes) {
+    const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
+    for (size_t n : {(size_t)0, (size_t)1, (size_t)7, (size_t)9, (size_t)257, (size_t)4096, (size_t)3 * 4096 + 5,
+                     (size_t)78695}) {
+      unsigned center = 0;
+      const std::vector<uint8_t> data = test_values(dtype, n, 1000 + n + dtype, &center);
+      for (unsigned log2 : {8u, 12u}) {
+        for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+          for (unsigned k = 1; k <= 4 && k < f.E; ++k) {
+            const unsigned count = (k == 3) ? 7 : (1u << k);  // one width with an unused code
+            const sz_codebook cb = sztest::centered_codebook(dtype, k, count, center);
+            check_case(data, n, dtype, cb, sztest::make_params(log2, flags), describe(dtype, n, log2, flags, k));
+            if (HasFatalFailure()) return;
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  printf("[ info ] %d emulated (dtype, size, chunk, flags, width) cases byte-identical and decoded\n", cases);
+}
+
+// Chunks of 2^16 values: records too large for the encoder's shared-memory record (second pass) and, with many
+// escapes, escape lists the decoder reads in place. Plus a chunk size between (2^13).
+TEST(CudaKernelsEmu, LargeChunksAndManyEscapes) {
+  for (sz_dtype dtype : {SZ_DTYPE_BF16, SZ_DTYPE_FP8_E5M2, SZ_DTYPE_FP32}) {
+    for (unsigned log2 : {13u, 16u}) {
+      const size_t n = ((size_t)1 << log2) * 2 + 333;
+      unsigned center = 0;
+      std::vector<uint8_t> data = test_values(dtype, n, 7 + log2, &center);
+      const std::vector<uint8_t> noisy = sztest::skewed_values(dtype, n, 8, center, 0.45, 0.25);
+      std::copy(noisy.begin(), noisy.begin() + (ptrdiff_t)(noisy.size() / 2), data.begin());
+      const sz_codebook cb = sztest::centered_codebook(dtype, 3, 8, center);
+      for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+        check_case(data, n, dtype, cb, sztest::make_params(log2, flags), describe(dtype, n, log2, flags, 3));
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// Real KV (the shipped slice) with a calibrated codebook, checksums on and off.
+TEST(CudaKernelsEmu, RealKvSliceEqualsReference) {
+  std::vector<uint8_t> data;
+  ASSERT_TRUE(sztest::read_file(sztest::repo_path("data/kv_code_bf16_slice.bin"), &data));
+  data.resize(std::min<size_t>(data.size(), 2 * 40000));
+  const uint64_t n = data.size() / 2;
+  sz_histogram hist;
+  ASSERT_EQ(sz_histogram_init(&hist, SZ_DTYPE_BF16), SZ_OK);
+  ASSERT_EQ(sz_histogram_add(&hist, data.data(), n), SZ_OK);
+  sz_codebook cb;
+  ASSERT_EQ(sz_calibrate(&hist, &cb, nullptr), SZ_OK);
+  for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS})
+    check_case(data, n, SZ_DTYPE_BF16, cb, sztest::make_params(12, flags), "real KV, flags " + std::to_string(flags));
+}
+
+// One workspace for many calls of different sizes: each call leaves it ready for the next (epochs), and state words
+// left by a larger earlier call never leak into a later one.
+TEST(CudaKernelsEmu, WorkspaceReusedAcrossCalls) {
+  std::vector<uint8_t> ws, dws(kDecodeWorkspaceBytes, 0);
+  unsigned center = 0;
+  for (size_t n : {(size_t)9 * 4096 + 1, (size_t)4096, (size_t)3 * 4096, (size_t)100, (size_t)9 * 4096 + 1}) {
+    const std::vector<uint8_t> data = test_values(SZ_DTYPE_BF16, n, n, &center);
+    const sz_codebook cb = sztest::centered_codebook(SZ_DTYPE_BF16, 3, 8, center);
+    const sz_params p = sztest::make_params(12, SZ_FLAG_CHECKSUMS);
+    if (ws.empty()) ws.assign(workspace_bytes(n, p), 0);
+    sz_status s;
+    const std::vector<uint8_t> got = emu_compress(data, n, SZ_DTYPE_BF16, &cb, &p, &s, &ws);
+    ASSERT_EQ(s, SZ_OK);
+    ASSERT_TRUE(got == ref_compress(data, n, SZ_DTYPE_BF16, cb, p)) << "n " << n;
+    const Decoded d = emu_decompress(got, data.size(), &dws);
+    ASSERT_EQ(d.status, SZ_OK);
+    ASSERT_TRUE(d.out == data);
+  }
+  // A workspace that was never zero-filled is refused and left as it was.
+  std::vector<uint8_t> junk = sztest::random_bytes(ws.size(), 5), before = junk;
+  const std::vector<uint8_t> data = test_values(SZ_DTYPE_BF16, 5000, 3, &center);
+  const sz_params p = sztest::make_params(12, 0);
+  sz_status s;
+  junk.resize(std::max(workspace_bytes(5000, p), junk.size()));
+  before = junk;
+  uint64_t frame_size = ~0ull;
+  std::vector<uint8_t> dst(sz_compress_bound(5000, SZ_DTYPE_BF16));
+  EncodeArgs a;
+  ASSERT_EQ(make_encode_args(data.data(), nullptr, 0, 5000, SZ_DTYPE_BF16, nullptr, &p, dst.data(), dst.size(),
+                             junk.data(), junk.size(), &frame_size, &a),
+            SZ_OK);
+  const char* why = nullptr;
+  const int idx = encode_kernel_index(a.dtype, a.k);
+  ASSERT_TRUE(simt_emu::launch(1, EncodePolicy::kWarps * 32, encode_kernel_smem(idx), [&] { kEncodeRunners[idx](a); },
+                               1, &why))
+      << why;
+  EXPECT_EQ(frame_size, 0u) << "an uninitialised workspace must be reported";
+  EXPECT_TRUE(junk == before);
+  (void)s;
+}
+
+// ---- paged and unaligned ---------------------------------------------------------------------------------------------
+
+TEST(CudaKernelsEmu, PagesEqualSingleFrame) {
+  for (sz_dtype dtype : {SZ_DTYPE_BF16, SZ_DTYPE_FP16, SZ_DTYPE_FP8_E4M3, SZ_DTYPE_FP32}) {
+    const size_t vb = sztest::value_bytes(dtype);
+    for (uint64_t page_values : {1000ull, 4096ull, 256ull, 5ull}) {
+      for (size_t misalign : {0u, 1u}) {
+        const uint32_t n_pages = page_values == 5 ? 301 : 7;
+        const uint64_t n = n_pages * page_values;
+        unsigned center = 0;
+        const std::vector<uint8_t> data = test_values(dtype, n, 4242 + page_values, &center);
+        const sz_params p = sztest::make_params(12, SZ_FLAG_CHECKSUMS);
+        sz_codebook cb;
+        ASSERT_EQ(sz_default_codebook(dtype, SZ_KIND_GENERIC, &cb), SZ_OK);
+        const std::vector<uint8_t> single = ref_compress(data, n, dtype, cb, p);
+        // Pages scattered in one pool, in reverse order, each at an offset of misalign values.
+        const size_t page_bytes = page_values * vb, stride = page_bytes + 64;
+        std::vector<uint8_t> pool(stride * n_pages + 64);
+        std::vector<void*> hp(n_pages);
+        for (uint32_t i = 0; i < n_pages; ++i) {
+          hp[i] = pool.data() + (size_t)(n_pages - 1 - i) * stride + misalign * vb;
+          memcpy(hp[i], data.data() + i * page_bytes, page_bytes);
+        }
+        sz_status s;
+        const std::vector<uint8_t> frame = emu_compress(data, n, dtype, &cb, &p, &s, nullptr, hp.data(), page_values);
+        ASSERT_EQ(s, SZ_OK);
+        ASSERT_TRUE(frame == single) << "paged frame differs: dtype " << dtype << " page_values " << page_values;
+        std::fill(pool.begin(), pool.end(), 0);
+        const Decoded d = emu_decompress(frame, 0, nullptr, hp.data(), n_pages, page_values);
+        ASSERT_EQ(d.status, SZ_OK) << sz_status_name((sz_status)d.status);
+        std::vector<uint8_t> back(n * vb);
+        for (uint32_t i = 0; i < n_pages; ++i) memcpy(back.data() + i * page_bytes, hp[i], page_bytes);
+        ASSERT_TRUE(back == data) << "dtype " << dtype << " page_values " << page_values;
+        const Decoded fewer = emu_decompress(frame, 0, nullptr, hp.data(), n_pages - 1, page_values);
+        EXPECT_EQ(fewer.status, SZ_ERROR_DST_TOO_SMALL);
+      }
+    }
+  }
+}
+
+TEST(CudaKernelsEmu, UnalignedBuffers) {
+  for (sz_dtype dtype : sztest::kAllDtypes) {
+    const size_t vb = sztest::value_bytes(dtype);
+    const size_t n = 3 * 4096 + 77;
+    unsigned center = 0;
+    const std::vector<uint8_t> data = test_values(dtype, n, 31 + dtype, &center);
+    const sz_params p = sztest::make_params(12, SZ_FLAG_CHECKSUMS);
+    sz_codebook cb;
+    ASSERT_EQ(sz_default_codebook(dtype, SZ_KIND_GENERIC, &cb), SZ_OK);
+    const std::vector<uint8_t> ref = ref_compress(data, n, dtype, cb, p);
+    // Input at an odd value offset, frame at +3, output at +1: pages of one page cover any base address.
+    std::vector<uint8_t> in(data.size() + 16);
+    memcpy(in.data() + vb, data.data(), data.size());
+    const void* one_page[1] = {in.data() + vb};
+    sz_status s;
+    const std::vector<uint8_t> frame = emu_compress(data, n, dtype, &cb, &p, &s, nullptr, one_page, n);
+    ASSERT_EQ(s, SZ_OK);
+    ASSERT_TRUE(frame == ref) << "dtype " << dtype;
+    std::vector<uint8_t> shifted(ref.size() + 3);
+    memcpy(shifted.data() + 3, ref.data(), ref.size());
+    std::vector<uint8_t> out(data.size() + 1);
+    std::vector<uint8_t> ws(kDecodeWorkspaceBytes, 0);
+    int32_t status = -1;
+    uint64_t size = 0;
+    DecodeArgs a;
+    ASSERT_EQ(make_decode_args(shifted.data() + 3, ref.size(), out.data() + 1, data.size(), nullptr, 0, 0, ws.data(),
+                               ws.size(), &status, &size, &a),
+              SZ_OK);
+    const char* why = nullptr;
+    ASSERT_TRUE(simt_emu::launch(2, DecodePolicy::kWarps * 32, decode_smem_bytes(), [&] { decode_warps(a); }, 9, &why))
+        << why;
+    ASSERT_EQ(status, SZ_OK) << sz_status_name((sz_status)status);
+    ASSERT_TRUE(std::equal(data.begin(), data.end(), out.begin() + 1)) << "dtype " << dtype;
+  }
+}
+
+// ---- corrupt frames --------------------------------------------------------------------------------------------------
+
+void check_like_reference(const std::vector<uint8_t>& frame, size_t out_bytes, const std::string& what,
+                          sz_status* ref_status = nullptr, int32_t* got_status = nullptr) {
+  std::vector<uint8_t> ref_out(out_bytes + 1);
+  size_t ref_size = 0;
+  const sz_status ref = sz_decompress_reference(frame.data(), frame.size(), ref_out.data(), out_bytes, &ref_size);
+  const Decoded d = emu_decompress(frame, out_bytes);
+  if (ref_status) *ref_status = ref;
+  if (got_status) *got_status = d.status;
+  ASSERT_EQ(d.launch, SZ_OK);
+  ASSERT_TRUE(d.guard_ok) << what << ": wrote past the output";
+  if (ref == SZ_OK) {
+    ASSERT_EQ(d.status, SZ_OK) << what << ": rejects (" << sz_status_name((sz_status)d.status)
+                               << ") a frame the reference accepts";
+    ref_out.resize(ref_size);
+    ASSERT_TRUE(d.out == ref_out) << what;
+  } else {
+    ASSERT_NE(d.status, SZ_OK) << what << ": accepts a frame the reference rejects with " << sz_status_name(ref);
+    ASSERT_EQ(d.size, 0u) << what;
+  }
+}
+
+TEST(CudaKernelsEmu, CorruptFramesRejectedLikeReference) {
+  for (unsigned log2 : {8u, 12u}) {
+    for (sz_dtype dtype : {SZ_DTYPE_BF16, SZ_DTYPE_FP16, SZ_DTYPE_FP8_E4M3}) {
+      for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+        const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
+        const size_t n = 3 * ((size_t)1 << log2) + 9;
+        unsigned center = 0;
+        const std::vector<uint8_t> data = test_values(dtype, n, 9 + dtype, &center);
+        const sz_codebook cb = sztest::centered_codebook(dtype, 2, 4, center);
+        const std::vector<uint8_t> frame = ref_compress(data, n, dtype, cb, sztest::make_params(log2, flags));
+        const size_t out_bytes = n * (f.W / 8);
+        for (size_t len : {(size_t)0, (size_t)10, (size_t)63, (size_t)64, (size_t)100, frame.size() / 2,
+                           frame.size() - 1}) {
+          std::vector<uint8_t> t(frame.begin(), frame.begin() + (ptrdiff_t)len);
+          sz_status ref = SZ_OK;
+          int32_t got = -1;
+          check_like_reference(t, out_bytes, "truncated to " + std::to_string(len), &ref, &got);
+          if (HasFatalFailure()) return;
+          if (len > 0 && len < 64) EXPECT_EQ(got, (int32_t)ref);  // header errors in §4.1's order
+        }
+        Rng rng(flags + dtype);
+        for (size_t byte = 0; byte < frame.size(); ++byte) {
+          const bool dense = byte < 64 + 8 * 4 + 4 * 4;
+          if (!dense && rng.below(log2 == 8 ? 6 : 48) != 0) continue;
+          std::vector<uint8_t> t = frame;
+          t[byte] ^= (uint8_t)(1u << rng.below(8));
+          sz_status ref = SZ_OK;
+          int32_t got = -1;
+          check_like_reference(t, out_bytes, "flip at byte " + std::to_string(byte), &ref, &got);
+          if (HasFatalFailure()) return;
+          if (byte < 64) EXPECT_EQ(got, (int32_t)ref) << "header flip at byte " << byte;
+        }
+        const Decoded small = emu_decompress(frame, out_bytes - 1);
+        EXPECT_EQ(small.status, SZ_ERROR_DST_TOO_SMALL);
+        EXPECT_TRUE(small.guard_ok);
+      }
+    }
+  }
+}
+
+TEST(CudaKernelsEmu, RandomGarbageNeverCrashes) {
+  for (unsigned log2 : {8u, 12u}) {
+    const size_t n = log2 == 8 ? 5000 : 5 * 4096 + 100;
+    unsigned center = 0;
+    const std::vector<uint8_t> data = test_values(SZ_DTYPE_BF16, n, 5, &center);
+    const sz_codebook cb = sztest::centered_codebook(SZ_DTYPE_BF16, 4, 16, center);
+    const std::vector<uint8_t> frame = ref_compress(data, n, SZ_DTYPE_BF16, cb, sztest::make_params(log2, 0));
+    Rng rng(1234 + log2);
+    for (int iter = 0; iter < 60; ++iter) {
+      std::vector<uint8_t> t = frame;
+      const int flips = 1 + (int)rng.below(20);
+      const size_t lo = 64, span = (iter & 1) ? t.size() - 64 : 8 * ((n + (1u << log2) - 1) >> log2);
+      for (int i = 0; i < flips; ++i) t[lo + rng.below(span)] = (uint8_t)rng.next();
+      check_like_reference(t, n * 2, "random bytes");
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// A coded record larger than the raw one (more escapes than any encoder writes): decoded like the reference.
+TEST(CudaKernelsEmu, OversizeCodedRecordDecodesLikeReference) {
+  for (sz_dtype dtype : sztest::kAllDtypes) {
+    for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+      const size_t n = 5 * 4096 + 3;
+      unsigned center = 0;
+      const std::vector<uint8_t> data = test_values(dtype, n, 71 + dtype, &center);
+      const sz_codebook cb = sztest::centered_codebook(dtype, 2, 4, center);
+      const std::vector<uint8_t> frame = ref_compress(data, n, dtype, cb, sztest::make_params(12, flags));
+      uint64_t chunk = 0;
+      const std::vector<uint8_t> big = sztest::recode_raw_chunk_as_coded(frame, &chunk);
+      ASSERT_FALSE(big.empty()) << "the test data has no raw chunk (dtype " << dtype << ")";
+      const Decoded d = emu_decompress(big, data.size());
+      ASSERT_EQ(d.status, SZ_OK) << sz_status_name((sz_status)d.status) << " dtype " << dtype << " chunk " << chunk;
+      ASSERT_TRUE(d.out == data) << "dtype " << dtype;
+    }
+  }
+}
+
+TEST(CudaKernelsEmu, EscapeListChecksLikeReference) {
+  const uint64_t n = 4 * 4096;
+  unsigned center = 0;
+  std::vector<uint8_t> data = test_values(SZ_DTYPE_BF16, n, 123, &center);
+  const std::vector<uint8_t> calm = sztest::skewed_values(SZ_DTYPE_BF16, n, 5, center, 0.45, 0.05);
+  std::copy(calm.begin(), calm.begin() + 2 * 8192, data.begin());  // chunks 0 and 1 coded, with escapes
+  const sz_codebook cb = sztest::centered_codebook(SZ_DTYPE_BF16, 3, 8, center);
+  const std::vector<uint8_t> frame = ref_compress(data, n, SZ_DTYPE_BF16, cb, sztest::make_params(12, 0));
+  namespace lay = splitzip::layout;
+  const lay::FrameOffsets o = lay::frame_offsets(n, 12, false, lay::dtype_traits(SZ_DTYPE_BF16), 0);
+  const uint64_t begin = lay::load_u64(frame.data() + o.index) & lay::kIndexEndMask;
+  const uint64_t entry = lay::load_u64(frame.data() + o.index + 8);
+  ASSERT_EQ(entry >> lay::kIndexModeShift, lay::kModeCoded);
+  const uint64_t G = 512 * 3, size = (entry & lay::kIndexEndMask) - begin;
+  ASSERT_GT((size - G) / 3, 40u) << "chunk 1 needs escapes";
+  const size_t rec = o.exponents + begin;
+  Rng rng(17);
+  unsigned rejected = 0, accepted = 0;
+  for (size_t i = G; i < size; ++i) {
+    if (i >= G + 8 && rng.below(4) != 0) continue;
+    std::vector<uint8_t> t = frame;
+    t[rec + i] ^= (uint8_t)(1u << rng.below(8));
+    sz_status ref = SZ_OK;
+    check_like_reference(t, n * 2, "flip at record byte " + std::to_string(i), &ref);
+    if (HasFatalFailure()) return;
+    (ref == SZ_OK ? accepted : rejected)++;
+  }
+  EXPECT_GT(rejected, 30u);
+  printf("[ info ] escape lists: %u corrupted records rejected, %u accepted, all like the reference\n", rejected,
+         accepted);
+}
+
+}  // namespace
