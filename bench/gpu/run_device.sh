@@ -14,6 +14,7 @@
 #              racecheck (real KV, pages, graph)
 #   bench      splitzip_gpu_bench over .devcarry/data at SIZES MiB per call (default 1,4,16,64,256,1024), REPS
 #              batches, ONLY datasets (default all); CSV in $OUT/gpu_bench.csv
+#   duration   Nsight Compute: the GPU time of single encode / decode kernels on BF16 at 1 MiB (no launch overhead)
 #   profile    Nsight Compute (stalls, occupancy, memory) of one encode and one decode kernel on BF16 at 64 MiB
 set -u
 if [ "${1:-}" = "--stage" ]; then
@@ -23,15 +24,16 @@ if [ "${1:-}" = "--stage" ]; then
   cp -L build-dev/splitzip/src/libsplitzip.so.1 .devcarry/bin/
   strip .devcarry/bin/* || true
   S=../shared/data/kv/trained-d512
-  for f in kv_code_bf16 kv_prose_bf16 kv_code_e4m3 kv_prose_e4m3 kv_code_e5m2 kv_prose_e5m2; do
+  for f in kv_code_bf16 kv_code_e4m3 kv_code_e5m2; do
     [ -f $S/$f.bin ] && python3 bench/gpu/slice_kv.py --layers 8 --kv-heads 4 --head-dim 64 --tokens 384 \
       $S/$f.bin .devcarry/data/$f.bin
   done
   M=.devdata/smollm2
   if [ -d $M ]; then
     mkdir -p .devcarry/data/smollm2
-    for f in $M/*_bf16.bin $M/*_fp16.bin $M/*_e4m3.bin $M/*_e5m2.bin; do
-      [ -f "$f" ] && python3 bench/gpu/slice_kv.py --layers 30 --kv-heads 3 --head-dim 64 --tokens 256 \
+    for f in $M/prose_*.bin $M/code_*.bin; do  # measured on prose (256 tokens), calibrated on code (128)
+      T=256; case $f in *code_*) T=128 ;; esac
+      [ -f "$f" ] && python3 bench/gpu/slice_kv.py --layers 30 --kv-heads 3 --head-dim 64 --tokens $T \
         "$f" .devcarry/data/smollm2/$(basename "$f")
     done
   fi
@@ -59,12 +61,19 @@ for step in "$@"; do
       timeout ${BENCH_TIMEOUT:-500} $B/splitzip_gpu_bench --data .devcarry/data --sizes "${SIZES:-1,4,16,64,256,1024}" \
         --reps "${REPS:-7}" ${ONLY:+--only $ONLY} --csv "$OUT/gpu_bench.csv" > "$OUT/bench.log" 2>&1
       echo "bench rc=$?"; grep -v "^|" "$OUT/bench.log" | tail -30 ;;
-    profile)
-      timeout 200 ncu --clock-control none --launch-skip 20 --launch-count 2 \
-        --section WarpStateStats --section SchedulerStats --section Occupancy --section MemoryWorkloadAnalysis \
-        --section LaunchStats $B/splitzip_gpu_bench --data .devcarry/data --only d512_bf16 --sizes 64 --reps 1 \
-        --no-paged > "$OUT/ncu.log" 2>&1; echo "ncu rc=$?"
-      grep -E "encode_kernel|decode_kernel|Stall|Warp Cycles Per|Issued Warp|Achieved Occupancy|Theoretical Occ|Memory Throughput|No Eligible|Registers Per|Block Limit" \
-        "$OUT/ncu.log" | cut -c1-140 | head -40 ;;
+    duration)  # the GPU time of single kernels at 1 MiB (launch overhead excluded)
+      timeout 150 ncu --clock-control none --metrics gpu__time_duration.sum,sm__warps_active.avg.pct_of_peak_sustained_active \
+        --launch-skip 10 --launch-count 6 $B/splitzip_gpu_bench --data .devcarry/data --only d512_bf16 --sizes 1 \
+        --reps 1 --no-paged > "$OUT/ncu_small.log" 2>&1; echo "ncu rc=$?"
+      grep -E "encode_kernel|decode_kernel|gpu__time_duration|warps_active" "$OUT/ncu_small.log" | cut -c1-120 | head -24 ;;
+    profile)  # one encode and one decode kernel: stall reasons, occupancy, memory
+      for k in encode_kernel decode_kernel; do
+        timeout 150 ncu --clock-control none --kernel-name regex:$k --launch-skip 20 --launch-count 1 \
+          --section WarpStateStats --section SchedulerStats --section Occupancy --section MemoryWorkloadAnalysis \
+          --section LaunchStats --print-details all $B/splitzip_gpu_bench --data .devcarry/data --only d512_bf16 \
+          --sizes 64 --reps 3 --no-paged > "$OUT/ncu_$k.log" 2>&1; echo "ncu $k rc=$?"
+        grep -E "Stall|Warp Cycles Per Issued|Issued Warp|Achieved Occupancy|Theoretical Occ|Memory Throughput|No Eligible|Registers Per|Block Limit (Reg|Shared)" \
+          "$OUT/ncu_$k.log" | cut -c1-110 | head -30
+      done ;;
   esac
 done

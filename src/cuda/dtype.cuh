@@ -202,51 +202,48 @@ SZ_DEV void build_decode_tables(uint32_t* pair, const uint8_t* codebook, uint32_
 // Byte offset into the pair table of pair m (codes 2m, 2m+1) of a group's code word (8k bits).
 SZ_DEV uint32_t pair_offset(uint32_t cw, int m, uint32_t k) { return ((cw >> (2 * k * m)) & ((1u << (2 * k)) - 1u)) << 2; }
 
-// One lane's round from its codes (word g = group g's 8k code bits) or raw exponent fields, and its rest words.
-// Returns whether a code was out of the codebook (pair table flag). RAW: ex[] holds the lane's exponent fields packed
-// with b = E (raw record, §4.5) instead of codes.
-template <int DT, bool RAW>
+// One lane's round from its codes (word g = group g's 8k code bits) or raw exponent fields (RAW: cw holds the
+// lane's exponent fields packed with b = E, a raw record, §4.5), and its rest words. Each 16-byte piece of output
+// (pieces 0..3 of the lane's 64 bytes) goes to put(t, piece) as soon as it is complete, so no more than one piece
+// is held. Returns whether a code was out of the codebook (pair table flag).
+template <int DT, bool RAW, class Put>
 SZ_DEV bool decode_lane(const uint32_t* cw, const uint32_t rest[Lane<DT>::kRestWords], const uint8_t* pair,
-                        uint32_t k, uint32_t w[16]) {
+                        uint32_t k, const Put& put) {
   using T = Dt<DT>;
-  using L = Lane<DT>;
+  constexpr int VP = 16 / (T::W / 8);  // values per piece: 8, 4 (FP32) or 16 (FP8)
   uint32_t flags = 0;
-  if constexpr (DT == 1 && !RAW) {
 #pragma unroll
-    for (int g = 0; g < 4; ++g) {
+  for (int t = 0; t < 4; ++t) {
+    uint32_t w[4] = {0, 0, 0, 0};
+    if constexpr (DT == 1 && !RAW) {
 #pragma unroll
-      for (int m = 0; m < 4; ++m) {  // values 8g + 2m, 8g + 2m + 1: one output word
-        const uint32_t ent = *reinterpret_cast<const uint32_t*>(pair + pair_offset(cw[g], m, k));
+      for (int m = 0; m < 4; ++m) {  // values 8t + 2m, 8t + 2m + 1: one output word
+        const uint32_t ent = *reinterpret_cast<const uint32_t*>(pair + pair_offset(cw[t], m, k));
         flags |= ent;
-        const uint32_t rs = simt::prmt(rest[2 * g + m / 2], 0, (m & 1) ? 0x3322u : 0x1100u);
-        w[4 * g + m] = (rs & 0x807F807Fu) | (ent & 0x7F807F80u);
+        const uint32_t rs = simt::prmt(rest[2 * t + m / 2], 0, (m & 1) ? 0x3322u : 0x1100u);
+        w[m] = (rs & 0x807F807Fu) | (ent & 0x7F807F80u);
       }
-    }
-    return (flags & kPairBad) != 0;
-  } else {
+    } else {
 #pragma unroll
-    for (int i = 0; i < 16; ++i) w[i] = 0;
-#pragma unroll
-    for (int g = 0; g < L::kGroups; ++g) {
-#pragma unroll
-      for (int m = 0; m < 4; ++m) {  // values 8g + 2m and 8g + 2m + 1
-        const int j = 8 * g + 2 * m;
+      for (int q = 0; q < VP; q += 2) {  // values j, j + 1 of the lane
+        const int j = VP * t + q;
         uint32_t ea, eb;
         if constexpr (RAW) {
           ea = get_bits<T::E>(cw, j * T::E);
           eb = get_bits<T::E>(cw, (j + 1) * T::E);
         } else {
-          const uint32_t ent = *reinterpret_cast<const uint32_t*>(pair + pair_offset(cw[g], m, k));
+          const uint32_t ent = *reinterpret_cast<const uint32_t*>(pair + pair_offset(cw[j / 8], (j % 8) / 2, k));
           flags |= ent;
           ea = ent & 0xFFu;
           eb = (ent >> 8) & 0xFFu;
         }
-        value_put<DT>(w, j, join<DT>(ea, get_bits<T::R>(rest, j * T::R)));
-        value_put<DT>(w, j + 1, join<DT>(eb, get_bits<T::R>(rest, (j + 1) * T::R)));
+        value_put<DT>(w, q, join<DT>(ea, get_bits<T::R>(rest, j * T::R)));
+        value_put<DT>(w, q + 1, join<DT>(eb, get_bits<T::R>(rest, (j + 1) * T::R)));
       }
     }
-    return (flags & kPairBad) != 0;
+    put(t, make_uint4(w[0], w[1], w[2], w[3]));
   }
+  return (flags & kPairBad) != 0;
 }
 
 }  // namespace cuda

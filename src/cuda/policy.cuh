@@ -11,12 +11,14 @@ namespace cuda {
 // cp.async, so up to kRing rounds of input are in flight per warp.
 struct EncodePolicy {
   static constexpr int kWarps = 8;       // warps per CTA
-  static constexpr int kMinBlocks = 2;   // CTAs per SM the register budget is cut for
+  static constexpr int kMinBlocks = 2;   // CTAs per SM the register budget (128) and shared memory are cut for
   static constexpr int kRing = 3;        // staged rounds per warp
-  // Chunks of up to this many values keep their whole coded record in shared memory until its offset is known;
-  // larger chunks encode twice (count, then emit): 4096 is the default chunk size.
+  // Chunks of up to kStagedValues values with up to kStagedEscapes escapes keep their whole coded record in shared
+  // memory until its offset is known; others (larger chunks, more escapes, raw records) are emitted by a second
+  // pass over the input. 4096 is the default chunk size; 1024 escapes are 25% of it (real KV: 1-4%).
   static constexpr uint32_t kStagedValues = 4096;
-  static constexpr uint32_t kRecordBytes = 4096 + 64;  // >= raw record of kStagedValues values (E <= 8), + slack
+  static constexpr uint32_t kStagedEscapes = 1024;
+  static constexpr uint32_t kRecordBytes = kStagedValues / 8 * 4 + 3 * kStagedEscapes + 64;  // codes (k <= 4), lists
 };
 
 // Decoder: chunks dealt to warps statically (c = warp, + all warps, ...); each warp streams the rounds of its chunks

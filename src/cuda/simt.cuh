@@ -16,7 +16,7 @@
 
 #include "emu/simt_emu.h"
 #define SZ_DEV inline
-#define SZ_NOINLINE
+#define SZ_NOINLINE static
 #define SZ_KERNEL
 #define SZ_LINE_ARG , int line = __builtin_LINE()
 struct uint2 {
@@ -30,7 +30,7 @@ inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return
 #else
 #include <cuda_runtime.h>
 #define SZ_DEV __device__ __forceinline__
-#define SZ_NOINLINE __device__ __noinline__
+#define SZ_NOINLINE static __device__ __noinline__
 #define SZ_KERNEL __global__
 #define SZ_LINE_ARG
 #endif

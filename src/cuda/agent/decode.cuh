@@ -40,10 +40,16 @@ struct DecodeShared {
   uint32_t pair[256];
 };
 
-// A ring slot: a round's rest fields, then its codes or raw exponent fields, each at the phase of its source.
-constexpr uint32_t kDecRestBytes = 1536 + 32;  // FP32: 64 groups x 24 bytes, + phase and read slack
-constexpr uint32_t kDecCodeBytes = 1280 + 32;  // raw FP8 E5M2: 256 groups x 5 bytes, + slack
-constexpr uint32_t kDecSlot = kDecRestBytes + kDecCodeBytes;
+// A ring slot: a round's rest fields, then its codes or raw exponent fields, each at the phase of its source, with
+// 32 bytes of slack each for the phase and the word reads past the end. The same 2112 bytes for every dtype.
+template <int DT>
+struct DecSlot {
+  static constexpr uint32_t kGroups = Lane<DT>::kRoundValues / 8;
+  static constexpr uint32_t kRestBytes = kGroups * Dt<DT>::R + 32;
+  static constexpr uint32_t kCodeBytes = kGroups * (Dt<DT>::E > 4 ? Dt<DT>::E : 4) + 32;
+  static_assert(kRestBytes + kCodeBytes <= 2112, "a round fits a slot");
+};
+constexpr uint32_t kDecSlot = 2112;
 constexpr uint32_t kDecEscBytes = 3 * DecodePolicy::kEscapeCap + 32;
 constexpr uint32_t kDecSharedBytes = (sizeof(DecodeShared) + 15) / 16 * 16;
 constexpr uint32_t kDecWarpBytes = DecodePolicy::kRing * kDecSlot + 2 * kDecEscBytes + kRoundBytes + 64;
@@ -91,12 +97,12 @@ SZ_DEV ChunkInfo chunk_info(const Header& h, uint64_t c, uint64_t prev, uint64_t
   return ci;
 }
 
-// Bits [bit, bit + width) of a little-endian word string (width <= 24; the cold padding checks).
-SZ_DEV uint32_t bits_at(const uint32_t* w, uint32_t bit, uint32_t width) {
-  const uint32_t i = bit / 32, s = bit % 32;
-  uint32_t v = w[i] >> s;
-  if (s + width > 32) v |= w[i + 1] << (32 - s);
-  return v & ((1u << width) - 1u);
+// Bits [bit, bit + width) of a little-endian byte string in shared memory (width <= 24; the cold padding checks
+// read the staged bytes, so that no register array is indexed at run time).
+SZ_DEV uint32_t bits_at(const uint8_t* p, uint32_t bit, uint32_t width) {
+  uint32_t v = 0;
+  for (uint32_t b = 0; b < 4; ++b) v |= (uint32_t)p[bit / 8 + b] << (8 * b);
+  return (v >> (bit % 8)) & ((1u << width) - 1u);
 }
 
 // Out of line: each (dtype, k) gets its own register allocation rather than the union of all of them.
@@ -147,7 +153,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
     const uint32_t rvals = ci.L - r * VR < VR ? ci.L - r * VR : VR, groups = (rvals + 7) / 8;
     const uint32_t B = ci.raw ? (uint32_t)T::E : (uint32_t)K;
     stage_frame(slot, rest_base + first / 8 * T::R + (uint64_t)r * (VR / 8) * T::R, groups * T::R, lo, hi);
-    stage_frame(slot + kDecRestBytes, exp_base + ci.begin + (uint64_t)r * (VR / 8) * B, groups * B, lo, hi);
+    stage_frame(slot + DecSlot<DT>::kRestBytes, exp_base + ci.begin + (uint64_t)r * (VR / 8) * B, groups * B, lo, hi);
     if (r == 0 && !ci.raw && ci.X > 0 && ci.X <= P::kEscapeCap)
       stage_frame(ebuf, exp_base + ci.begin + (uint64_t)((ci.L + 7) / 8) * K, 3 * ci.X, lo, hi);
   };
@@ -215,12 +221,10 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
       const uint8_t* rest_p =
           slot + (((uintptr_t)(rest_base + first / 8 * T::R + (uint64_t)r * (VR / 8) * T::R)) & 15u);
       const uint8_t* code_p =
-          slot + kDecRestBytes + (((uintptr_t)(exp_base + ci.begin + (uint64_t)r * (VR / 8) * B)) & 15u);
+          slot + DecSlot<DT>::kRestBytes + (((uintptr_t)(exp_base + ci.begin + (uint64_t)r * (VR / 8) * B)) & 15u);
       const uint32_t v0 = r * VR + lane * VL;
       const uint32_t nv = v0 >= ci.L ? 0 : (ci.L - v0 < VL ? ci.L - v0 : VL);
-      uint32_t w[16];
-#pragma unroll
-      for (int i = 0; i < 16; ++i) w[i] = 0;
+      auto put = [&](int t, uint4 v) { *reinterpret_cast<uint4*>(ostage + swz(4 * lane + t)) = v; };
       if (nv > 0) {
         uint32_t rest[L::kRestWords];
         smem_words<L::kRestWords>(rest_p + lane * L::kRestBytes, rest);
@@ -230,13 +234,16 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
           smem_words<kRawWords>(code_p + lane * (VL * T::E / 8), ew);
           if (nv < VL) {  // keep the fields of the lane's groups inside the chunk, clear the others
             const uint32_t lim = gl * 8 * T::E;
+#pragma unroll
             for (uint32_t i = 0; i < kRawWords; ++i)
               if (32 * i >= lim) ew[i] = 0;
               else if (32 * (i + 1) > lim) ew[i] &= (1u << (lim - 32 * i)) - 1u;
+            const uint8_t* cp = code_p + lane * (VL * T::E / 8);
+            const uint8_t* rp = rest_p + lane * L::kRestBytes;
             for (uint32_t j = nv; j < gl * 8; ++j)
-              if (bits_at(ew, j * T::E, T::E) != 0 || bits_at(rest, j * T::R, T::R) != 0) bad = true;
+              if (bits_at(cp, j * T::E, T::E) != 0 || bits_at(rp, j * T::R, T::R) != 0) bad = true;
           }
-          decode_lane<DT, true>(ew, rest, pair, K, w);
+          decode_lane<DT, true>(ew, rest, pair, K, put);
         } else {
           uint32_t cwb[kCodeWords], cw[NG];
           smem_words<kCodeWords>(code_p + lane * NG * K, cwb);
@@ -248,18 +255,17 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
             cw[g] = K == 4 ? v : v & ((1u << (8 * K)) - 1u);
           }
           if (nv < VL) {
-            for (uint32_t g = gl; g < NG; ++g) cw[g] = 0;
+#pragma unroll
+            for (uint32_t g = 0; g < NG; ++g)
+              if (g >= gl) cw[g] = 0;
+            const uint8_t* cp = code_p + lane * NG * K;
+            const uint8_t* rp = rest_p + lane * L::kRestBytes;
             for (uint32_t j = nv; j < gl * 8; ++j)
-              if (((cw[j / 8] >> (K * (j % 8))) & ((1u << K) - 1u)) != 0 || bits_at(rest, j * T::R, T::R) != 0)
-                bad = true;
+              if (bits_at(cp, j * K, K) != 0 || bits_at(rp, j * T::R, T::R) != 0) bad = true;
           }
-          if (decode_lane<DT, false>(cw, rest, pair, K, w)) bad = true;
+          if (decode_lane<DT, false>(cw, rest, pair, K, put)) bad = true;
         }
       }
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        *reinterpret_cast<uint4*>(ostage + swz(4 * lane + i)) =
-            make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
       simt::syncwarp();
       // The round's escapes: a prefix of the remaining list (positions are sorted), 32 at a time.
       if (X > 0) {

@@ -9,8 +9,8 @@
 // shared-memory copy. Then the warp publishes its record size, looks back over its predecessors for the record's
 // offset (warp/workspace.cuh), and copies the record out (§4.5), followed by its index entry (§4.3), its checksum
 // (§4.6) and, for the last chunk, the header. A chunk whose record is raw (§4.7), or whose coded record does not fit
-// the shared-memory record area (chunks of more than EncodePolicy::kStagedValues values), is emitted by a second
-// pass over its input after the look-back.
+// the shared-memory record area (more than EncodePolicy::kStagedValues values or kStagedEscapes escapes), is emitted
+// by a second pass over its input after the look-back.
 #pragma once
 
 #include "cuda/agent/header.cuh"
@@ -249,12 +249,13 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
   const uint32_t Lc = (uint32_t)(a.n - first < S ? a.n - first : S);
   const uint32_t CB = Lc * VB, NR = (CB + kRoundBytes - 1) / kRoundBytes;
   const uint32_t Gn = (Lc + 7) / 8, G = Gn * K, cap = Gn * (T::E - K) / 3;
+  const uint32_t scap = cap < P::kStagedEscapes ? cap : P::kStagedEscapes;  // escapes the record area holds
   const bool staged = S <= P::kStagedValues, full = Lc == S;
   const bool cks = (a.flags & layout::kFlagChecksums) != 0;
   uint8_t* const ring = area;
   uint8_t* const rstage = ring + P::kRing * kRoundBytes;
   uint8_t* const rec = rstage + EncodeShape<DT>::kRestStage;
-  uint8_t* const sexp = rec + ((G + 2 * cap + 3) & ~3u);
+  uint8_t* const sexp = rec + ((G + 2 * scap + 3) & ~3u);
   const uint64_t in0 = first * VB;
   uint8_t* const rest_dst = a.dst + a.rest_off + first / 8 * T::R;
   // A lane's rest fields go straight to the frame when they are whole 16-byte pieces there (the usual case).
@@ -318,7 +319,7 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
       while (esc) {
         const uint32_t j = (uint32_t)(simt::ffs64(esc) - 1);
         esc &= esc - 1;
-        if (idx < cap) {
+        if (idx < scap) {
           const uint32_t pos = v0 + j;
           rec[G + 2 * idx] = (uint8_t)pos;
           rec[G + 2 * idx + 1] = (uint8_t)(pos >> 8);
@@ -351,7 +352,7 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
 
   // ---- the record ----
   uint8_t* const out = a.dst + a.exp_off + prefix;
-  if (!raw && staged) {
+  if (!raw && staged && X <= scap) {
     simt::syncwarp();  // the record in shared memory is complete
     copy_out(out, rec, G + 2 * X);
     copy_out(out + G + 2 * X, sexp, X);

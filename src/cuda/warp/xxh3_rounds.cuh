@@ -50,7 +50,7 @@ static __device__ const XxhKeys kXxhKeys[32] = {SZ_XXH_K4(0),  SZ_XXH_K4(4),  SZ
 #endif
 #undef SZ_XXH_K4
 
-// This lane's keys.
+// This lane's keys (held in registers by the callers: a global load in the round loop is a long-latency wait).
 SZ_DEV XxhKeys xxh_keys() { return kXxhKeys[simt::lane_id()]; }
 
 SZ_DEV uint64_t xxh_mul32(uint64_t x) { return (x & 0xFFFFFFFFull) * (x >> 32); }
