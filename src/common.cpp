@@ -18,7 +18,8 @@ static bool reserved_zero(const uint8_t* p, size_t n) {
 sz_status parse_frame_header_only(const uint8_t* src, size_t src_size, FrameHeader* h) {
   if (src_size < kHeaderSize) return SZ_ERROR_SRC_TRUNCATED;                            // 1
   if (load_u32(src + kOffMagic) != kFrameMagic) return SZ_ERROR_BAD_MAGIC;              // 2
-  if (src[kOffVersion] != kFormatVersion) return SZ_ERROR_UNSUPPORTED_VERSION;          // 3
+  const unsigned version = src[kOffVersion];
+  if (version != kFormatVersion && version != kFormatVersionChannels) return SZ_ERROR_UNSUPPORTED_VERSION;  // 3
   if (load_u32(src + kOffHeaderChecksum) != h32(src, kHeaderChecksummed)) return SZ_ERROR_CHECKSUM;  // 4
   const unsigned dtype = src[kOffDtype];
   if (!dtype_known(dtype)) return SZ_ERROR_UNSUPPORTED_DTYPE;                           // 5
@@ -32,19 +33,31 @@ sz_status parse_frame_header_only(const uint8_t* src, size_t src_size, FrameHead
   const uint64_t exp_size = load_u64(src + kOffExpSectionSize);
   if (k < 1 || k > 4 || k >= t.exponent_bits) return SZ_ERROR_CORRUPT;
   if (chunk_log2 < kMinChunkLog2 || chunk_log2 > kMaxChunkLog2) return SZ_ERROR_CORRUPT;
-  if (flags & ~kKnownFlags) return SZ_ERROR_CORRUPT;
-  if (count < 1 || count > (1u << k)) return SZ_ERROR_CORRUPT;
+  const bool channels = version == kFormatVersionChannels;
+  if (flags & ~(kKnownFlags | kFlagChannels)) return SZ_ERROR_CORRUPT;
+  if (((flags & kFlagChannels) != 0) != channels) return SZ_ERROR_CORRUPT;
+  if (count < 1 || count > (1u << k) || (channels && count != (1u << k))) return SZ_ERROR_CORRUPT;
   if (!reserved_zero(src + 13, 3)) return SZ_ERROR_CORRUPT;
   if (n >= kMaxValues) return SZ_ERROR_CORRUPT;
-  bool seen[256] = {};
-  for (unsigned i = 0; i < SZ_MAX_CODEBOOK; ++i) {
-    const unsigned e = src[kOffCodebook + i];
-    if (i >= count) {
-      if (e != 0) return SZ_ERROR_CORRUPT;
-      continue;
+  if (channels) {
+    const uint32_t period = load_u32(src + kOffBookPeriod), tensor = load_u32(src + kOffBookTensor);
+    if (period < 1 || period > kMaxPeriod || tensor >= kMaxTensors) return SZ_ERROR_CORRUPT;
+    h->book_id = load_u64(src + kOffBookId);
+    h->tensor = tensor;
+    h->period = period;
+  } else {
+    bool seen[256] = {};
+    for (unsigned i = 0; i < SZ_MAX_CODEBOOK; ++i) {
+      const unsigned e = src[kOffCodebook + i];
+      if (i >= count) {
+        if (e != 0) return SZ_ERROR_CORRUPT;
+        continue;
+      }
+      if (e >= (1u << t.exponent_bits) || seen[e]) return SZ_ERROR_CORRUPT;
+      seen[e] = true;
     }
-    if (e >= (1u << t.exponent_bits) || seen[e]) return SZ_ERROR_CORRUPT;
-    seen[e] = true;
+    h->book_id = 0;
+    h->tensor = h->period = 0;
   }
   if (!reserved_zero(src + 48, 12)) return SZ_ERROR_CORRUPT;
   // No valid index can describe an exponent section larger than codes for every value plus an escape for every
@@ -62,6 +75,7 @@ sz_status parse_frame_header_only(const uint8_t* src, size_t src_size, FrameHead
   h->exp_size = exp_size;
   h->chunks = n_chunks(n, chunk_log2);
   h->checksums = (flags & kFlagChecksums) != 0;
+  h->channels = channels;
   h->off = frame_offsets(n, chunk_log2, h->checksums, t, exp_size);
   return SZ_OK;
 }
@@ -74,19 +88,88 @@ sz_status parse_frame_header(const uint8_t* src, size_t src_size, FrameHeader* h
 }
 
 void write_frame_header(uint8_t* dst, const sz_codebook& cb, unsigned chunk_log2, uint32_t flags, uint64_t n,
-                        uint64_t exp_size) {
+                        uint64_t exp_size, const sz_channel_book* book, uint32_t tensor) {
   memset(dst, 0, kHeaderSize);
   store_u32(dst + kOffMagic, kFrameMagic);
-  dst[kOffVersion] = kFormatVersion;
-  dst[kOffDtype] = cb.dtype;
-  dst[kOffCodeBits] = cb.code_bits;
-  dst[kOffChunkLog2] = (uint8_t)chunk_log2;
-  store_u32(dst + kOffFlags, flags);
-  dst[kOffCodebookCount] = cb.count;
   store_u64(dst + kOffNValues, n);
   store_u64(dst + kOffExpSectionSize, exp_size);
-  for (unsigned i = 0; i < cb.count; ++i) dst[kOffCodebook + i] = cb.values[i];
+  dst[kOffChunkLog2] = (uint8_t)chunk_log2;
+  if (book) {
+    dst[kOffVersion] = kFormatVersionChannels;
+    dst[kOffDtype] = book->dtype;
+    dst[kOffCodeBits] = book->code_bits;
+    store_u32(dst + kOffFlags, flags | kFlagChannels);
+    dst[kOffCodebookCount] = (uint8_t)(1u << book->code_bits);
+    store_u64(dst + kOffBookId, book->id);
+    store_u32(dst + kOffBookTensor, tensor);
+    store_u32(dst + kOffBookPeriod, book->period);
+  } else {
+    dst[kOffVersion] = kFormatVersion;
+    dst[kOffDtype] = cb.dtype;
+    dst[kOffCodeBits] = cb.code_bits;
+    store_u32(dst + kOffFlags, flags);
+    dst[kOffCodebookCount] = cb.count;
+    for (unsigned i = 0; i < cb.count; ++i) dst[kOffCodebook + i] = cb.values[i];
+  }
   store_u32(dst + kOffHeaderChecksum, h32(dst, kHeaderChecksummed));
+}
+
+sz_status check_frame_book(const FrameHeader& h, const sz_channel_book* book) {
+  if (!h.channels) return SZ_OK;
+  if (book == nullptr || book->id != h.book_id || book->dtype != h.dtype || book->code_bits != h.code_bits ||
+      book->period != h.period || h.tensor >= book->tensors || book->bases == nullptr)
+    return SZ_ERROR_BOOK_MISMATCH;
+  return SZ_OK;
+}
+
+static void fill_v1(const uint8_t* values, unsigned count, CodeMap* m) {
+  memset(m->code_of, kEscape, sizeof m->code_of);
+  memset(m->exp_of, 0, sizeof m->exp_of);
+  for (unsigned i = 0; i < count; ++i) {
+    m->code_of[values[i]] = (uint8_t)i;
+    m->exp_of[i] = values[i];
+  }
+}
+
+void code_map_of(const FrameHeader& h, const sz_channel_book* book, CodeMap* m) {
+  m->k = h.code_bits;
+  m->count = h.count;
+  m->exponent_bits = h.t.exponent_bits;
+  if (h.channels) {
+    m->bases = book->bases + (uint64_t)h.tensor * book->period;
+    m->period = book->period;
+    fill_v1(nullptr, 0, m);
+  } else {
+    m->bases = nullptr;
+    m->period = 0;
+    fill_v1(h.codebook, h.count, m);
+  }
+}
+
+void code_map_for(const sz_codebook& cb, const sz_channel_book* book, uint32_t tensor, CodeMap* m) {
+  if (book) {
+    m->k = book->code_bits;
+    m->count = 1u << book->code_bits;
+    m->exponent_bits = dtype_traits(book->dtype).exponent_bits;
+    m->bases = book->bases + (uint64_t)tensor * book->period;
+    m->period = book->period;
+    fill_v1(nullptr, 0, m);
+  } else {
+    m->k = cb.code_bits;
+    m->count = cb.count;
+    m->exponent_bits = dtype_traits(cb.dtype).exponent_bits;
+    m->bases = nullptr;
+    m->period = 0;
+    fill_v1(cb.values, cb.count, m);
+  }
+}
+
+sz_status check_book_arg(const sz_channel_book* book, sz_dtype dtype, uint32_t tensor) {
+  if (book == nullptr || book->bases == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  if (book->dtype != (uint8_t)dtype) return SZ_ERROR_BAD_CODEBOOK;
+  if (sz_channel_book_validate(book) != SZ_OK) return SZ_ERROR_BAD_CODEBOOK;
+  if (tensor >= book->tensors) return SZ_ERROR_INVALID_ARGUMENT;
+  return SZ_OK;
 }
 
 sz_status check_chunk_index(const uint8_t* frame, const FrameHeader& h) {
@@ -170,6 +253,7 @@ SZ_API const char* sz_status_name(sz_status status) {
     case SZ_ERROR_NOT_SUPPORTED: return "SZ_ERROR_NOT_SUPPORTED";
     case SZ_ERROR_WORKSPACE_TOO_SMALL: return "SZ_ERROR_WORKSPACE_TOO_SMALL";
     case SZ_ERROR_INTERNAL: return "SZ_ERROR_INTERNAL";
+    case SZ_ERROR_BOOK_MISMATCH: return "SZ_ERROR_BOOK_MISMATCH";
   }
   return "SZ_ERROR_UNKNOWN";
 }
@@ -193,6 +277,7 @@ SZ_API const char* sz_status_message(sz_status status) {
     case SZ_ERROR_NOT_SUPPORTED: return "feature not compiled into this library";
     case SZ_ERROR_WORKSPACE_TOO_SMALL: return "the GPU workspace is too small";
     case SZ_ERROR_INTERNAL: return "internal error (a bug in splitzip)";
+    case SZ_ERROR_BOOK_MISMATCH: return "the frame needs a channel book that was not given or does not match";
   }
   return "unknown status code";
 }
@@ -263,7 +348,7 @@ SZ_API sz_status sz_frame_info_get(const void* src, size_t src_size, sz_frame_in
   if (s != SZ_OK) return s;
   sz_frame_info fi;
   memset(&fi, 0, sizeof fi);
-  fi.version = kFormatVersion;
+  fi.version = h.channels ? kFormatVersionChannels : kFormatVersion;
   fi.dtype = (uint8_t)h.dtype;
   fi.chunk_log2 = (uint8_t)h.chunk_log2;
   fi.flags = h.flags;

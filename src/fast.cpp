@@ -199,9 +199,14 @@ struct EncodeCtx {
   bool avx2;    // AVX2 + BMI2 kernels
   bool avx512;  // AVX-512 BW + VBMI kernels (implies avx2)
   CodeTables tables;
+  const uint8_t* bases;  // version 2 (channel windows): the tensor's bases; nullptr for version 1
+  uint32_t period;
   uint8_t* dst;
   FrameOffsets off;  // exponents = start of the exponent section
 };
+
+// The code of exponent e in the window of base b (k-bit codes), or 0xFF when e is outside it (§4.9).
+inline uint32_t window_code(uint32_t e, uint32_t b, unsigned k) { return e - b < (1u << k) ? e - b : 0xFFu; }
 
 template <unsigned DT>
 constexpr DtypeTraits traits_of() {
@@ -239,9 +244,10 @@ inline void store_le(uint8_t* p, T v) {
 // Portable encode of values [j0, j1) of a chunk (j0 a multiple of 8), one group of 8 values at a time: rest fields
 // into rest (the chunk's rest slice), codes into codes (the chunk's code area), escapes into pos/exps from index x
 // Returns the new x.
-template <unsigned DT, unsigned K>
+// CH: channel windows (version 2); ch is the channel of value j0 and advances with j.
+template <unsigned DT, unsigned K, bool CH>
 size_t encode_portable(const EncodeCtx& c, const uint8_t* values, size_t j0, size_t j1, uint8_t* rest,
-                       uint8_t* codes, uint16_t* pos, uint8_t* exps, size_t x) {
+                       uint8_t* codes, uint16_t* pos, uint8_t* exps, size_t x, uint32_t ch) {
   constexpr DtypeTraits t = traits_of<DT>();
   constexpr unsigned VB = t.value_bits / 8, R = t.rest_bits;
   static_assert(8 * R <= 128 || R == 24, "rest fields of a group fit 128 bits, or are whole bytes");
@@ -253,7 +259,13 @@ size_t encode_portable(const EncodeCtx& c, const uint8_t* values, size_t j0, siz
     for (unsigned u = 0; u < 8; ++u) {
       const uint32_t v = u < m ? load_value<VB>(values + (g + u) * VB) : 0;
       const uint32_t e = exponent_of(v, t);
-      uint32_t code = code_of[e];
+      uint32_t code;
+      if (CH) {
+        code = window_code(e, c.bases[ch], K);
+        if (++ch == c.period) ch = 0;
+      } else {
+        code = code_of[e];
+      }
       if (code == 0xFF) {  // escapes are rare on real data: a predictable branch beats two stores per value
         if (u < m) {
           pos[x] = (uint16_t)(g + u);
@@ -277,26 +289,35 @@ size_t encode_portable(const EncodeCtx& c, const uint8_t* values, size_t j0, siz
   return x;
 }
 
-template <unsigned DT>
+template <unsigned DT, bool CH>
 size_t encode_portable_k(const EncodeCtx& c, const uint8_t* values, size_t j0, size_t j1, uint8_t* rest,
-                         uint8_t* codes, uint16_t* pos, uint8_t* exps, size_t x) {
+                         uint8_t* codes, uint16_t* pos, uint8_t* exps, size_t x, uint32_t ch) {
   switch (c.k) {
-    case 1: return encode_portable<DT, 1>(c, values, j0, j1, rest, codes, pos, exps, x);
-    case 2: return encode_portable<DT, 2>(c, values, j0, j1, rest, codes, pos, exps, x);
-    case 3: return encode_portable<DT, 3>(c, values, j0, j1, rest, codes, pos, exps, x);
-    default: return encode_portable<DT, 4>(c, values, j0, j1, rest, codes, pos, exps, x);
+    case 1: return encode_portable<DT, 1, CH>(c, values, j0, j1, rest, codes, pos, exps, x, ch);
+    case 2: return encode_portable<DT, 2, CH>(c, values, j0, j1, rest, codes, pos, exps, x, ch);
+    case 3: return encode_portable<DT, 3, CH>(c, values, j0, j1, rest, codes, pos, exps, x, ch);
+    default: return encode_portable<DT, 4, CH>(c, values, j0, j1, rest, codes, pos, exps, x, ch);
   }
 }
 
-size_t encode_values(const EncodeCtx& c, const uint8_t* values, size_t j0, size_t j1, uint8_t* rest, uint8_t* codes,
-                     uint16_t* pos, uint8_t* exps, size_t x) {
+template <bool CH>
+size_t encode_values_t(const EncodeCtx& c, const uint8_t* values, size_t j0, size_t j1, uint8_t* rest,
+                       uint8_t* codes, uint16_t* pos, uint8_t* exps, size_t x, uint32_t ch) {
   switch (c.dtype) {
-    case 1: return encode_portable_k<1>(c, values, j0, j1, rest, codes, pos, exps, x);
-    case 2: return encode_portable_k<2>(c, values, j0, j1, rest, codes, pos, exps, x);
-    case 3: return encode_portable_k<3>(c, values, j0, j1, rest, codes, pos, exps, x);
-    case 4: return encode_portable_k<4>(c, values, j0, j1, rest, codes, pos, exps, x);
-    default: return encode_portable_k<5>(c, values, j0, j1, rest, codes, pos, exps, x);
+    case 1: return encode_portable_k<1, CH>(c, values, j0, j1, rest, codes, pos, exps, x, ch);
+    case 2: return encode_portable_k<2, CH>(c, values, j0, j1, rest, codes, pos, exps, x, ch);
+    case 3: return encode_portable_k<3, CH>(c, values, j0, j1, rest, codes, pos, exps, x, ch);
+    case 4: return encode_portable_k<4, CH>(c, values, j0, j1, rest, codes, pos, exps, x, ch);
+    default: return encode_portable_k<5, CH>(c, values, j0, j1, rest, codes, pos, exps, x, ch);
   }
+}
+
+// Values [j0, j1) of a chunk; first = the frame index of the chunk's value 0 (for the channel of a value).
+size_t encode_values(const EncodeCtx& c, const uint8_t* values, size_t j0, size_t j1, uint8_t* rest, uint8_t* codes,
+                     uint16_t* pos, uint8_t* exps, size_t x, uint64_t first) {
+  if (c.bases) return encode_values_t<true>(c, values, j0, j1, rest, codes, pos, exps, x,
+                                            (uint32_t)((first + j0) % c.period));
+  return encode_values_t<false>(c, values, j0, j1, rest, codes, pos, exps, x, 0);
 }
 
 // Raw exponent record (§4.5 mode 1).
@@ -340,14 +361,16 @@ sz_status encode_range(const EncodeCtx& c, uint64_t c0, uint64_t c1, uint8_t* ou
       break;
     }
     size_t x = 0, j = 0;
+    const bool simd = c.bases == nullptr;  // the vector kernels serve codebooks; channel windows are portable
 #if defined(SPLITZIP_HAVE_AVX512_TU)
-    if (c.avx512 && c.dtype == SZ_DTYPE_BF16) {
+    if (simd && c.avx512 && c.dtype == SZ_DTYPE_BF16) {
       j = len & ~(size_t)63;
       x = kernels::avx512::encode_bf16(values, j, rest, cursor, c.tables, s->pos, s->exps, 0);
     }
 #endif
 #if defined(SPLITZIP_HAVE_AVX2_TU)
-    if (j == 0 && c.avx2 && c.dtype == SZ_DTYPE_BF16) {
+    if (!simd) {
+    } else if (j == 0 && c.avx2 && c.dtype == SZ_DTYPE_BF16) {
       j = len & ~(size_t)31;
       x = kernels::avx2::encode_bf16(values, j, rest, cursor, c.tables, s->pos, s->exps, 0);
     } else if (j == 0 && c.avx2 && c.dtype == SZ_DTYPE_FP16) {
@@ -358,7 +381,7 @@ sz_status encode_range(const EncodeCtx& c, uint64_t c0, uint64_t c1, uint8_t* ou
       x = kernels::avx2::encode_fp8(c.t.mantissa_bits, values, j, rest, cursor, c.tables, s->pos, s->exps, 0);
     }
 #endif
-    if (j < len) x = encode_values(c, values, j, len, rest, cursor, s->pos, s->exps, x);
+    if (j < len) x = encode_values(c, values, j, len, rest, cursor, s->pos, s->exps, x, ci * S);
     const uint64_t coded = g + kEscapeBytes * x;
     uint64_t mode, size;
     if (coded <= raw) {
@@ -428,11 +451,14 @@ struct DecodeCtx {
   unsigned vb;
   bool avx2, avx512;
   CodeTables tables;
+  const uint8_t* bases;  // version 2: the frame's tensor's bases; nullptr for version 1
+  uint32_t period;
 };
 
-template <unsigned DT, unsigned K>
+// CH: channel windows (version 2); ch is the channel of value j0. Returns false on a code with no exponent.
+template <unsigned DT, unsigned K, bool CH>
 bool decode_values_portable(const DecodeCtx& d, const uint8_t* rest, const uint8_t* codes, size_t j0, size_t j1,
-                            uint8_t* out) {
+                            uint8_t* out, uint32_t ch) {
   constexpr DtypeTraits t = traits_of<DT>();
   constexpr unsigned VB = t.value_bits / 8, R = t.rest_bits;
   constexpr unsigned k = K;
@@ -440,7 +466,7 @@ bool decode_values_portable(const DecodeCtx& d, const uint8_t* rest, const uint8
   constexpr uint32_t code_mask = (1u << k) - 1;
   constexpr uint32_t rest_mask = (1u << R) - 1;
   const uint8_t* exp_of = d.tables.exp_of;
-  uint32_t max_code = 0;
+  uint32_t max_code = 0, max_exp = 0;
   for (size_t g = j0; g < j1; g += 8) {
     const unsigned m = j1 - g < 8 ? (unsigned)(j1 - g) : 8u;
     const uint32_t cw = load_le<K, uint32_t>(codes + g / 8 * k);
@@ -448,34 +474,50 @@ bool decode_values_portable(const DecodeCtx& d, const uint8_t* rest, const uint8
     const RestWord rw = R == 24 ? 0 : load_le<(R == 24 ? 1 : R), RestWord>(rest + g / 8 * R);
     for (unsigned u = 0; u < m; ++u) {
       const uint32_t code = (cw >> (u * k)) & code_mask;
-      max_code = code > max_code ? code : max_code;
+      uint32_t e;
+      if (CH) {
+        e = d.bases[ch] + code;
+        if (++ch == d.period) ch = 0;
+        max_exp = e > max_exp ? e : max_exp;
+      } else {
+        max_code = code > max_code ? code : max_code;
+        e = exp_of[code];
+      }
       const uint32_t r = R == 24 ? load_le<3, uint32_t>(rest + (g + u) * 3) : (uint32_t)(rw >> (u * R)) & rest_mask;
-      store_value<VB>(out + (g + u) * VB, join(exp_of[code], r, t));
+      store_value<VB>(out + (g + u) * VB, join(e & ((1u << t.exponent_bits) - 1u), r, t));
     }
   }
-  return max_code < count;
+  return CH ? max_exp < (1u << t.exponent_bits) : max_code < count;
 }
 
-template <unsigned DT>
+template <unsigned DT, bool CH>
 bool decode_values_k(const DecodeCtx& d, const uint8_t* rest, const uint8_t* codes, size_t j0, size_t j1,
-                     uint8_t* out) {
+                     uint8_t* out, uint32_t ch) {
   switch (d.tables.k) {
-    case 1: return decode_values_portable<DT, 1>(d, rest, codes, j0, j1, out);
-    case 2: return decode_values_portable<DT, 2>(d, rest, codes, j0, j1, out);
-    case 3: return decode_values_portable<DT, 3>(d, rest, codes, j0, j1, out);
-    default: return decode_values_portable<DT, 4>(d, rest, codes, j0, j1, out);
+    case 1: return decode_values_portable<DT, 1, CH>(d, rest, codes, j0, j1, out, ch);
+    case 2: return decode_values_portable<DT, 2, CH>(d, rest, codes, j0, j1, out, ch);
+    case 3: return decode_values_portable<DT, 3, CH>(d, rest, codes, j0, j1, out, ch);
+    default: return decode_values_portable<DT, 4, CH>(d, rest, codes, j0, j1, out, ch);
   }
 }
 
-bool decode_values(const DecodeCtx& d, const uint8_t* rest, const uint8_t* codes, size_t j0, size_t j1,
-                   uint8_t* out) {
+template <bool CH>
+bool decode_values_t(const DecodeCtx& d, const uint8_t* rest, const uint8_t* codes, size_t j0, size_t j1,
+                     uint8_t* out, uint32_t ch) {
   switch (d.h->dtype) {
-    case 1: return decode_values_k<1>(d, rest, codes, j0, j1, out);
-    case 2: return decode_values_k<2>(d, rest, codes, j0, j1, out);
-    case 3: return decode_values_k<3>(d, rest, codes, j0, j1, out);
-    case 4: return decode_values_k<4>(d, rest, codes, j0, j1, out);
-    default: return decode_values_k<5>(d, rest, codes, j0, j1, out);
+    case 1: return decode_values_k<1, CH>(d, rest, codes, j0, j1, out, ch);
+    case 2: return decode_values_k<2, CH>(d, rest, codes, j0, j1, out, ch);
+    case 3: return decode_values_k<3, CH>(d, rest, codes, j0, j1, out, ch);
+    case 4: return decode_values_k<4, CH>(d, rest, codes, j0, j1, out, ch);
+    default: return decode_values_k<5, CH>(d, rest, codes, j0, j1, out, ch);
   }
+}
+
+// Values [j0, j1) of a chunk whose value 0 is value `first` of the frame.
+bool decode_values(const DecodeCtx& d, const uint8_t* rest, const uint8_t* codes, size_t j0, size_t j1,
+                   uint8_t* out, uint64_t first) {
+  if (d.bases) return decode_values_t<true>(d, rest, codes, j0, j1, out, (uint32_t)((first + j0) % d.period));
+  return decode_values_t<false>(d, rest, codes, j0, j1, out, 0);
 }
 
 inline void store_joined(const DecodeCtx& d, uint8_t* out, size_t j, uint32_t e, uint32_t r) {
@@ -524,15 +566,17 @@ sz_status decode_chunk(const DecodeCtx& d, uint64_t ci) {
     const uint8_t* exps = positions + 2 * x;
     size_t j = 0;
     bool ok = true;
+    const bool simd = d.bases == nullptr;  // the vector kernels serve codebooks; channel windows are portable
 #if defined(SPLITZIP_HAVE_AVX2_TU)
     const size_t readable = (size_t)(h.off.end - h.off.exponents - begin);
 #if defined(SPLITZIP_HAVE_AVX512_TU)
-    if (d.avx512 && h.dtype == SZ_DTYPE_BF16) {
+    if (simd && d.avx512 && h.dtype == SZ_DTYPE_BF16) {
       j = len & ~(size_t)63;
       ok = kernels::avx512::decode_bf16(rest, record, j, d.tables, out);
     }
 #endif
-    if (j == 0 && d.avx2 && h.dtype == SZ_DTYPE_BF16) {
+    if (!simd) {
+    } else if (j == 0 && d.avx2 && h.dtype == SZ_DTYPE_BF16) {
       j = len & ~(size_t)31;
       ok = kernels::avx2::decode_bf16(rest, record, readable, j, d.tables, out);
     } else if (j == 0 && d.avx2 && h.dtype == SZ_DTYPE_FP16) {
@@ -545,7 +589,7 @@ sz_status decode_chunk(const DecodeCtx& d, uint64_t ci) {
       ok = kernels::avx2::decode_fp8(t.mantissa_bits, rest, rest_readable, record, readable, j, d.tables, out);
     }
 #endif
-    if (j < len) ok &= decode_values(d, rest, record, j, len, out);
+    if (j < len) ok &= decode_values(d, rest, record, j, len, out, ci * S);
     if (!ok) return SZ_ERROR_CORRUPT;
     for (size_t j2 = len; j2 % 8 != 0; ++j2)
       if (field_at(record, j2, k) != 0) return SZ_ERROR_CORRUPT;
@@ -559,7 +603,9 @@ sz_status decode_chunk(const DecodeCtx& d, uint64_t ci) {
     for (size_t i = 0; i < x; ++i) {
       const uint32_t p = load_u16(positions + 2 * i);
       const uint32_t e = exps[i];
-      if (p >= len || (i > 0 && p <= prev) || e >= exp_limit || code_of[e] != 0xFF) return SZ_ERROR_CORRUPT;
+      if (p >= len || (i > 0 && p <= prev) || e >= exp_limit) return SZ_ERROR_CORRUPT;
+      const bool in_book = d.bases ? window_code(e, d.bases[(ci * S + p) % d.period], k) != 0xFFu : code_of[e] != 0xFF;
+      if (in_book) return SZ_ERROR_CORRUPT;
       const uint32_t bit = p * k;
       if (((load_u16(record + bit / 8) >> (bit % 8)) & code_mask) != 0) return SZ_ERROR_CORRUPT;
       if (h.dtype == SZ_DTYPE_BF16) {
@@ -589,19 +635,23 @@ using namespace splitzip::detail;
 
 extern "C" {
 
-SZ_API sz_status sz_compress(const void* src_v, uint64_t n, sz_dtype dtype, const sz_codebook* codebook,
-                             const sz_params* params, void* dst_v, size_t dst_capacity, size_t* dst_size) {
+static sz_status compress_impl(const void* src_v, uint64_t n, sz_dtype dtype, const sz_codebook* codebook,
+                               const sz_channel_book* book, uint32_t tensor, const sz_params* params, void* dst_v,
+                               size_t dst_capacity, size_t* dst_size) {
   sz_codebook cb;
   sz_params p;
   sz_status s = check_compress_args(src_v, n, dtype, codebook, params, dst_v, dst_size, &cb, &p);
   if (s != SZ_OK) return s;
+  if (book && (s = check_book_arg(book, dtype, tensor)) != SZ_OK) return s;
   EncodeCtx c;
   c.src = (const uint8_t*)src_v;
   c.n = n;
   c.dtype = (unsigned)dtype;
   c.t = dtype_traits(c.dtype);
   c.vb = c.t.value_bits / 8;
-  c.k = cb.code_bits;
+  c.k = book ? book->code_bits : cb.code_bits;
+  c.bases = book ? book->bases + (uint64_t)tensor * book->period : nullptr;
+  c.period = book ? book->period : 0;
   c.chunk_log2 = p.chunk_log2;
   c.checksums = (p.flags & kFlagChecksums) != 0;
   const Isa isa = selected_isa();
@@ -647,19 +697,22 @@ SZ_API sz_status sz_compress(const void* src_v, uint64_t n, sz_dtype dtype, cons
       exp_size += used[i];
     }
   }
-  write_frame_header(c.dst, cb, p.chunk_log2, p.flags, n, exp_size);
+  write_frame_header(c.dst, cb, p.chunk_log2, p.flags, n, exp_size, book, tensor);
   *dst_size = (size_t)(c.off.exponents + exp_size);
   return SZ_OK;
 }
 
-SZ_API sz_status sz_decompress(const void* src_v, size_t src_size, void* dst_v, size_t dst_capacity, size_t* dst_size,
-                               unsigned threads) {
+static sz_status decompress_impl(const void* src_v, size_t src_size, const sz_channel_book* book, void* dst_v,
+                                 size_t dst_capacity, size_t* dst_size, unsigned threads) {
   if (src_v == nullptr || dst_size == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
   const uint8_t* src = (const uint8_t*)src_v;
   FrameHeader h;
   sz_status s = parse_frame_header(src, src_size, &h);
   if (s != SZ_OK) return s;
+  if ((s = check_frame_book(h, book)) != SZ_OK) return s;
   DecodeCtx d;
+  d.bases = h.channels ? book->bases + (uint64_t)h.tensor * book->period : nullptr;
+  d.period = h.channels ? book->period : 0;
   d.src = src;
   d.h = &h;
   d.dst = (uint8_t*)dst_v;
@@ -699,6 +752,28 @@ SZ_API sz_status sz_decompress(const void* src_v, size_t src_size, void* dst_v, 
   }
   *dst_size = (size_t)out_size;
   return SZ_OK;
+}
+
+SZ_API sz_status sz_compress(const void* src, uint64_t n, sz_dtype dtype, const sz_codebook* codebook,
+                             const sz_params* params, void* dst, size_t dst_capacity, size_t* dst_size) {
+  return compress_impl(src, n, dtype, codebook, nullptr, 0, params, dst, dst_capacity, dst_size);
+}
+
+SZ_API sz_status sz_compress_channels(const void* src, uint64_t n, sz_dtype dtype, const sz_channel_book* book,
+                                      uint32_t tensor, const sz_params* params, void* dst, size_t dst_capacity,
+                                      size_t* dst_size) {
+  if (book == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  return compress_impl(src, n, dtype, nullptr, book, tensor, params, dst, dst_capacity, dst_size);
+}
+
+SZ_API sz_status sz_decompress(const void* src, size_t src_size, void* dst, size_t dst_capacity, size_t* dst_size,
+                               unsigned threads) {
+  return decompress_impl(src, src_size, nullptr, dst, dst_capacity, dst_size, threads);
+}
+
+SZ_API sz_status sz_decompress_book(const void* src, size_t src_size, const sz_channel_book* book, void* dst,
+                                    size_t dst_capacity, size_t* dst_size, unsigned threads) {
+  return decompress_impl(src, src_size, book, dst, dst_capacity, dst_size, threads);
 }
 
 }  // extern "C"

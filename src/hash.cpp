@@ -9,6 +9,14 @@ namespace detail {
 
 uint64_t h64(const void* data, size_t size) { return (uint64_t)XXH3_64bits(data, size); }
 uint32_t h32(const void* data, size_t size) { return (uint32_t)XXH3_64bits(data, size); }
+uint64_t h64_pair(const void* a, size_t a_size, const void* b, size_t b_size) {
+  XXH3_state_t st;
+  XXH3_INITSTATE(&st);
+  XXH3_64bits_reset(&st);
+  XXH3_64bits_update(&st, a, a_size);
+  XXH3_64bits_update(&st, b, b_size);
+  return (uint64_t)XXH3_64bits_digest(&st);
+}
 
 }  // namespace detail
 }  // namespace splitzip

@@ -13,6 +13,7 @@ namespace detail {
 // ---- hash.cpp: xxHash XXH3 (docs/FORMAT.md §1) ---------------------------------------------------------------------
 uint64_t h64(const void* data, size_t size);  // XXH3_64bits, seed 0
 uint32_t h32(const void* data, size_t size);  // low 32 bits of h64
+uint64_t h64_pair(const void* a, size_t a_size, const void* b, size_t b_size);  // h64 of the concatenation
 
 // ---- common.cpp: frame header ------------------------------------------------------------------------------------
 struct FrameHeader {
@@ -28,15 +29,37 @@ struct FrameHeader {
   uint64_t chunks;
   layout::FrameOffsets off;  // off.end = total frame size
   bool checksums;
+  // Version 2 (channel windows, §4.9): the book reference.
+  bool channels;
+  uint64_t book_id;
+  uint32_t tensor, period;
+};
+
+// The exponent <-> code mapping of a frame: its codebook (version 1) or its channel windows (version 2).
+struct CodeMap {
+  const uint8_t* bases;  // version 2: the frame's tensor's P bases; nullptr for version 1
+  uint32_t period;
+  uint8_t code_of[256];  // version 1: exponent -> code, kEscape outside the codebook
+  uint8_t exp_of[16];    // version 1: code -> exponent
+  unsigned count, k, exponent_bits;
 };
 
 // Parses and checks a frame header in the order of docs/FORMAT.md §4.1, steps 1-7 (step 7 = whole frame present).
 sz_status parse_frame_header(const uint8_t* src, size_t src_size, FrameHeader* h);
 // Same without step 7 (for sz_frame_info_get on a prefix).
 sz_status parse_frame_header_only(const uint8_t* src, size_t src_size, FrameHeader* h);
-// Writes the 64-byte header (including its checksum).
+// Writes the 64-byte header (including its checksum): version 1 with the codebook, or version 2 (book != nullptr)
+// with the reference to tensor `tensor` of the channel book (the code width is the book's).
 void write_frame_header(uint8_t* dst, const sz_codebook& cb, unsigned chunk_log2, uint32_t flags, uint64_t n,
-                        uint64_t exp_size);
+                        uint64_t exp_size, const sz_channel_book* book = nullptr, uint32_t tensor = 0);
+// Step 8 of §4.1: the channel book a version 2 frame needs (SZ_OK for version 1 frames, whatever book).
+sz_status check_frame_book(const FrameHeader& h, const sz_channel_book* book);
+// The mapping of a parsed frame (book checked by check_frame_book before).
+void code_map_of(const FrameHeader& h, const sz_channel_book* book, CodeMap* m);
+// The mapping of a compress call.
+void code_map_for(const sz_codebook& cb, const sz_channel_book* book, uint32_t tensor, CodeMap* m);
+// Checks a channel book argument for compressing values of dtype with tensor `tensor`.
+sz_status check_book_arg(const sz_channel_book* book, sz_dtype dtype, uint32_t tensor);
 
 // Index checks of §4.3 and the record-size rule of §4.5, over all chunks. SZ_OK or SZ_ERROR_CORRUPT.
 sz_status check_chunk_index(const uint8_t* frame, const FrameHeader& h);

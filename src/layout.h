@@ -20,7 +20,8 @@ namespace layout {
 constexpr uint32_t kFrameMagic = 0x465A5053u;      // "SPZF"
 constexpr uint32_t kCodebookMagic = 0x425A5053u;   // "SPZB"
 constexpr uint32_t kContainerMagic = 0x435A5053u;  // "SPZC"
-constexpr uint8_t kFormatVersion = 1;
+constexpr uint8_t kFormatVersion = 1;          // frames with a codebook (§4.1)
+constexpr uint8_t kFormatVersionChannels = 2;  // frames with channel windows (§4.9)
 
 constexpr size_t kHeaderSize = 64;
 constexpr size_t kOffMagic = 0;
@@ -37,7 +38,21 @@ constexpr size_t kOffHeaderChecksum = 60;
 constexpr size_t kHeaderChecksummed = 60;  // H32 covers bytes [0, 60)
 
 constexpr uint32_t kFlagChecksums = 1u;
-constexpr uint32_t kKnownFlags = kFlagChecksums;
+constexpr uint32_t kFlagChannels = 2u;  // set exactly in version 2 frames
+constexpr uint32_t kKnownFlags = kFlagChecksums;  // what a caller may pass in sz_params.flags
+
+// Version 2: the codebook field holds the channel book reference (§4.1).
+constexpr size_t kOffBookId = 32;
+constexpr size_t kOffBookTensor = 40;
+constexpr size_t kOffBookPeriod = 44;
+
+// ---- §5.2 channel book file ---------------------------------------------------------------------------------------
+constexpr uint32_t kChannelBookMagic = 0x4B5A5053u;  // "SPZK"
+constexpr uint8_t kChannelBookVersion = 1;
+constexpr size_t kChannelBookHeader = 16;
+constexpr uint32_t kMaxPeriod = 1u << 24;
+constexpr uint32_t kMaxTensors = 1u << 16;
+constexpr uint64_t kMaxBookBases = (uint64_t)1 << 26;
 
 constexpr unsigned kMinChunkLog2 = 8;
 constexpr unsigned kMaxChunkLog2 = 16;

@@ -1,9 +1,10 @@
-// reference.cpp — the scalar reference codec: docs/FORMAT.md turned into plain value-by-value loops.
+// reference.cpp — the scalar reference codec: docs/FORMAT.md turned into plain value-by-value loops, for frames
+// with a codebook (version 1) and with channel windows (version 2, §4.9: the same loops, another code mapping).
 //
 // This is the oracle that the fast CPU codec and the CUDA kernels are tested against, so it favours being obviously
 // right over being fast: bit fields are read and written one bit at a time, every value is split and joined with
 // the helpers of layout.h, and the decoder checks every rule of §4 in a fixed order:
-//   header steps 1-7 (§4.1) -> destination capacity -> chunk index (§4.3, record sizes of §4.5) -> then chunk by
+//   header steps 1-8 (§4.1) -> destination capacity -> chunk index (§4.3, record sizes of §4.5) -> then chunk by
 //   chunk, in order: codes < count, escape rules, padding bits of the record, padding bits of the rest section (last
 //   chunk), and finally the chunk checksum (§4.6). The first failure is returned.
 #include <string.h>
@@ -43,16 +44,22 @@ void store_value(uint8_t* dst, uint64_t i, unsigned value_bytes, uint32_t v) {
   for (unsigned b = 0; b < value_bytes; ++b) dst[i * value_bytes + b] = (uint8_t)(v >> (8 * b));
 }
 
-int codebook_index(const sz_codebook& cb, uint32_t exponent) {
-  for (unsigned i = 0; i < cb.count; ++i)
-    if (cb.values[i] == exponent) return (int)i;
-  return -1;
+// The code of exponent e of value i of the frame, or -1 when e escapes (not in the codebook / the channel window).
+int code_of(const detail::CodeMap& m, uint64_t i, uint32_t e) {
+  if (m.bases) {
+    const uint32_t b = m.bases[i % m.period];
+    return e >= b && e - b < (1u << m.k) ? (int)(e - b) : -1;
+  }
+  return m.code_of[e] == detail::kEscape ? -1 : (int)m.code_of[e];
 }
 
-int codebook_index(const detail::FrameHeader& h, uint32_t exponent) {
-  for (unsigned i = 0; i < h.count; ++i)
-    if (h.codebook[i] == exponent) return (int)i;
-  return -1;
+// The exponent that code q of value i stands for, or -1 when no exponent has that code.
+int exponent_for(const detail::CodeMap& m, uint64_t i, uint32_t q) {
+  if (m.bases) {
+    const uint32_t e = m.bases[i % m.period] + q;
+    return e < (1u << m.exponent_bits) ? (int)e : -1;
+  }
+  return q < m.count ? (int)m.exp_of[q] : -1;
 }
 
 // Padding fields [len, ceil(len/8)*8) of a packed stream must be all-zero bits (§3).
@@ -66,17 +73,23 @@ bool padding_is_zero(const uint8_t* base, uint64_t len, unsigned b) {
 
 extern "C" {
 
-SZ_API sz_status sz_compress_reference(const void* src_v, uint64_t n, sz_dtype dtype, const sz_codebook* codebook,
-                                       const sz_params* params, void* dst_v, size_t dst_capacity, size_t* dst_size) {
+namespace {
+
+sz_status compress_reference(const void* src_v, uint64_t n, sz_dtype dtype, const sz_codebook* codebook,
+                             const sz_channel_book* book, uint32_t tensor, const sz_params* params, void* dst_v,
+                             size_t dst_capacity, size_t* dst_size) {
   sz_codebook cb;
   sz_params p;
-  const sz_status s = detail::check_compress_args(src_v, n, dtype, codebook, params, dst_v, dst_size, &cb, &p);
+  sz_status s = detail::check_compress_args(src_v, n, dtype, codebook, params, dst_v, dst_size, &cb, &p);
   if (s != SZ_OK) return s;
+  if (book && (s = detail::check_book_arg(book, dtype, tensor)) != SZ_OK) return s;
+  detail::CodeMap map;
+  detail::code_map_for(cb, book, tensor, &map);
   const uint8_t* src = (const uint8_t*)src_v;
   uint8_t* dst = (uint8_t*)dst_v;
   const DtypeTraits t = dtype_traits((unsigned)dtype);
   const unsigned value_bytes = t.value_bits / 8;
-  const unsigned k = cb.code_bits;
+  const unsigned k = map.k;
   const uint64_t S = (uint64_t)1 << p.chunk_log2;
   const uint64_t C = n_chunks(n, p.chunk_log2);
   const bool checksums = (p.flags & kFlagChecksums) != 0;
@@ -87,7 +100,7 @@ SZ_API sz_status sz_compress_reference(const void* src_v, uint64_t n, sz_dtype d
     const uint64_t len = chunk_len(n, p.chunk_log2, c);
     uint64_t escapes = 0;
     for (uint64_t j = 0; j < len; ++j)
-      if (codebook_index(cb, exponent_of(load_value(src, c * S + j, value_bytes), t)) < 0) ++escapes;
+      if (code_of(map, c * S + j, exponent_of(load_value(src, c * S + j, value_bytes), t)) < 0) ++escapes;
     const uint64_t coded = packed_bytes(len, k) + kEscapeBytes * escapes;
     const uint64_t raw = packed_bytes(len, t.exponent_bits);
     exp_size += coded <= raw ? coded : raw;
@@ -97,7 +110,7 @@ SZ_API sz_status sz_compress_reference(const void* src_v, uint64_t n, sz_dtype d
 
   // Pass 2: write the frame.
   memset(dst, 0, off.end);
-  detail::write_frame_header(dst, cb, p.chunk_log2, p.flags, n, exp_size);
+  detail::write_frame_header(dst, cb, p.chunk_log2, p.flags, n, exp_size, book, tensor);
   for (uint64_t i = 0; i < n; ++i) put_field(dst + off.rest, i, t.rest_bits, rest_of(load_value(src, i, value_bytes), t));
   uint64_t end = 0;
   for (uint64_t c = 0; c < C; ++c) {
@@ -106,7 +119,7 @@ SZ_API sz_status sz_compress_reference(const void* src_v, uint64_t n, sz_dtype d
     uint8_t* record = dst + off.exponents + end;
     uint64_t escapes = 0;
     for (uint64_t j = 0; j < len; ++j)
-      if (codebook_index(cb, exponent_of(load_value(values, j, value_bytes), t)) < 0) ++escapes;
+      if (code_of(map, c * S + j, exponent_of(load_value(values, j, value_bytes), t)) < 0) ++escapes;
     const uint64_t g = packed_bytes(len, k);
     const uint64_t coded = g + kEscapeBytes * escapes;
     const uint64_t raw = packed_bytes(len, t.exponent_bits);
@@ -118,7 +131,7 @@ SZ_API sz_status sz_compress_reference(const void* src_v, uint64_t n, sz_dtype d
       uint64_t x = 0;
       for (uint64_t j = 0; j < len; ++j) {
         const uint32_t e = exponent_of(load_value(values, j, value_bytes), t);
-        const int code = codebook_index(cb, e);
+        const int code = code_of(map, c * S + j, e);
         if (code >= 0) {
           put_field(record, j, k, (uint32_t)code);
         } else {  // escape: code 0 (already zero), position and raw exponent in the lists
@@ -141,14 +154,17 @@ SZ_API sz_status sz_compress_reference(const void* src_v, uint64_t n, sz_dtype d
   return SZ_OK;
 }
 
-SZ_API sz_status sz_decompress_reference(const void* src_v, size_t src_size, void* dst_v, size_t dst_capacity,
-                                         size_t* dst_size) {
+sz_status decompress_reference(const void* src_v, size_t src_size, const sz_channel_book* book, void* dst_v,
+                               size_t dst_capacity, size_t* dst_size) {
   if (src_v == nullptr || dst_size == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
   const uint8_t* src = (const uint8_t*)src_v;
   uint8_t* dst = (uint8_t*)dst_v;
   detail::FrameHeader h;
   sz_status s = detail::parse_frame_header(src, src_size, &h);
   if (s != SZ_OK) return s;
+  if ((s = detail::check_frame_book(h, book)) != SZ_OK) return s;  // step 8
+  detail::CodeMap map;
+  detail::code_map_of(h, book, &map);
   const DtypeTraits t = h.t;
   const unsigned value_bytes = t.value_bits / 8;
   const uint64_t out_size = h.n * value_bytes;
@@ -178,13 +194,14 @@ SZ_API sz_status sz_decompress_reference(const void* src_v, size_t src_size, voi
       const uint8_t* positions = record + g;
       const uint8_t* exponents = positions + 2 * escapes;
       for (uint64_t j = 0; j < len; ++j)
-        if (get_field(record, j, k) >= h.count) return SZ_ERROR_CORRUPT;
+        if (exponent_for(map, first + j, get_field(record, j, k)) < 0) return SZ_ERROR_CORRUPT;
       for (uint64_t x = 0; x < escapes; ++x) {
         const uint64_t pos = load_u16(positions + 2 * x);
         if (pos >= len) return SZ_ERROR_CORRUPT;
         if (x > 0 && pos <= load_u16(positions + 2 * (x - 1))) return SZ_ERROR_CORRUPT;
         if (get_field(record, pos, k) != 0) return SZ_ERROR_CORRUPT;
-        if (exponents[x] >= (1u << t.exponent_bits) || codebook_index(h, exponents[x]) >= 0) return SZ_ERROR_CORRUPT;
+        if (exponents[x] >= (1u << t.exponent_bits) || code_of(map, first + pos, exponents[x]) >= 0)
+          return SZ_ERROR_CORRUPT;
       }
       if (!padding_is_zero(record, len, k)) return SZ_ERROR_CORRUPT;
     }
@@ -209,7 +226,7 @@ SZ_API sz_status sz_decompress_reference(const void* src_v, size_t src_size, voi
           e = exponents[x];
           ++x;
         } else {
-          e = h.codebook[get_field(record, j, k)];
+          e = (uint32_t)exponent_for(map, first + j, get_field(record, j, k));
         }
         store_value(out, j, value_bytes, join(e, get_field(rest, first + j, t.rest_bits), t));
       }
@@ -222,6 +239,31 @@ SZ_API sz_status sz_decompress_reference(const void* src_v, size_t src_size, voi
   }
   *dst_size = (size_t)out_size;
   return SZ_OK;
+}
+
+}  // namespace
+
+SZ_API sz_status sz_compress_reference(const void* src, uint64_t n, sz_dtype dtype, const sz_codebook* codebook,
+                                       const sz_params* params, void* dst, size_t dst_capacity, size_t* dst_size) {
+  return compress_reference(src, n, dtype, codebook, nullptr, 0, params, dst, dst_capacity, dst_size);
+}
+
+SZ_API sz_status sz_compress_channels_reference(const void* src, uint64_t n, sz_dtype dtype,
+                                                const sz_channel_book* book, uint32_t tensor,
+                                                const sz_params* params, void* dst, size_t dst_capacity,
+                                                size_t* dst_size) {
+  if (book == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  return compress_reference(src, n, dtype, nullptr, book, tensor, params, dst, dst_capacity, dst_size);
+}
+
+SZ_API sz_status sz_decompress_reference(const void* src, size_t src_size, void* dst, size_t dst_capacity,
+                                         size_t* dst_size) {
+  return decompress_reference(src, src_size, nullptr, dst, dst_capacity, dst_size);
+}
+
+SZ_API sz_status sz_decompress_book_reference(const void* src, size_t src_size, const sz_channel_book* book,
+                                              void* dst, size_t dst_capacity, size_t* dst_size) {
+  return decompress_reference(src, src_size, book, dst, dst_capacity, dst_size);
 }
 
 }  // extern "C"

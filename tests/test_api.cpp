@@ -34,8 +34,9 @@ TEST(StatusNames, AreTheEnumeratorNamesPinnedForever) {
                             "SZ_ERROR_CUDA",
                             "SZ_ERROR_NOT_SUPPORTED",
                             "SZ_ERROR_WORKSPACE_TOO_SMALL",
-                            "SZ_ERROR_INTERNAL"};
-  for (int i = 0; i <= 16; ++i) {
+                            "SZ_ERROR_INTERNAL",
+                            "SZ_ERROR_BOOK_MISMATCH"};
+  for (int i = 0; i <= 17; ++i) {
     const char* n = sz_status_name((sz_status)i);
     ASSERT_NE(n, nullptr) << i;
     EXPECT_STREQ(n, expected[i]) << "status " << i;
@@ -44,9 +45,9 @@ TEST(StatusNames, AreTheEnumeratorNamesPinnedForever) {
 
 TEST(StatusNames, AreDistinctAndUnknownNumbersHaveOneName) {
   std::set<std::string> names;
-  for (int i = 0; i <= 16; ++i) names.insert(sz_status_name((sz_status)i));
-  EXPECT_EQ(names.size(), 17u);
-  for (int i : {17, 100, -1, 255}) {
+  for (int i = 0; i <= 17; ++i) names.insert(sz_status_name((sz_status)i));
+  EXPECT_EQ(names.size(), 18u);
+  for (int i : {18, 100, -1, 255}) {
     const char* n = sz_status_name((sz_status)i);
     ASSERT_NE(n, nullptr);
     EXPECT_STREQ(n, "SZ_ERROR_UNKNOWN") << i;

@@ -276,13 +276,26 @@ TEST(HeaderChecks, BadMagicComesFirst) {
 }
 
 TEST(HeaderChecks, UnknownVersionIsUnsupportedVersionBeforeChecksum) {
-  for (int v : {0, 2, 3, 255}) {
+  for (int v : {0, 3, 4, 255}) {
     std::vector<uint8_t> f = base_frame();
     f[4] = (uint8_t)v;
     expect_all_decoders(f, SZ_ERROR_UNSUPPORTED_VERSION, "version " + std::to_string(v) + " unsealed");
     spec::reseal_header(f);
     expect_all_decoders(f, SZ_ERROR_UNSUPPORTED_VERSION, "version " + std::to_string(v) + " resealed");
   }
+}
+
+// Version 2 is known (channel windows, §4.9), and must come with the CHANNELS flag, and that flag with version 2.
+TEST(HeaderChecks, VersionAndChannelsFlagGoTogether) {
+  std::vector<uint8_t> f = base_frame();
+  f[4] = 2;
+  expect_all_decoders(f, SZ_ERROR_CHECKSUM, "version 2 unsealed");
+  spec::reseal_header(f);
+  expect_all_decoders(f, SZ_ERROR_CORRUPT, "version 2 without CHANNELS");
+  f = base_frame();
+  f[8] |= 2;  // CHANNELS in a version 1 frame
+  spec::reseal_header(f);
+  expect_all_decoders(f, SZ_ERROR_CORRUPT, "CHANNELS in version 1");
 }
 
 TEST(HeaderChecks, HeaderChecksumIsCheckedBeforeDtypeAndFields) {

@@ -123,6 +123,30 @@ inline std::vector<uint8_t> skewed_values(unsigned dtype, size_t n, uint64_t see
   return out;
 }
 
+// Values of `tensors` tensors of `tokens` tokens of `period` channels whose exponents centre on a per-channel value
+// (as real KV does), with a few wild ones (escapes).
+inline std::vector<uint8_t> channel_values(sz_dtype dtype, uint32_t tensors, uint64_t tokens, uint32_t period, uint64_t seed) {
+  const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
+  const unsigned vb = f.W / 8, emax = (1u << f.E) - 1;
+  std::vector<uint8_t> out((size_t)tensors * tokens * period * vb);
+  Rng rng(seed);
+  for (uint64_t t = 0; t < tensors; ++t)
+    for (uint64_t i = 0; i < tokens * period; ++i) {
+      const uint32_t c = (uint32_t)(i % period);
+      const int centre = (int)((c * 7 + t * 3) % (emax > 20 ? 20 : emax - 2)) + (int)(emax > 20 ? emax / 2 - 10 : 1);
+      int e = centre;
+      if (rng.uniform() < 0.02) {
+        e = (int)rng.below(emax + 1);
+      } else {
+        while (rng.uniform() < 0.35 && e > 0 && e < (int)emax) e += (rng.next() & 1) ? 1 : -1;
+      }
+      const uint64_t r = rng.next();
+      sztest::store_value(out.data() + ((t * tokens * period) + i) * vb, f.W,
+                          sztest::make_value((uint32_t)(r >> 63), (uint32_t)e, (uint32_t)r, f));
+    }
+  return out;
+}
+
 // A codebook {center, center-1, center+1, center-2, ...} of `count` entries for width k (no calibration needed).
 inline sz_codebook centered_codebook(unsigned dtype, unsigned k, unsigned count, unsigned center) {
   sz_codebook cb;

@@ -47,8 +47,9 @@ extern "C" {
 #define SZ_VERSION_MINOR 0
 #define SZ_VERSION_PATCH 0
 #define SZ_VERSION_NUMBER (SZ_VERSION_MAJOR * 10000 + SZ_VERSION_MINOR * 100 + SZ_VERSION_PATCH)
-/** Frame format version written by this library (docs/FORMAT.md). */
+/** Frame format versions: 1 for frames with a codebook, 2 for frames with channel windows (docs/FORMAT.md §4.9). */
 #define SZ_FORMAT_VERSION 1
+#define SZ_FORMAT_VERSION_CHANNELS 2
 
 /** Library version as SZ_VERSION_NUMBER, of the library actually linked. */
 SZ_API unsigned sz_version_number(void);
@@ -76,7 +77,8 @@ typedef enum sz_status {
   SZ_ERROR_CUDA = 13,                /* a CUDA runtime call failed */
   SZ_ERROR_NOT_SUPPORTED = 14,       /* the feature is not compiled in (for example CUDA in a CPU-only build) */
   SZ_ERROR_WORKSPACE_TOO_SMALL = 15, /* the GPU workspace is smaller than the size query returned */
-  SZ_ERROR_INTERNAL = 16             /* a bug: please report it */
+  SZ_ERROR_INTERNAL = 16,            /* a bug: please report it */
+  SZ_ERROR_BOOK_MISMATCH = 17        /* a channel-window frame without its channel book, or with another one */
 } sz_status;
 
 /** A static, NUL-terminated name such as "SZ_ERROR_CORRUPT"; "SZ_ERROR_UNKNOWN" for numbers not listed above. */
@@ -162,6 +164,54 @@ SZ_API sz_status sz_codebook_save(const sz_codebook* codebook, const char* path)
 SZ_API sz_status sz_codebook_load(const char* path, sz_codebook* out);
 
 /* ---------------------------------------------------------------------------------------------------------------
+ * Channel books (docs/FORMAT.md §4.9, §5.2). KV exponents depend on the channel (layer, K/V, kv_head, dim): a
+ * channel book gives every channel of every tensor of a model a window of 2^k consecutive exponents, calibrated
+ * offline; a version 2 frame codes each value against its channel's window and names the book by its identifier.
+ * A frame holds whole tokens of one tensor: value i belongs to channel i mod period.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+#define SZ_CHANNEL_BOOK_HEADER 16
+#define SZ_MAX_PERIOD (1u << 24)
+#define SZ_MAX_TENSORS (1u << 16)
+
+/** A channel book: `tensors` tensors of `period` channels, each with a base exponent (its window is
+ *  base .. base + 2^code_bits - 1). The bases (tensors * period bytes, tensor by tensor) are the caller's. */
+typedef struct sz_channel_book {
+  uint8_t dtype;        /* sz_dtype */
+  uint8_t code_bits;    /* k: 1..4, k < exponent bits */
+  uint8_t reserved[2];  /* 0 */
+  uint32_t period;      /* channels per tensor, 1..SZ_MAX_PERIOD (a KV tensor [tokens][kv_heads][head_dim]: kv_heads*head_dim) */
+  uint32_t tensors;     /* 1..SZ_MAX_TENSORS (a KV cache: layers * 2, K then V of each layer) */
+  uint64_t id;          /* XXH3-64 of the book file without its checksum: what frames refer to (set by _init/_parse) */
+  const uint8_t* bases; /* tensors * period bytes, each < 2^E */
+} sz_channel_book;
+
+/** Fills *book from its parts and computes its id. tensors * period must be at most 2^26. */
+SZ_API sz_status sz_channel_book_init(sz_channel_book* book, sz_dtype dtype, unsigned code_bits, uint32_t period,
+                                      uint32_t tensors, const uint8_t* bases);
+/** Checks a book (fields in range, bases < 2^E, id matching the bases): SZ_OK or SZ_ERROR_BAD_CODEBOOK. */
+SZ_API sz_status sz_channel_book_validate(const sz_channel_book* book);
+/** Bytes of the book's file (§5.2): 20 + tensors * period. */
+SZ_API size_t sz_channel_book_file_size(const sz_channel_book* book);
+SZ_API sz_status sz_channel_book_serialize(const sz_channel_book* book, void* dst, size_t dst_capacity,
+                                           size_t* dst_size);
+/** Parses a book file; book->bases then points into src (which must outlive the book). The errors of §5.2. */
+SZ_API sz_status sz_channel_book_parse(const void* src, size_t src_size, sz_channel_book* book);
+
+/** Calibration: per-channel exponent histograms in caller-owned memory of sz_channel_histogram_size() bytes, zeroed
+ *  by the caller, filled by _add from sample KV laid out as `tensors` tensors of `tokens` tokens of `period` values
+ *  (a file [layers][2][tokens][kv_heads][head_dim]: tensors = 2 * layers, period = kv_heads * head_dim). */
+SZ_API size_t sz_channel_histogram_size(sz_dtype dtype, uint32_t tensors, uint32_t period);
+SZ_API sz_status sz_channel_histogram_add(uint32_t* counts, sz_dtype dtype, uint32_t tensors, uint32_t period,
+                                          const void* values, uint64_t tokens);
+/** Picks every channel's window (the 2^k consecutive exponents holding the most values; ties: the lower base) and,
+ *  with code_bits 0, the width k with the smallest expected size (k bits per value plus 3 bytes per escape, the same
+ *  cost model as sz_calibrate). bases_out: tensors * period bytes. *code_bits_out and *bits_per_value may be NULL. */
+SZ_API sz_status sz_channel_calibrate(const uint32_t* counts, sz_dtype dtype, uint32_t tensors, uint32_t period,
+                                      unsigned code_bits, uint8_t* bases_out, unsigned* code_bits_out,
+                                      double* bits_per_value);
+
+/* ---------------------------------------------------------------------------------------------------------------
  * Frames: compress and decompress one tensor
  * ------------------------------------------------------------------------------------------------------------- */
 
@@ -212,6 +262,25 @@ SZ_API sz_status sz_decompress(const void* src, size_t src_size, void* dst, size
 /** The scalar reference decoder (the oracle). */
 SZ_API sz_status sz_decompress_reference(const void* src, size_t src_size, void* dst, size_t dst_capacity,
                                          size_t* dst_size);
+
+/** Compresses n values of tensor `tensor` of a channel book into a version 2 frame (§4.9): value i is coded
+ *  against the window of channel i mod book->period. Same sizes, params and output rules as sz_compress. */
+SZ_API sz_status sz_compress_channels(const void* src, uint64_t n_values, sz_dtype dtype,
+                                      const sz_channel_book* book, uint32_t tensor, const sz_params* params,
+                                      void* dst, size_t dst_capacity, size_t* dst_size);
+SZ_API sz_status sz_compress_channels_reference(const void* src, uint64_t n_values, sz_dtype dtype,
+                                                const sz_channel_book* book, uint32_t tensor,
+                                                const sz_params* params, void* dst, size_t dst_capacity,
+                                                size_t* dst_size);
+/** Decompresses any frame: version 1 as sz_decompress; version 2 with its channel book (book may be NULL for
+ *  version 1 frames; a version 2 frame without its book gives SZ_ERROR_BOOK_MISMATCH, as sz_decompress does). */
+SZ_API sz_status sz_decompress_book(const void* src, size_t src_size, const sz_channel_book* book, void* dst,
+                                    size_t dst_capacity, size_t* dst_size, unsigned threads);
+SZ_API sz_status sz_decompress_book_reference(const void* src, size_t src_size, const sz_channel_book* book,
+                                              void* dst, size_t dst_capacity, size_t* dst_size);
+/** The channel book reference of a version 2 frame (header only): SZ_ERROR_INVALID_ARGUMENT for version 1 frames. */
+SZ_API sz_status sz_frame_book_ref(const void* src, size_t src_size, uint64_t* book_id, uint32_t* tensor,
+                                   uint32_t* period);
 
 /** What a frame holds. */
 typedef struct sz_frame_info {
