@@ -43,4 +43,26 @@ SZ_API sz_status sz_cuda_decompress_pages(const void*, size_t, void* const*, uin
   return SZ_ERROR_NOT_SUPPORTED;
 }
 
+SZ_API sz_status sz_cuda_compress_channels(const void*, uint64_t, sz_dtype, const sz_channel_book*, uint32_t,
+                                           const sz_params*, void*, size_t, void*, size_t, uint64_t*, uint64_t*,
+                                           sz_cuda_stream) {
+  return SZ_ERROR_NOT_SUPPORTED;
+}
+
+SZ_API sz_status sz_cuda_compress_pages_channels(const void* const*, uint32_t, uint64_t, sz_dtype,
+                                                 const sz_channel_book*, uint32_t, const sz_params*, void*, size_t,
+                                                 void*, size_t, uint64_t*, uint64_t*, sz_cuda_stream) {
+  return SZ_ERROR_NOT_SUPPORTED;
+}
+
+SZ_API sz_status sz_cuda_decompress_book(const void*, size_t, const sz_channel_book*, void*, size_t, void*, size_t,
+                                         int32_t*, uint64_t*, sz_cuda_stream) {
+  return SZ_ERROR_NOT_SUPPORTED;
+}
+
+SZ_API sz_status sz_cuda_decompress_pages_book(const void*, size_t, const sz_channel_book*, void* const*, uint32_t,
+                                               uint64_t, void*, size_t, int32_t*, sz_cuda_stream) {
+  return SZ_ERROR_NOT_SUPPORTED;
+}
+
 }  // extern "C"

@@ -17,6 +17,9 @@
 //             fp32 are the BF16 values rounded to binary16 / widened to binary32
 //   smol_*    SmolLM2-135M KV (smollm2/{prose,code}_{bf16,fp16,e4m3,e5m2}.bin from bench/models/smollm2_kv.py):
 //             codebook calibrated on the code text, measured on the prose text (held out)
+//   smol_*_ch the same with a channel book (version 2 frames, per-channel windows, k picked by sz_channel_calibrate)
+//             calibrated on all 60 tensors of the code text, measured on prose tensor 30 (layer 15 K); message sizes
+//             and pages rounded down to whole tokens (192 values)
 // Output: one row per measurement on stdout (markdown), CSV rows to --csv; a short summary table last.
 #include <cuda_runtime.h>
 
@@ -93,6 +96,12 @@ struct Dataset {
   sz_dtype dtype;
   std::vector<uint8_t> tile;  // measured data, repeated (rotated) to fill the buffers
   sz_codebook codebook;
+  // Channel-window sets (version 2 frames): the tile is one tensor of the book; rotations and pages keep its
+  // token boundaries (multiples of book.period values). book.bases is the host copy, d_bases the device copy.
+  bool channels = false;
+  std::vector<uint8_t> bases;
+  sz_channel_book book{};
+  uint32_t tensor = 0;
 };
 
 sz_codebook calibrate(const std::vector<uint8_t>& bytes, sz_dtype dtype) {
@@ -141,6 +150,29 @@ std::vector<Dataset> load_datasets(const std::string& dir) {
     const std::vector<uint8_t> data = read_file(dir + "/smollm2/prose_" + s.suffix + ".bin");
     if (!calib.empty() && !data.empty())
       sets.push_back({std::string("smol_") + s.suffix, s.dtype, data, calibrate(calib, s.dtype)});
+  }
+  // SmolLM2 with channel windows: book calibrated on the code text, measured on one tensor of the prose text
+  // (bench/models/smollm2_kv.py: [30 layers][K, V][2048 tokens][3 kv_heads][64 dims]).
+  for (const auto& s : smol) {
+    if (s.dtype != SZ_DTYPE_BF16 && s.dtype != SZ_DTYPE_FP16) continue;
+    const std::vector<uint8_t> calib = read_file(dir + "/smollm2/code_" + s.suffix + ".bin");
+    const std::vector<uint8_t> data = read_file(dir + "/smollm2/prose_" + s.suffix + ".bin");
+    const uint32_t tensors = 60, period = 192, tensor = 30;  // layer 15, K
+    const size_t vb = sz_dtype_size(s.dtype), token_bytes = (size_t)tensors * period * vb;
+    if (calib.empty() || data.empty() || calib.size() % token_bytes || data.size() % token_bytes) continue;
+    const uint64_t tokens = calib.size() / token_bytes, tensor_bytes = data.size() / tensors;
+    Dataset d{std::string("smol_") + s.suffix + "_ch", s.dtype,
+              std::vector<uint8_t>(data.begin() + tensor * tensor_bytes, data.begin() + (tensor + 1) * tensor_bytes),
+              calibrate(calib, s.dtype)};
+    std::vector<uint32_t> counts(sz_channel_histogram_size(s.dtype, tensors, period) / 4, 0u);
+    SZ(sz_channel_histogram_add(counts.data(), s.dtype, tensors, period, calib.data(), tokens));
+    d.bases.resize((size_t)tensors * period);
+    unsigned k = 0;
+    SZ(sz_channel_calibrate(counts.data(), s.dtype, tensors, period, 0, d.bases.data(), &k, nullptr));
+    SZ(sz_channel_book_init(&d.book, s.dtype, k, period, tensors, d.bases.data()));
+    d.channels = true;
+    d.tensor = tensor;
+    sets.push_back(std::move(d));
   }
   return sets;
 }
@@ -247,11 +279,19 @@ int main(int argc, char** argv) {
     if (!only.empty() && ("," + only + ",").find("," + ds.name + ",") == std::string::npos) continue;
     const size_t vb = sz_dtype_size(ds.dtype);
     for (double mib : sizes) {
-      const uint64_t n = (uint64_t)(mib * 1048576.0) / vb;
+      const uint64_t unit = ds.channels ? ds.book.period : 1;  // whole tokens of a channel-window tensor
+      const uint64_t n = (uint64_t)(mib * 1048576.0) / vb / unit * unit;
       const size_t bytes = n * vb;
       const size_t R = std::max<size_t>(2, (size_t)std::ceil(pool_mib * 1048576.0 / (double)bytes));
       const size_t bound = sz_compress_bound(n, ds.dtype);
       const size_t fstride = (bound + 255) / 256 * 256, bstride = (bytes + 255) / 256 * 256;
+      sz_channel_book dbook = ds.book;  // the same book with its bases on the device
+      uint8_t* d_bases = nullptr;
+      if (ds.channels) {
+        CK(cudaMalloc(&d_bases, ds.bases.size()));
+        CK(cudaMemcpy(d_bases, ds.bases.data(), ds.bases.size(), cudaMemcpyHostToDevice));
+        dbook.bases = d_bases;
+      }
       uint8_t *d_in, *d_out, *d_frames;
       uint64_t* d_fsize;
       int32_t* d_status;
@@ -263,7 +303,8 @@ int main(int argc, char** argv) {
       {  // buffer i: the tile repeated from rotation i, so no two buffers are equal
         std::vector<uint8_t> host(bytes);
         for (size_t i = 0; i < R; ++i) {
-          const size_t rot = (i * 7919 * vb) % ds.tile.size() / vb * vb;
+          const size_t unit = ds.channels ? ds.book.period * vb : vb;
+          const size_t rot = (i * 7919 * unit) % ds.tile.size() / unit * unit;
           for (size_t o = 0; o < bytes;) {
             const size_t from = (rot + o) % ds.tile.size(), len = std::min(ds.tile.size() - from, bytes - o);
             memcpy(host.data() + o, ds.tile.data() + from, len);
@@ -286,7 +327,7 @@ int main(int argc, char** argv) {
       });
       const double memcpy_gbps = 2.0 * bytes / (memcpy_ms * 1e-3) / 1e9;
       // Page lists: every buffer split into pages of page_values values, listed in a shuffled order.
-      const uint64_t pv = std::min<uint64_t>(page_values, n);
+      const uint64_t pv = std::min<uint64_t>(page_values / unit * unit, n);
       const uint32_t n_pages = paged && n % pv == 0 ? (uint32_t)(n / pv) : 0;
       std::vector<uint32_t> perm(n_pages);
       for (uint32_t i = 0; i < n_pages; ++i) perm[i] = i;
@@ -324,7 +365,14 @@ int main(int argc, char** argv) {
           std::vector<uint64_t> fsizes(R, bound);
           double host_us = 0;
           auto enc_one = [&](size_t i) {
-            if (pg)
+            if (ds.channels && pg)
+              SZ(sz_cuda_compress_pages_channels((const void* const*)(d_in_pages + i * n_pages), n_pages, pv,
+                                                 ds.dtype, &dbook, ds.tensor, &p, d_frames + i * fstride, bound,
+                                                 d_ws, ws, d_fsize + i, nullptr, zs));
+            else if (ds.channels)
+              SZ(sz_cuda_compress_channels(d_in + i * bstride, n, ds.dtype, &dbook, ds.tensor, &p,
+                                           d_frames + i * fstride, bound, d_ws, ws, d_fsize + i, nullptr, zs));
+            else if (pg)
               SZ(sz_cuda_compress_pages((const void* const*)(d_in_pages + i * n_pages), n_pages, pv, ds.dtype,
                                         &ds.codebook, &p, d_frames + i * fstride, bound, d_ws, ws, d_fsize + i,
                                         nullptr, zs));
@@ -333,7 +381,13 @@ int main(int argc, char** argv) {
                                   d_ws, ws, d_fsize + i, nullptr, zs));
           };
           auto dec_one = [&](size_t i) {
-            if (pg)
+            if (ds.channels && pg)
+              SZ(sz_cuda_decompress_pages_book(d_frames + i * fstride, fsizes[i], &dbook, d_out_pages + i * n_pages,
+                                               n_pages, pv, d_ws, ws, d_status + i, zs));
+            else if (ds.channels)
+              SZ(sz_cuda_decompress_book(d_frames + i * fstride, fsizes[i], &dbook, d_out + i * bstride, bytes, d_ws,
+                                         ws, d_status + i, nullptr, zs));
+            else if (pg)
               SZ(sz_cuda_decompress_pages(d_frames + i * fstride, fsizes[i], d_out_pages + i * n_pages, n_pages, pv, d_ws,
                                           ws, d_status + i, zs));
             else
@@ -380,7 +434,11 @@ int main(int argc, char** argv) {
             sz_params pc = p;
             pc.threads = 0;
             size_t cpu_size = 0;
-            SZ(sz_compress(seq.data(), n, ds.dtype, &ds.codebook, &pc, cpu.data(), bound, &cpu_size));
+            if (ds.channels)
+              SZ(sz_compress_channels(seq.data(), n, ds.dtype, &ds.book, ds.tensor, &pc, cpu.data(), bound,
+                                      &cpu_size));
+            else
+              SZ(sz_compress(seq.data(), n, ds.dtype, &ds.codebook, &pc, cpu.data(), bound, &cpu_size));
             if (cpu_size != fsize || memcmp(cpu.data(), frame.data(), fsize) != 0) {
               fprintf(stderr, "%s %.0f MiB cks %d paged %d: GPU frame %zu differs from the CPU frame\n",
                       ds.name.c_str(), mib, cks, pg, i);
@@ -396,7 +454,7 @@ int main(int argc, char** argv) {
           r.data = ds.name;
           r.layout = pg ? "paged " + std::to_string(pv) : "contig";
           r.dtype = ds.dtype;
-          r.k = ds.codebook.code_bits;
+          r.k = ds.channels ? ds.book.code_bits : ds.codebook.code_bits;
           r.mib = mib;
           r.cks = cks;
           r.ratio = (double)bytes / (double)fsize;
@@ -429,6 +487,7 @@ int main(int argc, char** argv) {
       CK(cudaFree(d_status));
       if (d_in_pages) CK(cudaFree(d_in_pages));
       if (d_out_pages) CK(cudaFree(d_out_pages));
+      if (d_bases) CK(cudaFree(d_bases));
     }
   }
   if (csv) fclose(csv);

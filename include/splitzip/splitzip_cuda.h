@@ -83,6 +83,33 @@ SZ_API sz_status sz_cuda_decompress_pages(const void* d_src, size_t src_size, vo
                                           uint64_t page_values, void* d_workspace, size_t workspace_size,
                                           int32_t* d_status, sz_cuda_stream stream);
 
+/* ---------------------------------------------------------------------------------------------------------------
+ * Channel windows (version 2 frames, docs/FORMAT.md §4.9). In these calls the sz_channel_book's `bases` point to
+ * DEVICE memory (a copy of the host bases, tensors * period bytes); its other fields, and its id, are those that
+ * sz_channel_book_init computed on the host copy. Workspaces and sizes are those of the calls above.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+/** Compresses n values of tensor `tensor` of the book into a version 2 frame, like sz_cuda_compress. */
+SZ_API sz_status sz_cuda_compress_channels(const void* d_src, uint64_t n_values, sz_dtype dtype,
+                                           const sz_channel_book* book, uint32_t tensor, const sz_params* params,
+                                           void* d_dst, size_t dst_capacity, void* d_workspace, size_t workspace_size,
+                                           uint64_t* d_frame_size, uint64_t* h_frame_size, sz_cuda_stream stream);
+/** The paged form (the frame of the pages' concatenation, in list order). */
+SZ_API sz_status sz_cuda_compress_pages_channels(const void* const* d_pages, uint32_t n_pages, uint64_t page_values,
+                                                 sz_dtype dtype, const sz_channel_book* book, uint32_t tensor,
+                                                 const sz_params* params, void* d_dst, size_t dst_capacity,
+                                                 void* d_workspace, size_t workspace_size, uint64_t* d_frame_size,
+                                                 uint64_t* h_frame_size, sz_cuda_stream stream);
+/** Decompresses any frame like sz_cuda_decompress; version 2 frames with `book` (may be NULL for version 1 only:
+ *  a version 2 frame then gives SZ_ERROR_BOOK_MISMATCH in *d_status). */
+SZ_API sz_status sz_cuda_decompress_book(const void* d_src, size_t src_size, const sz_channel_book* book, void* d_dst,
+                                         size_t dst_capacity, void* d_workspace, size_t workspace_size,
+                                         int32_t* d_status, uint64_t* d_dst_size, sz_cuda_stream stream);
+SZ_API sz_status sz_cuda_decompress_pages_book(const void* d_src, size_t src_size, const sz_channel_book* book,
+                                               void* const* d_pages, uint32_t n_pages, uint64_t page_values,
+                                               void* d_workspace, size_t workspace_size, int32_t* d_status,
+                                               sz_cuda_stream stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

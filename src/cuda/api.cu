@@ -102,10 +102,10 @@ sz_status ws_query(uint64_t n, sz_dtype dtype, const sz_params* params, size_t* 
 sz_status compress(const void* d_src, const void* const* d_pages, uint64_t page_values, uint64_t n, sz_dtype dtype,
                    const sz_codebook* codebook, const sz_params* params, void* d_dst, size_t dst_capacity,
                    void* d_workspace, size_t ws_size, uint64_t* d_frame_size, uint64_t* h_frame_size,
-                   cudaStream_t stream) {
+                   cudaStream_t stream, const sz_channel_book* book = nullptr, uint32_t tensor = 0) {
   EncodeArgs a;
   sz_status s = make_encode_args(d_src, d_pages, page_values, n, dtype, codebook, params, d_dst, dst_capacity,
-                                 d_workspace, ws_size, d_frame_size, &a);
+                                 d_workspace, ws_size, d_frame_size, &a, book, tensor);
   if (s != SZ_OK) return s;
   s = launch_encode(a, stream);
   if (s != SZ_OK) return s;
@@ -192,6 +192,54 @@ SZ_API sz_status sz_cuda_decompress_pages(const void* d_src, size_t src_size, vo
   const sz_status s = make_decode_args(d_src, src_size, nullptr, 0, d_pages ? d_pages : kNoPages, n_pages,
                                        page_values ? page_values : 1, d_workspace, workspace_size, d_status, nullptr,
                                        &a);
+  if (s != SZ_OK) return s;
+  return launch_decode(a, (cudaStream_t)stream);
+}
+
+SZ_API sz_status sz_cuda_compress_channels(const void* d_src, uint64_t n_values, sz_dtype dtype,
+                                           const sz_channel_book* book, uint32_t tensor, const sz_params* params,
+                                           void* d_dst, size_t dst_capacity, void* d_workspace, size_t workspace_size,
+                                           uint64_t* d_frame_size, uint64_t* h_frame_size, sz_cuda_stream stream) {
+  if (!book) return SZ_ERROR_INVALID_ARGUMENT;
+  return compress(d_src, nullptr, 0, n_values, dtype, nullptr, params, d_dst, dst_capacity, d_workspace,
+                  workspace_size, d_frame_size, h_frame_size, (cudaStream_t)stream, book, tensor);
+}
+
+SZ_API sz_status sz_cuda_compress_pages_channels(const void* const* d_pages, uint32_t n_pages, uint64_t page_values,
+                                                 sz_dtype dtype, const sz_channel_book* book, uint32_t tensor,
+                                                 const sz_params* params, void* d_dst, size_t dst_capacity,
+                                                 void* d_workspace, size_t workspace_size, uint64_t* d_frame_size,
+                                                 uint64_t* h_frame_size, sz_cuda_stream stream) {
+  if (!book || (!d_pages && n_pages > 0)) return SZ_ERROR_INVALID_ARGUMENT;
+  if (pages_too_many(n_pages, page_values)) return SZ_ERROR_INVALID_ARGUMENT;
+  const uint64_t n = (uint64_t)n_pages * page_values;
+  static const void* const kNoPages[1] = {nullptr};
+  return compress(nullptr, n ? d_pages : kNoPages, page_values ? page_values : 1, n, dtype, nullptr, params, d_dst,
+                  dst_capacity, d_workspace, workspace_size, d_frame_size, h_frame_size, (cudaStream_t)stream, book,
+                  tensor);
+}
+
+SZ_API sz_status sz_cuda_decompress_book(const void* d_src, size_t src_size, const sz_channel_book* book, void* d_dst,
+                                         size_t dst_capacity, void* d_workspace, size_t workspace_size,
+                                         int32_t* d_status, uint64_t* d_dst_size, sz_cuda_stream stream) {
+  DecodeArgs a;
+  const sz_status s = make_decode_args(d_src, src_size, d_dst, dst_capacity, nullptr, 0, 0, d_workspace,
+                                       workspace_size, d_status, d_dst_size, &a, book);
+  if (s != SZ_OK) return s;
+  return launch_decode(a, (cudaStream_t)stream);
+}
+
+SZ_API sz_status sz_cuda_decompress_pages_book(const void* d_src, size_t src_size, const sz_channel_book* book,
+                                               void* const* d_pages, uint32_t n_pages, uint64_t page_values,
+                                               void* d_workspace, size_t workspace_size, int32_t* d_status,
+                                               sz_cuda_stream stream) {
+  if (!d_src || !d_status || (!d_pages && n_pages > 0)) return SZ_ERROR_INVALID_ARGUMENT;
+  if (pages_too_many(n_pages, page_values)) return SZ_ERROR_INVALID_ARGUMENT;
+  static void* const kNoPages[1] = {nullptr};
+  DecodeArgs a;
+  const sz_status s = make_decode_args(d_src, src_size, nullptr, 0, d_pages ? d_pages : kNoPages, n_pages,
+                                       page_values ? page_values : 1, d_workspace, workspace_size, d_status, nullptr,
+                                       &a, book);
   if (s != SZ_OK) return s;
   return launch_decode(a, (cudaStream_t)stream);
 }

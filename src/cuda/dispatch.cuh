@@ -54,16 +54,31 @@ inline Span make_span(const void* base, const void* const* pages, uint64_t page_
 }
 
 // Resolves a compress call (contiguous: d_pages == nullptr). Host checks only; nothing is enqueued.
+// The fields of a channel book whose bases are in device memory (those cannot be read on the host: the id is the
+// caller's, computed from its host copy by sz_channel_book_init).
+inline bool device_book_ok(const sz_channel_book* b) {
+  if (!b || !b->bases || !layout::dtype_known(b->dtype)) return false;
+  const unsigned E = layout::dtype_traits(b->dtype).exponent_bits;
+  return b->code_bits >= 1 && b->code_bits <= 4 && b->code_bits < E && b->period >= 1 &&
+         b->period <= layout::kMaxPeriod && b->tensors >= 1 && b->tensors <= layout::kMaxTensors &&
+         (uint64_t)b->period * b->tensors <= layout::kMaxBookBases;
+}
+
+// book: channel windows (bases in device memory) for tensor `tensor`; nullptr: the codebook.
 inline sz_status make_encode_args(const void* d_src, const void* const* d_pages, uint64_t page_values, uint64_t n,
                                   sz_dtype dtype, const sz_codebook* codebook, const sz_params* params, void* d_dst,
                                   size_t dst_capacity, void* d_workspace, size_t ws_size, uint64_t* d_frame_size,
-                                  EncodeArgs* a) {
+                                  EncodeArgs* a, const sz_channel_book* book = nullptr, uint32_t tensor = 0) {
   sz_codebook cb;
   sz_params p;
   const size_t dummy = 0;
   const void* src_check = d_pages ? (const void*)d_pages : d_src;
   sz_status s = detail::check_compress_args(src_check, n, dtype, codebook, params, d_dst, &dummy, &cb, &p);
   if (s != SZ_OK) return s;
+  if (book) {
+    if (!device_book_ok(book) || book->dtype != (uint8_t)dtype) return SZ_ERROR_BAD_CODEBOOK;
+    if (tensor >= book->tensors) return SZ_ERROR_INVALID_ARGUMENT;
+  }
   if (!d_frame_size) return SZ_ERROR_INVALID_ARGUMENT;
   if (dst_capacity < sz_compress_bound(n, dtype)) return SZ_ERROR_DST_TOO_SMALL;
   const uint64_t chunks = layout::n_chunks(n, p.chunk_log2);
@@ -82,11 +97,18 @@ inline sz_status make_encode_args(const void* d_src, const void* const* d_pages,
   a->rest_off = o.rest;
   a->exp_off = o.exponents;
   a->dtype = (uint32_t)dtype;
-  a->k = cb.code_bits;
-  a->count = cb.count;
+  a->k = book ? book->code_bits : cb.code_bits;
+  a->count = book ? 1u << book->code_bits : cb.count;
+  if (book) {
+    a->ch = Channels{book->bases + (uint64_t)tensor * book->period, book->period};
+    a->book_id = book->id;
+    a->tensor = tensor;
+  } else {
+    a->ch = Channels{nullptr, 1};
+  }
   a->chunk_log2 = p.chunk_log2;
   a->flags = p.flags;
-  for (int i = 0; i < 16; ++i) a->codebook[i] = i < cb.count ? cb.values[i] : 0;
+  for (int i = 0; i < 16; ++i) a->codebook[i] = !book && i < cb.count ? cb.values[i] : 0;
   a->ws = (WsHeader*)d_workspace;
   a->frame_size = d_frame_size;
   return SZ_OK;
@@ -95,8 +117,10 @@ inline sz_status make_encode_args(const void* d_src, const void* const* d_pages,
 // Resolves a decompress call (contiguous: d_pages == nullptr).
 inline sz_status make_decode_args(const void* d_src, size_t src_size, void* d_dst, size_t dst_capacity,
                                   void* const* d_pages, uint32_t n_pages, uint64_t page_values, void* d_workspace,
-                                  size_t ws_size, int32_t* d_status, uint64_t* d_dst_size, DecodeArgs* a) {
+                                  size_t ws_size, int32_t* d_status, uint64_t* d_dst_size, DecodeArgs* a,
+                                  const sz_channel_book* book = nullptr) {
   if (!d_src || !d_status) return SZ_ERROR_INVALID_ARGUMENT;
+  if (book && !device_book_ok(book)) return SZ_ERROR_BAD_CODEBOOK;
   if (d_pages == nullptr && d_dst == nullptr && dst_capacity > 0) return SZ_ERROR_INVALID_ARGUMENT;
   if (ws_size < kDecodeWorkspaceBytes) return SZ_ERROR_WORKSPACE_TOO_SMALL;
   if (!d_workspace) return SZ_ERROR_INVALID_ARGUMENT;
@@ -111,6 +135,14 @@ inline sz_status make_decode_args(const void* d_src, size_t src_size, void* d_ds
   a->status = d_status;
   a->dst_size = d_dst_size;
   a->ws = (WsHeader*)d_workspace;
+  if (book) {
+    a->book_bases = book->bases;
+    a->book_id = book->id;
+    a->book_period = book->period;
+    a->book_tensors = book->tensors;
+    a->book_dtype = book->dtype;
+    a->book_k = book->code_bits;
+  }
   return SZ_OK;
 }
 

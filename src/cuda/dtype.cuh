@@ -183,6 +183,48 @@ SZ_DEV void encode_lane(const uint32_t w[16], const uint8_t* tab, uint32_t rest[
   *esc = m;
 }
 
+// The channel bases of a frame with channel windows (§4.9): value i of the frame belongs to channel i mod period.
+struct Channels {
+  const uint8_t* bases;  // the frame's tensor's `period` bases (device memory); nullptr: a codebook frame
+  uint32_t period;
+  SZ_DEV uint32_t base(uint32_t c) const {
+#if defined(SZ_SIMT_EMU)
+    return bases[c];
+#else
+    return __ldg(bases + c);
+#endif
+  }
+};
+
+// encode_lane for channel windows: value j of the lane is in channel c0 + j (mod period). The code is the offset of
+// the exponent in its channel's window, or an escape.
+template <int DT, int K>
+SZ_DEV void encode_lane_ch(const uint32_t w[16], const Channels& ch, uint32_t c0, uint32_t rest[Lane<DT>::kRestWords],
+                           uint32_t codes[Lane<DT>::kGroups], uint64_t* esc) {
+  using T = Dt<DT>;
+  using L = Lane<DT>;
+  uint64_t m = 0;
+  uint32_t c = c0;
+#pragma unroll
+  for (int i = 0; i < L::kRestWords; ++i) rest[i] = 0;
+#pragma unroll
+  for (int g = 0; g < L::kGroups; ++g) {
+    uint32_t cx = 0, ex = 0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const uint32_t x = value_at<DT>(w, 8 * g + j);
+      put_bits<T::R>(rest, (8 * g + j) * T::R, rest_of<DT>(x));
+      const uint32_t d = exp_of<DT>(x) - ch.base(c);  // wraps for exponents below the window
+      if (++c == ch.period) c = 0;
+      if (d < (1u << K)) cx |= d << (K * j);
+      else ex |= 1u << j;
+    }
+    codes[g] = cx;
+    m |= (uint64_t)ex << (8 * g);
+  }
+  *esc = m;
+}
+
 // ---- decode tables -------------------------------------------------------------------------------------------------
 // Entry p of the pair table (p = code_a | code_b << k, 2^2k entries): the two exponents. BF16 keeps them in place
 // (code_a's at bits 7..14, code_b's at bits 23..30), other dtypes as bytes 0 and 1. Bit 31, which neither form uses
@@ -206,16 +248,27 @@ SZ_DEV uint32_t pair_offset(uint32_t cw, int m, uint32_t k) { return ((cw >> (2 
 // lane's exponent fields packed with b = E, a raw record, §4.5), and its rest words. Each 16-byte piece of output
 // (pieces 0..3 of the lane's 64 bytes) goes to put(t, piece) as soon as it is complete, so no more than one piece
 // is held. Returns whether a code was out of the codebook (pair table flag).
-template <int DT, bool RAW, class Put>
+// CH (channel windows, §4.9): codes are offsets into the window of channel c0 + j of the lane's value j; a code
+// whose exponent would be >= 2^E is reported like a code outside a codebook.
+template <int DT, bool RAW, class Put, bool CH = false>
 SZ_DEV bool decode_lane(const uint32_t* cw, const uint32_t rest[Lane<DT>::kRestWords], const uint8_t* pair,
-                        uint32_t k, const Put& put) {
+                        uint32_t k, const Put& put, const Channels* ch = nullptr, uint32_t c0 = 0) {
   using T = Dt<DT>;
   constexpr int VP = 16 / (T::W / 8);  // values per piece: 8, 4 (FP32) or 16 (FP8)
-  uint32_t flags = 0;
+  uint32_t flags = 0, c = c0;
 #pragma unroll
   for (int t = 0; t < 4; ++t) {
     uint32_t w[4] = {0, 0, 0, 0};
-    if constexpr (DT == 1 && !RAW) {
+    if constexpr (CH) {
+#pragma unroll
+      for (int q = 0; q < VP; ++q) {
+        const int j = VP * t + q;
+        const uint32_t e = ch->base(c) + ((cw[j / 8] >> (k * (j % 8))) & ((1u << k) - 1u));
+        if (++c == ch->period) c = 0;
+        flags |= e >> T::E;  // nonzero: no such exponent
+        value_put<DT>(w, q, join<DT>(e & ((1u << T::E) - 1u), get_bits<T::R>(rest, j * T::R)));
+      }
+    } else if constexpr (DT == 1 && !RAW) {
 #pragma unroll
       for (int m = 0; m < 4; ++m) {  // values 8t + 2m, 8t + 2m + 1: one output word
         const uint32_t ent = *reinterpret_cast<const uint32_t*>(pair + pair_offset(cw[t], m, k));
@@ -243,7 +296,7 @@ SZ_DEV bool decode_lane(const uint32_t* cw, const uint32_t rest[Lane<DT>::kRestW
     }
     put(t, make_uint4(w[0], w[1], w[2], w[3]));
   }
-  return (flags & kPairBad) != 0;
+  return CH ? flags != 0 : (flags & kPairBad) != 0;
 }
 
 }  // namespace cuda

@@ -719,4 +719,117 @@ TEST(CudaCodec, UninitialisedWorkspaceRefused) {
   EXPECT_TRUE(dafter == djunk);
 }
 
+// ---- channel windows (version 2) ------------------------------------------------------------------------------------
+
+// Frames with channel windows: the GPU's equal the CPU reference's byte for byte, and decode (CPU frames on the
+// GPU, with the book's bases in device memory), contiguous and with one-token pages.
+TEST(CudaCodec, ChannelFramesEqualReference) {
+  SZ_SKIP_WITHOUT_GPU();
+  int cases = 0;
+  for (sz_dtype dtype : sztest::kAllDtypes) {
+    const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
+    const size_t vb = f.W / 8;
+    const uint32_t period = 192, tensors = 4;
+    const uint64_t tokens = 300;
+    const std::vector<uint8_t> all = sztest::channel_values(dtype, tensors, tokens, period, 50 + dtype);
+    std::vector<uint32_t> counts(sz_channel_histogram_size(dtype, tensors, period) / 4, 0);
+    ASSERT_EQ(sz_channel_histogram_add(counts.data(), dtype, tensors, period, all.data(), tokens), SZ_OK);
+    std::vector<uint8_t> bases((size_t)tensors * period);
+    unsigned k = 0;
+    ASSERT_EQ(sz_channel_calibrate(counts.data(), dtype, tensors, period, 0, bases.data(), &k, nullptr), SZ_OK);
+    sz_channel_book book;
+    ASSERT_EQ(sz_channel_book_init(&book, dtype, k, period, tensors, bases.data()), SZ_OK);
+    DevBuf d_bases(bases.size());
+    CUDA_OK(cudaMemcpy(d_bases.p, bases.data(), bases.size(), cudaMemcpyHostToDevice));
+    sz_channel_book dbook = book;
+    dbook.bases = d_bases.p;
+    for (uint32_t tensor = 0; tensor < tensors; tensor += 3) {
+      for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+        const uint64_t n = tokens * period - (flags ? 0 : 77);
+        const sz_params p = sztest::make_params(12, flags);
+        const uint8_t* src = all.data() + (size_t)tensor * tokens * period * vb;
+        std::vector<uint8_t> ref(sz_compress_bound(n, dtype));
+        size_t rs = 0;
+        ASSERT_EQ(sz_compress_channels_reference(src, n, dtype, &book, tensor, &p, ref.data(), ref.size(), &rs), SZ_OK);
+        ref.resize(rs);
+        size_t ews = 0, dws = 0;
+        ASSERT_EQ(sz_cuda_compress_workspace_size(n, dtype, &p, &ews), SZ_OK);
+        ASSERT_EQ(sz_cuda_decompress_workspace_size(rs, n * vb, &dws), SZ_OK);
+        DevBuf d_src(n * vb), d_frame(sz_compress_bound(n, dtype)), ework(ews, true), dwork(dws, true), fsize(8),
+            d_out(n * vb), st(4);
+        CUDA_OK(cudaMemcpy(d_src.p, src, n * vb, cudaMemcpyHostToDevice));
+        ASSERT_EQ(sz_cuda_compress_channels(d_src.p, n, dtype, &dbook, tensor, &p, d_frame.p, d_frame.size, ework.p,
+                                            ews, (uint64_t*)fsize.p, nullptr, nullptr),
+                  SZ_OK);
+        CUDA_OK(cudaDeviceSynchronize());
+        uint64_t size = 0;
+        CUDA_OK(cudaMemcpy(&size, fsize.p, 8, cudaMemcpyDeviceToHost));
+        ASSERT_EQ(size, ref.size()) << "dtype " << dtype;
+        std::vector<uint8_t> got(size);
+        CUDA_OK(cudaMemcpy(got.data(), d_frame.p, size, cudaMemcpyDeviceToHost));
+        ASSERT_TRUE(got == ref) << "dtype " << dtype << " tensor " << tensor << " flags " << flags;
+        DevBuf d_ref(rs);
+        CUDA_OK(cudaMemcpy(d_ref.p, ref.data(), rs, cudaMemcpyHostToDevice));
+        ASSERT_EQ(sz_cuda_decompress_book(d_ref.p, rs, &dbook, d_out.p, n * vb, dwork.p, dws, (int32_t*)st.p, nullptr,
+                                          nullptr),
+                  SZ_OK);
+        CUDA_OK(cudaDeviceSynchronize());
+        int32_t status = -1;
+        CUDA_OK(cudaMemcpy(&status, st.p, 4, cudaMemcpyDeviceToHost));
+        ASSERT_EQ(status, SZ_OK) << sz_status_name((sz_status)status);
+        std::vector<uint8_t> back(n * vb);
+        CUDA_OK(cudaMemcpy(back.data(), d_out.p, back.size(), cudaMemcpyDeviceToHost));
+        ASSERT_EQ(memcmp(back.data(), src, back.size()), 0) << "dtype " << dtype;
+        ASSERT_EQ(sz_cuda_decompress(d_ref.p, rs, d_out.p, n * vb, dwork.p, dws, (int32_t*)st.p, nullptr, nullptr),
+                  SZ_OK);
+        CUDA_OK(cudaDeviceSynchronize());
+        CUDA_OK(cudaMemcpy(&status, st.p, 4, cudaMemcpyDeviceToHost));
+        ASSERT_EQ(status, SZ_ERROR_BOOK_MISMATCH) << "a version 2 frame without its book";
+        ++cases;
+      }
+    }
+    // One-token pages (SGLang's layout), in reverse order.
+    const uint64_t n = tokens * period;
+    const sz_params p = sztest::make_params(12, SZ_FLAG_CHECKSUMS);
+    std::vector<uint8_t> ref(sz_compress_bound(n, dtype));
+    size_t rs = 0;
+    ASSERT_EQ(sz_compress_channels_reference(all.data(), n, dtype, &book, 0, &p, ref.data(), ref.size(), &rs), SZ_OK);
+    ref.resize(rs);
+    DevBuf pool(n * vb), ptrs(sizeof(void*) * tokens);
+    std::vector<void*> hp(tokens);
+    for (uint64_t t = 0; t < tokens; ++t) {
+      hp[t] = pool.p + (tokens - 1 - t) * period * vb;
+      CUDA_OK(cudaMemcpy(hp[t], all.data() + t * period * vb, period * vb, cudaMemcpyHostToDevice));
+    }
+    CUDA_OK(cudaMemcpy(ptrs.p, hp.data(), sizeof(void*) * tokens, cudaMemcpyHostToDevice));
+    size_t ews = 0, dws = 0;
+    ASSERT_EQ(sz_cuda_compress_pages_workspace_size((uint32_t)tokens, period, dtype, &p, &ews), SZ_OK);
+    ASSERT_EQ(sz_cuda_decompress_workspace_size(rs, n * vb, &dws), SZ_OK);
+    DevBuf d_frame(sz_compress_bound(n, dtype)), ework(ews, true), dwork(dws, true), fsize(8), st(4);
+    ASSERT_EQ(sz_cuda_compress_pages_channels((const void* const*)ptrs.p, (uint32_t)tokens, period, dtype, &dbook, 0,
+                                              &p, d_frame.p, d_frame.size, ework.p, ews, (uint64_t*)fsize.p, nullptr,
+                                              nullptr),
+              SZ_OK);
+    CUDA_OK(cudaDeviceSynchronize());
+    uint64_t size = 0;
+    CUDA_OK(cudaMemcpy(&size, fsize.p, 8, cudaMemcpyDeviceToHost));
+    std::vector<uint8_t> got(size);
+    CUDA_OK(cudaMemcpy(got.data(), d_frame.p, size, cudaMemcpyDeviceToHost));
+    ASSERT_TRUE(got == ref) << "paged, dtype " << dtype;
+    CUDA_OK(cudaMemset(pool.p, 0, pool.size));
+    ASSERT_EQ(sz_cuda_decompress_pages_book(d_frame.p, size, &dbook, (void* const*)ptrs.p, (uint32_t)tokens, period,
+                                            dwork.p, dws, (int32_t*)st.p, nullptr),
+              SZ_OK);
+    CUDA_OK(cudaDeviceSynchronize());
+    int32_t status = -1;
+    CUDA_OK(cudaMemcpy(&status, st.p, 4, cudaMemcpyDeviceToHost));
+    ASSERT_EQ(status, SZ_OK);
+    std::vector<uint8_t> back(n * vb);
+    for (uint64_t t = 0; t < tokens; ++t)
+      CUDA_OK(cudaMemcpy(back.data() + t * period * vb, hp[t], period * vb, cudaMemcpyDeviceToHost));
+    ASSERT_EQ(memcmp(back.data(), all.data(), back.size()), 0) << "paged, dtype " << dtype;
+  }
+  printf("[ info ] %d version 2 (channel window) frames on the GPU equal the reference and decode\n", cases);
+}
+
 }  // namespace

@@ -46,7 +46,8 @@ size_t workspace_bytes(uint64_t n, const sz_params& p) {
 // The encoder on the emulator; the frame (resized) or empty with *status set. ws: reused across calls when given.
 std::vector<uint8_t> emu_compress(const std::vector<uint8_t>& data, uint64_t n, sz_dtype dtype, const sz_codebook* cb,
                                   const sz_params* p, sz_status* status, std::vector<uint8_t>* ws = nullptr,
-                                  const void* const* pages = nullptr, uint64_t page_values = 0) {
+                                  const void* const* pages = nullptr, uint64_t page_values = 0,
+                                  const sz_channel_book* book = nullptr, uint32_t tensor = 0) {
   const size_t wsz = workspace_bytes(n, *p);
   std::vector<uint8_t> own;
   if (!ws) ws = &own;
@@ -56,7 +57,7 @@ std::vector<uint8_t> emu_compress(const std::vector<uint8_t>& data, uint64_t n, 
   uint64_t frame_size = ~0ull;
   EncodeArgs a;
   *status = make_encode_args(pages ? nullptr : data.data(), pages, page_values, n, dtype, cb, p, dst.data(), bound,
-                             ws->data(), ws->size(), &frame_size, &a);
+                             ws->data(), ws->size(), &frame_size, &a, book, tensor);
   if (*status != SZ_OK) return {};
   const int idx = encode_kernel_index(a.dtype, a.k);
   EXPECT_GE(idx, 0);
@@ -86,7 +87,8 @@ struct Decoded {
 };
 
 Decoded emu_decompress(const std::vector<uint8_t>& frame, size_t dst_capacity, std::vector<uint8_t>* ws = nullptr,
-                       void* const* pages = nullptr, uint32_t n_pages = 0, uint64_t page_values = 0) {
+                       void* const* pages = nullptr, uint32_t n_pages = 0, uint64_t page_values = 0,
+                       const sz_channel_book* book = nullptr) {
   Decoded r;
   constexpr size_t kGuard = 256;
   std::vector<uint8_t> dst(dst_capacity + kGuard, 0x5A);
@@ -98,7 +100,7 @@ Decoded emu_decompress(const std::vector<uint8_t>& frame, size_t dst_capacity, s
   src.reserve(1);  // a non-null pointer also for an empty frame
   DecodeArgs a;
   r.launch = make_decode_args(src.data(), frame.size(), pages ? nullptr : dst.data(), dst_capacity, pages, n_pages,
-                              page_values, ws->data(), ws->size(), &r.status, pages ? nullptr : &r.size, &a);
+                              page_values, ws->data(), ws->size(), &r.status, pages ? nullptr : &r.size, &a, book);
   if (r.launch != SZ_OK) return r;
   uint64_t grid = (max_chunks_of(frame.size()) + DecodePolicy::kWarps - 1) / DecodePolicy::kWarps;
   grid = grid < 1 ? 1 : (grid > kMaxGrid ? kMaxGrid : grid);
@@ -505,6 +507,142 @@ TEST(CudaKernelsEmu, EscapeListChecksLikeReference) {
   EXPECT_GT(rejected, 30u);
   printf("[ info ] escape lists: %u corrupted records rejected, %u accepted, all like the reference\n", rejected,
          accepted);
+}
+
+// ---- channel windows (version 2 frames, docs/FORMAT.md §4.9) ------------------------------------------------------
+
+struct EmuBook {
+  std::vector<uint8_t> bases;
+  sz_channel_book book;
+};
+EmuBook emu_book(const std::vector<uint8_t>& values, sz_dtype dtype, uint32_t tensors, uint64_t tokens,
+                 uint32_t period, unsigned k) {
+  EmuBook b;
+  std::vector<uint32_t> counts(sz_channel_histogram_size(dtype, tensors, period) / 4, 0);
+  EXPECT_EQ(sz_channel_histogram_add(counts.data(), dtype, tensors, period, values.data(), tokens), SZ_OK);
+  b.bases.resize((size_t)tensors * period);
+  unsigned got = 0;
+  EXPECT_EQ(sz_channel_calibrate(counts.data(), dtype, tensors, period, k, b.bases.data(), &got, nullptr), SZ_OK);
+  EXPECT_EQ(sz_channel_book_init(&b.book, dtype, got, period, tensors, b.bases.data()), SZ_OK);
+  return b;
+}
+
+TEST(CudaKernelsEmu, ChannelFramesEqualReference) {
+  int cases = 0;
+  for (sz_dtype dtype : sztest::kAllDtypes) {
+    const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
+    for (uint32_t period : {1u, 48u, 192u, 1000u}) {
+      const uint32_t tensors = 2;
+      const uint64_t tokens = period >= 192 ? 60 : 700;
+      const std::vector<uint8_t> all = sztest::channel_values(dtype, tensors, tokens, period, 3 + period + dtype);
+      for (unsigned k = 1; k <= 4 && k < f.E; ++k) {
+        const EmuBook b = emu_book(all, dtype, tensors, tokens, period, k);
+        const size_t tensor_bytes = (size_t)tokens * period * (f.W / 8);
+        for (uint64_t n : {(uint64_t)tokens * period, (uint64_t)tokens * period / 3 + 5}) {
+          for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+            const sz_params p = sztest::make_params(period == 48 ? 8 : 12, flags);
+            const std::vector<uint8_t> data(all.begin() + (ptrdiff_t)tensor_bytes,
+                                            all.begin() + (ptrdiff_t)(tensor_bytes + n * (f.W / 8)));
+            std::vector<uint8_t> ref(sz_compress_bound(n, dtype));
+            size_t rs = 0;
+            ASSERT_EQ(sz_compress_channels_reference(data.data(), n, dtype, &b.book, 1, &p, ref.data(), ref.size(),
+                                                     &rs),
+                      SZ_OK);
+            ref.resize(rs);
+            sz_status s;
+            const std::vector<uint8_t> got = emu_compress(data, n, dtype, nullptr, &p, &s, nullptr, nullptr, 0,
+                                                          &b.book, 1);
+            ASSERT_EQ(s, SZ_OK);
+            ASSERT_TRUE(got == ref) << "dtype " << dtype << " period " << period << " k " << k << " n " << n
+                                    << " flags " << flags;
+            const Decoded d = emu_decompress(ref, data.size(), nullptr, nullptr, 0, 0, &b.book);
+            ASSERT_EQ(d.status, SZ_OK) << sz_status_name((sz_status)d.status);
+            ASSERT_TRUE(d.out == data);
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  printf("[ info ] %d emulated version 2 (channel window) cases byte-identical and decoded\n", cases);
+}
+
+TEST(CudaKernelsEmu, ChannelFramesBookChecksAndCorruption) {
+  const uint32_t period = 64;
+  const uint64_t tokens = 200, n = tokens * period;
+  const std::vector<uint8_t> all = sztest::channel_values(SZ_DTYPE_BF16, 2, tokens, period, 77);
+  EmuBook b = emu_book(all, SZ_DTYPE_BF16, 2, tokens, period, 2);
+  for (size_t c = 0; c < 3; ++c) b.bases[c] = 254;  // windows at the top: codes 2 and 3 decode to no exponent there
+  ASSERT_EQ(sz_channel_book_init(&b.book, SZ_DTYPE_BF16, 2, period, 2, b.bases.data()), SZ_OK);
+  const std::vector<uint8_t> data(all.begin(), all.begin() + (ptrdiff_t)(n * 2));
+  const sz_params p = sztest::make_params(8, SZ_FLAG_CHECKSUMS);
+  std::vector<uint8_t> frame(sz_compress_bound(n, SZ_DTYPE_BF16));
+  size_t fs = 0;
+  ASSERT_EQ(sz_compress_channels_reference(data.data(), n, SZ_DTYPE_BF16, &b.book, 0, &p, frame.data(), frame.size(),
+                                           &fs),
+            SZ_OK);
+  frame.resize(fs);
+  EXPECT_EQ(emu_decompress(frame, n * 2).status, SZ_ERROR_BOOK_MISMATCH) << "no book";
+  sz_channel_book other = b.book;
+  other.id ^= 1;
+  EXPECT_EQ(emu_decompress(frame, n * 2, nullptr, nullptr, 0, 0, &other).status, SZ_ERROR_BOOK_MISMATCH);
+  other = b.book;
+  other.code_bits = 3;
+  EXPECT_EQ(emu_decompress(frame, n * 2, nullptr, nullptr, 0, 0, &other).status, SZ_ERROR_BOOK_MISMATCH);
+  Rng rng(3);
+  int rejected = 0;
+  for (size_t byte = 0; byte < frame.size(); ++byte) {
+    if (byte >= 64 && rng.below(byte < 64 + 8 * 50 ? 4 : 30) != 0) continue;
+    std::vector<uint8_t> t = frame;
+    t[byte] ^= (uint8_t)(1u << rng.below(8));
+    std::vector<uint8_t> ref_out(n * 2);
+    size_t rsz = 0;
+    const sz_status ref = sz_decompress_book_reference(t.data(), t.size(), &b.book, ref_out.data(), n * 2, &rsz);
+    const Decoded d = emu_decompress(t, n * 2, nullptr, nullptr, 0, 0, &b.book);
+    ASSERT_EQ(ref == SZ_OK, d.status == SZ_OK) << "byte " << byte << ": reference " << sz_status_name(ref)
+                                               << ", kernels " << sz_status_name((sz_status)d.status);
+    if (ref == SZ_OK) {
+      ASSERT_TRUE(d.out == ref_out) << "byte " << byte;
+    } else {
+      ++rejected;
+    }
+    if (byte < 64) {
+      EXPECT_EQ((sz_status)d.status, ref) << "header byte " << byte;
+    }
+  }
+  EXPECT_GT(rejected, 40);
+}
+
+TEST(CudaKernelsEmu, ChannelPagesEqualSingleFrame) {
+  const uint32_t period = 128;  // one token of a [kv_heads 2][head_dim 64] tensor
+  const std::vector<uint8_t> all = sztest::channel_values(SZ_DTYPE_BF16, 1, 300, period, 12);
+  const EmuBook b = emu_book(all, SZ_DTYPE_BF16, 1, 300, period, 3);
+  for (uint64_t page_values : {(uint64_t)period, (uint64_t)period * 16}) {  // SGLang one-token pages, vLLM blocks
+    const uint32_t n_pages = (uint32_t)(300 * period / page_values);
+    const uint64_t n = (uint64_t)n_pages * page_values;
+    const sz_params p = sztest::make_params(12, SZ_FLAG_CHECKSUMS);
+    std::vector<uint8_t> ref(sz_compress_bound(n, SZ_DTYPE_BF16));
+    size_t rs = 0;
+    ASSERT_EQ(sz_compress_channels_reference(all.data(), n, SZ_DTYPE_BF16, &b.book, 0, &p, ref.data(), ref.size(), &rs),
+              SZ_OK);
+    ref.resize(rs);
+    std::vector<uint8_t> pool(n * 2 + 64 * n_pages);
+    std::vector<void*> hp(n_pages);
+    for (uint32_t i = 0; i < n_pages; ++i) {
+      hp[i] = pool.data() + (size_t)(n_pages - 1 - i) * (page_values * 2 + 64);
+      memcpy(hp[i], all.data() + i * page_values * 2, page_values * 2);
+    }
+    sz_status s;
+    const std::vector<uint8_t> frame = emu_compress(all, n, SZ_DTYPE_BF16, nullptr, &p, &s, nullptr, hp.data(),
+                                                    page_values, &b.book, 0);
+    ASSERT_EQ(s, SZ_OK);
+    ASSERT_TRUE(frame == ref) << "page_values " << page_values;
+    std::fill(pool.begin(), pool.end(), 0);
+    const Decoded d = emu_decompress(frame, 0, nullptr, hp.data(), n_pages, page_values, &b.book);
+    ASSERT_EQ(d.status, SZ_OK);
+    for (uint32_t i = 0; i < n_pages; ++i)
+      ASSERT_EQ(memcmp(hp[i], all.data() + i * page_values * 2, page_values * 2), 0) << "page " << i;
+  }
 }
 
 }  // namespace

@@ -30,12 +30,18 @@ struct DecodeArgs {
   int32_t* status;
   uint64_t* dst_size;  // may be null
   WsHeader* ws;
+  // The channel book for version 2 frames (bases in device memory), if the caller gave one.
+  const uint8_t* book_bases;
+  uint64_t book_id;
+  uint32_t book_period, book_tensors;
+  uint8_t book_dtype, book_k;
 };
 
 struct DecodeShared {
   Header h;
   Span dst;     // the output as a Span (page sizes in bytes need the frame's dtype)
-  int32_t err;  // frame-level status (header, sizes): the same in every CTA
+  Channels ch;  // version 2: the frame's tensor's bases; bases == nullptr for version 1
+  int32_t err;  // frame-level status (header, sizes, book): the same in every CTA
   uint8_t in_cb[256];
   uint32_t pair[256];
 };
@@ -132,6 +138,8 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
   const uint32_t S = 1u << h.chunk_log2;
   const bool cks = (h.flags & layout::kFlagChecksums) != 0;
   const uint32_t cb0 = h.codebook[0];
+  const Channels ch = sh.ch;
+  const uint32_t NC = ch.bases ? ch.period : 1;  // channels
   const uint8_t* const pair = reinterpret_cast<const uint8_t*>(sh.pair);
   const XxhKeys keys = xxh_keys();
   ChunkInfo* const infos = reinterpret_cast<ChunkInfo*>(ostage + kRoundBytes);  // of the producer's chunks j, by j & 1
@@ -193,6 +201,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
     const uint8_t* const eg = exp_base + ci.begin + G;  // the escape lists in the frame
     const uint8_t* const es = X <= P::kEscapeCap ? escb + (cj & 1) * kDecEscBytes + ((uintptr_t)eg & 15u) : eg;
     const uint32_t B = ci.raw ? (uint32_t)T::E : (uint32_t)K;
+    const uint32_t cs = ch.bases ? (uint32_t)(first % NC) : 0;  // the channel of the chunk's value 0
     bool bad = false;
     uint32_t cursor = 0;
     XxhState hs = xxh_begin();
@@ -212,7 +221,8 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
           }
           uint32_t pp = simt::shfl_up(p, 1);
           if (lane == 0) pp = carry;
-          if (valid && (p >= ci.L || (i > 0 && pp >= p) || e >= (1u << T::E) || sh.in_cb[e])) bad = true;
+          const bool in_book = ch.bases ? valid && p < ci.L && e - ch.base((cs + p) % NC) < (1u << K) : sh.in_cb[e];
+          if (valid && (p >= ci.L || (i > 0 && pp >= p) || e >= (1u << T::E) || in_book)) bad = true;
           carry = simt::shfl(p, 31);
         }
         if (simt::any(bad)) break;
@@ -263,7 +273,11 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
             for (uint32_t j = nv; j < gl * 8; ++j)
               if (bits_at(cp, j * K, K) != 0 || bits_at(rp, j * T::R, T::R) != 0) bad = true;
           }
-          if (decode_lane<DT, false>(cw, rest, pair, K, put)) bad = true;
+          if (ch.bases) {
+            if (decode_lane<DT, false, decltype(put), true>(cw, rest, pair, K, put, &ch, (cs + v0) % NC)) bad = true;
+          } else if (decode_lane<DT, false>(cw, rest, pair, K, put)) {
+            bad = true;
+          }
         }
       }
       simt::syncwarp();
@@ -281,7 +295,8 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
             uint8_t* v = ostage + swz(o / 16) + o % 16;
             uint32_t x = 0;
             for (uint32_t b = 0; b < VB; ++b) x |= (uint32_t)v[b] << (8 * b);
-            if (exp_of<DT>(x) != cb0) bad = true;  // the escape's code was not 0
+            const uint32_t e0 = ch.bases ? ch.base((cs + p) % NC) : cb0;  // what code 0 decodes to there
+            if (exp_of<DT>(x) != e0) bad = true;  // the escape's code was not 0
             x = (x & ~(((1u << T::E) - 1u) << T::M)) | ((uint32_t)es[2 * X + i] << T::M);
             for (uint32_t b = 0; b < VB; ++b) v[b] = (uint8_t)(x >> (8 * b));
           }
@@ -346,6 +361,14 @@ SZ_DEV void decode_warps(const DecodeArgs& a) {
   uint8_t* area = smem + kDecSharedBytes + simt::warp_id() * kDecWarpBytes;
   if (simt::thread_id() == 0) {
     sz_status st = parse_header(a.src, a.src_size, &sh.h);
+    sh.ch = Channels{nullptr, 1};
+    if (st == SZ_OK && sh.h.channels) {  // §4.1 step 8, before the output's size as on the CPU
+      if (!a.book_bases || a.book_id != sh.h.book_id || a.book_dtype != sh.h.dtype || a.book_k != sh.h.k ||
+          a.book_period != sh.h.period || sh.h.tensor >= a.book_tensors)
+        st = SZ_ERROR_BOOK_MISMATCH;
+      else
+        sh.ch = Channels{a.book_bases + (uint64_t)sh.h.tensor * sh.h.period, sh.h.period};
+    }
     if (st == SZ_OK) {
       const uint64_t vb = layout::dtype_traits(sh.h.dtype).value_bits / 8, bytes = sh.h.n * vb;
       sh.dst = Span{};

@@ -31,9 +31,27 @@ struct EncodeArgs {
   uint64_t index_off, checksum_off, rest_off, exp_off;
   uint32_t dtype, k, count, chunk_log2, flags;
   uint8_t codebook[16];
+  Channels ch;  // channel windows (a version 2 frame, §4.9) when ch.bases is set; then the book reference:
+  uint64_t book_id;
+  uint32_t tensor;
   WsHeader* ws;
   uint64_t* frame_size;
 };
+
+// The header of the frame an EncodeArgs describes (version 1, or version 2 with channel windows).
+SZ_DEV void write_frame_header(const EncodeArgs& a, uint64_t n, uint64_t exp_size) {
+  write_header(a.dst, a.dtype, a.k, a.chunk_log2, a.flags, a.count, a.codebook, n, exp_size,
+               a.ch.bases != nullptr, a.book_id, a.tensor, a.ch.period);
+}
+
+// A lane's codes and escapes by the frame's mapping: the per-slot tables of its codebook, or its channel windows
+// (c0: the channel of the lane's first value).
+template <int DT, int K>
+SZ_DEV void lane_encode(const EncodeArgs& a, const uint32_t w[16], const uint8_t* tab, uint32_t c0,
+                        uint32_t rest[Lane<DT>::kRestWords], uint32_t codes[Lane<DT>::kGroups], uint64_t* esc) {
+  if (a.ch.bases) encode_lane_ch<DT, K>(w, a.ch, c0, rest, codes, esc);
+  else encode_lane<DT, K>(w, tab, rest, codes, esc);
+}
 
 template <int DT>
 struct EncodeShape {
@@ -170,7 +188,7 @@ SZ_DEV uint32_t slot_value(const uint8_t* slot, unsigned lane, uint32_t j) {
 // frame) or raw exponent fields. Out of line: rare, and large.
 template <int DT, int K>
 SZ_NOINLINE void emit_record(const EncodeArgs& a, uint8_t* ring, uint8_t* rec, const uint8_t* tab, uint64_t in0,
-                             uint32_t Lc, uint8_t* out, uint32_t G, uint32_t X, bool raw) {
+                             uint32_t Lc, uint8_t* out, uint32_t G, uint32_t X, bool raw, uint32_t cs) {
   using T = Dt<DT>;
   using L = Lane<DT>;
   constexpr uint32_t VL = L::kValues, NG = L::kGroups, VR = L::kRoundValues, VB = T::W / 8;
@@ -257,6 +275,7 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
   uint8_t* const rec = rstage + EncodeShape<DT>::kRestStage;
   uint8_t* const sexp = rec + ((G + 2 * scap + 3) & ~3u);
   const uint64_t in0 = first * VB;
+  const uint32_t cs = a.ch.bases ? (uint32_t)(first % a.ch.period) : 0;  // the channel of the chunk's value 0
   uint8_t* const rest_dst = a.dst + a.rest_off + first / 8 * T::R;
   // A lane's rest fields go straight to the frame when they are whole 16-byte pieces there (the usual case).
   constexpr bool kRest16 = L::kRestBytes % 16 == 0;
@@ -290,7 +309,7 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
     if (nv > 0) {
       uint32_t w[16], rest[L::kRestWords], codes[NG];
       lane_words(slot, w);
-      encode_lane<DT, K>(w, tab, rest, codes, &esc);
+      lane_encode<DT, K>(a, w, tab, a.ch.bases ? (cs + v0) % a.ch.period : 0, rest, codes, &esc);
       if (nv < VL) mask_lane<DT, K>(nv, codes, &esc);
       if (direct) {  // straight to the rest section, 16 bytes at a time
         uint4* o = reinterpret_cast<uint4*>(rest_dst + (uint64_t)r * (VR / 8) * T::R + lane * L::kRestBytes);
@@ -357,7 +376,7 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
     copy_out(out, rec, G + 2 * X);
     copy_out(out + G + 2 * X, sexp, X);
   } else {
-    emit_record<DT, K>(a, ring, rec, tab, in0, Lc, out, G, X, raw);
+    emit_record<DT, K>(a, ring, rec, tab, in0, Lc, out, G, X, raw, cs);
   }
 
   // ---- index entry, checksum, header ----
@@ -370,7 +389,7 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
     if (lane == 0) put_u32(a.dst + a.checksum_off + 4 * c, (uint32_t)h);
   }
   if (c == a.n_chunks - 1 && lane == 0) {
-    write_header(a.dst, a.dtype, a.k, a.chunk_log2, a.flags, a.count, a.codebook, a.n, prefix + size);
+    write_frame_header(a, a.n, prefix + size);
     *a.frame_size = a.exp_off + prefix + size;
   }
   simt::syncwarp();  // the warp's shared memory is reused by its next chunk
@@ -387,7 +406,7 @@ SZ_DEV void encode_warps(const EncodeArgs& a) {
   const unsigned lane = simt::lane_id();
   if (a.n_chunks == 0) {  // the header is the whole frame
     if (simt::block_id() == 0 && simt::thread_id() == 0) {
-      write_header(a.dst, a.dtype, a.k, a.chunk_log2, a.flags, a.count, a.codebook, 0, 0);
+      write_frame_header(a, 0, 0);
       *a.frame_size = layout::kHeaderSize;
     }
     return;

@@ -13,6 +13,9 @@ namespace cuda {
 struct Header {
   uint32_t dtype, k, chunk_log2, flags, count;
   uint8_t codebook[16];
+  bool channels;  // version 2: channel windows, with the book reference below
+  uint64_t book_id;
+  uint32_t tensor, period;
   uint64_t n, exp_size, n_chunks;
   uint64_t index_off, checksum_off, rest_off, exp_off;
 };
@@ -23,7 +26,9 @@ SZ_NOINLINE sz_status parse_header(const uint8_t* src, uint64_t src_size, Header
   uint8_t b[64];
   for (int i = 0; i < 64; ++i) b[i] = src[i];
   if (layout::load_u32(b) != layout::kFrameMagic) return SZ_ERROR_BAD_MAGIC;
-  if (b[layout::kOffVersion] != layout::kFormatVersion) return SZ_ERROR_UNSUPPORTED_VERSION;
+  const uint32_t version = b[layout::kOffVersion];
+  if (version != layout::kFormatVersion && version != layout::kFormatVersionChannels)
+    return SZ_ERROR_UNSUPPORTED_VERSION;
   if (xxh3::h32(b, layout::kHeaderChecksummed) != layout::load_u32(b + layout::kOffHeaderChecksum))
     return SZ_ERROR_CHECKSUM;
   const uint32_t dtype = b[layout::kOffDtype];
@@ -38,20 +43,32 @@ SZ_NOINLINE sz_status parse_header(const uint8_t* src, uint64_t src_size, Header
   h->exp_size = layout::load_u64(b + layout::kOffExpSectionSize);
   if (h->k < 1 || h->k > 4 || h->k >= t.exponent_bits) return SZ_ERROR_CORRUPT;
   if (h->chunk_log2 < layout::kMinChunkLog2 || h->chunk_log2 > layout::kMaxChunkLog2) return SZ_ERROR_CORRUPT;
-  if (h->flags & ~layout::kKnownFlags) return SZ_ERROR_CORRUPT;
-  if (h->count < 1 || h->count > (1u << h->k)) return SZ_ERROR_CORRUPT;
+  h->channels = version == layout::kFormatVersionChannels;
+  if (h->flags & ~(layout::kKnownFlags | layout::kFlagChannels)) return SZ_ERROR_CORRUPT;
+  if (((h->flags & layout::kFlagChannels) != 0) != h->channels) return SZ_ERROR_CORRUPT;
+  if (h->count < 1 || h->count > (1u << h->k) || (h->channels && h->count != (1u << h->k))) return SZ_ERROR_CORRUPT;
   if (b[13] | b[14] | b[15]) return SZ_ERROR_CORRUPT;
   if (h->n >= layout::kMaxValues) return SZ_ERROR_CORRUPT;
-  uint32_t seen[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (uint32_t i = 0; i < 16; ++i) {
-    const uint32_t v = b[layout::kOffCodebook + i];
-    h->codebook[i] = (uint8_t)v;
-    if (i < h->count) {
-      if (v >= (1u << t.exponent_bits)) return SZ_ERROR_CORRUPT;
-      if (seen[v >> 5] & (1u << (v & 31))) return SZ_ERROR_CORRUPT;
-      seen[v >> 5] |= 1u << (v & 31);
-    } else if (v != 0) {
-      return SZ_ERROR_CORRUPT;
+  h->book_id = 0;
+  h->tensor = h->period = 0;
+  if (h->channels) {
+    h->book_id = layout::load_u64(b + layout::kOffBookId);
+    h->tensor = layout::load_u32(b + layout::kOffBookTensor);
+    h->period = layout::load_u32(b + layout::kOffBookPeriod);
+    if (h->period < 1 || h->period > layout::kMaxPeriod || h->tensor >= layout::kMaxTensors) return SZ_ERROR_CORRUPT;
+    for (uint32_t i = 0; i < 16; ++i) h->codebook[i] = 0;
+  } else {
+    uint32_t seen[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (uint32_t i = 0; i < 16; ++i) {
+      const uint32_t v = b[layout::kOffCodebook + i];
+      h->codebook[i] = (uint8_t)v;
+      if (i < h->count) {
+        if (v >= (1u << t.exponent_bits)) return SZ_ERROR_CORRUPT;
+        if (seen[v >> 5] & (1u << (v & 31))) return SZ_ERROR_CORRUPT;
+        seen[v >> 5] |= 1u << (v & 31);
+      } else if (v != 0) {
+        return SZ_ERROR_CORRUPT;
+      }
     }
   }
   for (int i = 48; i < 60; ++i)
@@ -67,21 +84,29 @@ SZ_NOINLINE sz_status parse_header(const uint8_t* src, uint64_t src_size, Header
   return SZ_OK;
 }
 
-// Writes the 64-byte header with its checksum. One thread.
+// Writes the 64-byte header with its checksum: version 1 with the codebook, or version 2 (channels) with the book
+// reference. One thread.
 SZ_NOINLINE void write_header(uint8_t* dst, uint32_t dtype, uint32_t k, uint32_t chunk_log2, uint32_t flags,
-                         uint32_t count, const uint8_t* codebook, uint64_t n, uint64_t exp_size) {
+                              uint32_t count, const uint8_t* codebook, uint64_t n, uint64_t exp_size, bool channels,
+                              uint64_t book_id, uint32_t tensor, uint32_t period) {
   uint8_t h[64];
   for (int i = 0; i < 64; ++i) h[i] = 0;
   layout::store_u32(h + layout::kOffMagic, layout::kFrameMagic);
-  h[layout::kOffVersion] = layout::kFormatVersion;
+  h[layout::kOffVersion] = channels ? layout::kFormatVersionChannels : layout::kFormatVersion;
   h[layout::kOffDtype] = (uint8_t)dtype;
   h[layout::kOffCodeBits] = (uint8_t)k;
   h[layout::kOffChunkLog2] = (uint8_t)chunk_log2;
-  layout::store_u32(h + layout::kOffFlags, flags);
-  h[layout::kOffCodebookCount] = (uint8_t)count;
+  layout::store_u32(h + layout::kOffFlags, channels ? flags | layout::kFlagChannels : flags);
+  h[layout::kOffCodebookCount] = (uint8_t)(channels ? 1u << k : count);
   layout::store_u64(h + layout::kOffNValues, n);
   layout::store_u64(h + layout::kOffExpSectionSize, exp_size);
-  for (uint32_t i = 0; i < count; ++i) h[layout::kOffCodebook + i] = codebook[i];
+  if (channels) {
+    layout::store_u64(h + layout::kOffBookId, book_id);
+    layout::store_u32(h + layout::kOffBookTensor, tensor);
+    layout::store_u32(h + layout::kOffBookPeriod, period);
+  } else {
+    for (uint32_t i = 0; i < count; ++i) h[layout::kOffCodebook + i] = codebook[i];
+  }
   layout::store_u32(h + layout::kOffHeaderChecksum, xxh3::h32(h, layout::kHeaderChecksummed));
   for (int i = 0; i < 64; ++i) dst[i] = h[i];
 }
