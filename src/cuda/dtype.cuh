@@ -194,6 +194,28 @@ struct Channels {
     return __ldg(bases + c);
 #endif
   }
+  // The bases of channels c .. c + 7 (mod period), byte j of the pair for channel c + j: one 8-byte load where
+  // they neither wrap nor straddle an 8-byte boundary (every KV shape whose period is a multiple of 8), else 8.
+  SZ_DEV uint2 base8(uint32_t c) const {
+    const uint8_t* p = bases + c;
+    if (c + 8 <= period && (reinterpret_cast<uintptr_t>(p) & 7u) == 0) {
+#if defined(SZ_SIMT_EMU)
+      uint2 v;
+      memcpy(&v, p, 8);
+      return v;
+#else
+      return __ldg(reinterpret_cast<const uint2*>(p));
+#endif
+    }
+    uint32_t w[2] = {0, 0};
+    for (int j = 0; j < 8; ++j) {
+      w[j / 4] |= base(c) << (8 * (j % 4));
+      if (++c == period) c = 0;
+    }
+    return make_uint2(w[0], w[1]);
+  }
+  // The channel 8 values after channel c.
+  SZ_DEV uint32_t next8(uint32_t c) const { return c + 8 < period ? c + 8 : (c + 8) % period; }
 };
 
 // encode_lane for channel windows: value j of the lane is in channel c0 + j (mod period). The code is the offset of
@@ -210,12 +232,13 @@ SZ_DEV void encode_lane_ch(const uint32_t w[16], const Channels& ch, uint32_t c0
 #pragma unroll
   for (int g = 0; g < L::kGroups; ++g) {
     uint32_t cx = 0, ex = 0;
+    const uint2 b = ch.base8(c);
+    c = ch.next8(c);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const uint32_t x = value_at<DT>(w, 8 * g + j);
       put_bits<T::R>(rest, (8 * g + j) * T::R, rest_of<DT>(x));
-      const uint32_t d = exp_of<DT>(x) - ch.base(c);  // wraps for exponents below the window
-      if (++c == ch.period) c = 0;
+      const uint32_t d = exp_of<DT>(x) - (((j < 4 ? b.x : b.y) >> (8 * (j % 4))) & 0xFFu);  // wraps below the window
       if (d < (1u << K)) cx |= d << (K * j);
       else ex |= 1u << j;
     }
@@ -256,6 +279,7 @@ SZ_DEV bool decode_lane(const uint32_t* cw, const uint32_t rest[Lane<DT>::kRestW
   using T = Dt<DT>;
   constexpr int VP = 16 / (T::W / 8);  // values per piece: 8, 4 (FP32) or 16 (FP8)
   uint32_t flags = 0, c = c0;
+  uint2 b = make_uint2(0, 0);  // CH: the bases of values 8 * (j / 8) .. + 7
 #pragma unroll
   for (int t = 0; t < 4; ++t) {
     uint32_t w[4] = {0, 0, 0, 0};
@@ -263,8 +287,12 @@ SZ_DEV bool decode_lane(const uint32_t* cw, const uint32_t rest[Lane<DT>::kRestW
 #pragma unroll
       for (int q = 0; q < VP; ++q) {
         const int j = VP * t + q;
-        const uint32_t e = ch->base(c) + ((cw[j / 8] >> (k * (j % 8))) & ((1u << k) - 1u));
-        if (++c == ch->period) c = 0;
+        if (j % 8 == 0) {
+          b = ch->base8(c);
+          c = ch->next8(c);
+        }
+        const uint32_t base = ((j % 8 < 4 ? b.x : b.y) >> (8 * (j % 4))) & 0xFFu;
+        const uint32_t e = base + ((cw[j / 8] >> (k * (j % 8))) & ((1u << k) - 1u));
         flags |= e >> T::E;  // nonzero: no such exponent
         value_put<DT>(w, q, join<DT>(e & ((1u << T::E) - 1u), get_bits<T::R>(rest, j * T::R)));
       }

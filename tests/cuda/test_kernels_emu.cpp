@@ -531,7 +531,7 @@ TEST(CudaKernelsEmu, ChannelFramesEqualReference) {
   int cases = 0;
   for (sz_dtype dtype : sztest::kAllDtypes) {
     const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
-    for (uint32_t period : {1u, 48u, 192u, 1000u}) {
+    for (uint32_t period : {1u, 13u, 48u, 192u, 1000u}) {  // 1, 13: bases wrap within 8 values
       const uint32_t tensors = 2;
       const uint64_t tokens = period >= 192 ? 60 : 700;
       const std::vector<uint8_t> all = sztest::channel_values(dtype, tensors, tokens, period, 3 + period + dtype);

@@ -197,7 +197,6 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
     }
     const uint64_t first = c * S;
     const uint32_t CB = ci.L * VB, Gn = (ci.L + 7) / 8, G = Gn * K, X = ci.raw ? 0 : ci.X;
-    const bool full = ci.L == S;
     const uint8_t* const eg = exp_base + ci.begin + G;  // the escape lists in the frame
     const uint8_t* const es = X <= P::kEscapeCap ? escb + (cj & 1) * kDecEscBytes + ((uintptr_t)eg & 15u) : eg;
     const uint32_t B = ci.raw ? (uint32_t)T::E : (uint32_t)K;
@@ -307,7 +306,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
       }
       uint64_t plo[4], phi[4];
       lane_pieces(ostage, plo, phi);
-      if (cks && full) xxh_round(hs, plo, phi, keys, r, CB);
+      if (cks && hashed_in_rounds(CB)) xxh_round(hs, plo, phi, keys, r, CB);
       const uint64_t ob = first * VB + (uint64_t)r * kRoundBytes;
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
@@ -327,12 +326,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
       break;
     }
     if (cks) {
-      uint64_t hv;
-      if (full) {
-        hv = xxh_finish(hs, keys, CB);
-      } else {
-        hv = hash_span(sh.dst, first * VB, CB);
-      }
+      const uint64_t hv = chunk_hash(hs, keys, sh.dst, first * VB, CB);
       if ((uint32_t)hv != layout::load_u32(a.src + h.checksum_off + 4 * c)) {
         report(a.ws, SZ_ERROR_CHECKSUM);
         break;

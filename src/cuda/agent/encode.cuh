@@ -99,6 +99,18 @@ SZ_NOINLINE uint64_t hash_span(const Span& s, uint64_t base, uint64_t len) {
   return xxh3::xxh3_64_warp(SpanFetch{&s, base}, len);
 }
 
+// Whether a chunk of CB bytes is hashed round by round as it passes (XXH3's long hash); shorter ones are hashed
+// from memory by hash_span.
+SZ_DEV bool hashed_in_rounds(uint32_t CB) { return CB > 240; }
+
+// The checksum of a chunk of CB bytes at `base` of s: from the rounds' state (only the final stripe of a chunk
+// that is not whole stripes is read again, one load per lane) or, for a short chunk, by hash_span.
+SZ_DEV uint64_t chunk_hash(XxhState hs, const XxhKeys& keys, const Span& s, uint64_t base, uint32_t CB) {
+  if (!hashed_in_rounds(CB)) return hash_span(s, base, CB);
+  if (CB % 64 != 0) xxh_final_stripe(hs, keys, SpanFetch{&s, base}, CB);
+  return xxh_finish(hs, keys, CB);
+}
+
 SZ_DEV void cp_wait_pending(uint32_t pending) {
   switch (pending) {
     case 0: simt::cp_async_wait<0>(); break;
@@ -268,8 +280,8 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
   const uint32_t CB = Lc * VB, NR = (CB + kRoundBytes - 1) / kRoundBytes;
   const uint32_t Gn = (Lc + 7) / 8, G = Gn * K, cap = Gn * (T::E - K) / 3;
   const uint32_t scap = cap < P::kStagedEscapes ? cap : P::kStagedEscapes;  // escapes the record area holds
-  const bool staged = S <= P::kStagedValues, full = Lc == S;
-  const bool cks = (a.flags & layout::kFlagChecksums) != 0;
+  const bool staged = S <= P::kStagedValues;
+  const bool cks = (a.flags & layout::kFlagChecksums) != 0, hash_rounds = cks && hashed_in_rounds(CB);
   uint8_t* const ring = area;
   uint8_t* const rstage = ring + P::kRing * kRoundBytes;
   uint8_t* const rec = rstage + EncodeShape<DT>::kRestStage;
@@ -296,7 +308,7 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
     cp_wait_pending(left < (uint32_t)P::kRing - 1 ? left : (uint32_t)P::kRing - 1);
     simt::syncwarp();
     uint8_t* const slot = ring + (r % P::kRing) * kRoundBytes;
-    if (cks && full) {
+    if (hash_rounds) {
       uint64_t lo[4], hi[4];
       lane_pieces(slot, lo, hi);
       xxh_round(hs, lo, hi, keys, r, CB);
@@ -385,7 +397,7 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
     put_u64(a.dst + a.index_off + 8 * c, (prefix + size) | (mode << layout::kIndexModeShift));
   }
   if (cks) {
-    const uint64_t h = full ? xxh_finish(hs, keys, CB) : hash_span(a.src, in0, CB);
+    const uint64_t h = chunk_hash(hs, keys, a.src, in0, CB);
     if (lane == 0) put_u32(a.dst + a.checksum_off + 4 * c, (uint32_t)h);
   }
   if (c == a.n_chunks - 1 && lane == 0) {

@@ -60,18 +60,20 @@ struct XxhState {
 };
 SZ_DEV XxhState xxh_begin() { return XxhState{xxh3::acc_init(xxh_acc_index(simt::lane_id()))}; }
 
-// Adds round r of a chunk of chunk_bytes (a multiple of 256; the chunk is full) from the lane's 4 pieces: piece t
-// is bytes [16 (l + 32 t), +16) of the round, as words lo[t] (bytes 0..7) and hi[t]. Pieces past the chunk's end
-// (only when the chunk is shorter than a round) are skipped.
+// Adds round r of a chunk of chunk_bytes (over 240: XXH3's long hash) from the lane's 4 pieces: piece t is bytes
+// [16 (l + 32 t), +16) of the round, as words lo[t] (bytes 0..7) and hi[t]. Stripes that are not whole inside the
+// chunk are skipped (what they hold past its end is never read). When chunk_bytes is a multiple of 64 the final
+// stripe is the chunk's last stripe and is added here with its own keys; otherwise xxh_final_stripe adds it.
 SZ_DEV void xxh_round(XxhState& st, const uint64_t lo[4], const uint64_t hi[4], const XxhKeys& k, uint32_t r,
                       uint32_t chunk_bytes) {
   const unsigned lane = simt::lane_id();
   const uint32_t stripes = chunk_bytes / 64;
+  const bool fold = chunk_bytes % 64 == 0;
   uint64_t a0 = 0, a1 = 0, b0 = 0, b1 = 0;
 #pragma unroll
   for (int t = 0; t < 4; ++t) {
     const uint32_t s = 32 * r + (lane >> 2) + 8 * t;
-    const bool last = s + 1 == stripes;
+    const bool last = fold && s + 1 == stripes;
     const uint64_t k0 = last ? k.last[0] : k.reg[2 * (t & 1)];
     const uint64_t k1 = last ? k.last[1] : k.reg[2 * (t & 1) + 1];
     uint64_t c0 = hi[t] + xxh_mul32(lo[t] ^ k0);  // accumulator 2p takes word 2p+1 and the product of word 2p
@@ -100,6 +102,15 @@ SZ_DEV void xxh_round(XxhState& st, const uint64_t lo[4], const uint64_t hi[4], 
   if (2 * r < scrambled) st.acc = xxh3::scramble(st.acc, k.scr);
   st.acc += sb;
   if (2 * r + 1 < scrambled) st.acc = xxh3::scramble(st.acc, k.scr);
+}
+
+// The final stripe, bytes [len - 64, len), of a chunk whose length is not a multiple of 64 (it straddles two
+// stripes): fetch.word(o) reads bytes o .. o + 7 of the chunk. Every lane adds its accumulator's share.
+template <class Fetch>
+SZ_DEV void xxh_final_stripe(XxhState& st, const XxhKeys& k, const Fetch& fetch, uint32_t len) {
+  const uint32_t i = xxh_acc_index(simt::lane_id());
+  const uint64_t own = fetch.word(len - 64 + 8 * i), other = fetch.word(len - 64 + 8 * (i ^ 1u));
+  st.acc += other + xxh_mul32(own ^ k.last[i & 1u]);
 }
 
 // The XXH3-64 of the chunk, in every lane.
