@@ -117,13 +117,11 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
     return;
   }
   if (sz_is_container(p, size)) {
-    uint32_t count = 0;
-    check_status(sz_container_open(p, size, &count), file);
+    std::vector<sz_item> items = read_container_index(p, size, file);
+    const uint32_t count = uint32_t(items.size());
     uint64_t original = 0;
-    std::vector<sz_item> items(count);
     std::vector<sz_frame_info> frames(count);
     for (uint32_t i = 0; i < count; ++i) {
-      check_status(sz_container_item(p, size, i, &items[i]), file + ": item " + std::to_string(i));
       original += items[i].original_size;
       if (items[i].kind == SZ_ITEM_FRAME) {
         std::string what = file + ": item '" + std::string(items[i].name, items[i].name_size) + "'";

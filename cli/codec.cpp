@@ -123,6 +123,14 @@ Compressed compress_plan(const uint8_t* data, size_t size, const InputPlan& plan
   return out;
 }
 
+std::vector<sz_item> read_container_index(const uint8_t* data, size_t size, const std::string& file) {
+  uint32_t count = 0;
+  check_status(sz_container_items(data, size, nullptr, 0, &count), file);
+  std::vector<sz_item> items(count);
+  check_status(sz_container_items(data, size, items.data(), count, &count), file);
+  return items;
+}
+
 Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const std::string& file,
                       Progress* progress) {
   if (sz_is_frame(data, size)) {
@@ -140,14 +148,10 @@ Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const 
     return out;
   }
   if (sz_is_container(data, size)) {
-    uint32_t count = 0;
-    check_status(sz_container_open(data, size, &count), file);
-    std::vector<sz_item> items(count);
+    std::vector<sz_item> items = read_container_index(data, size, file);
+    const uint32_t count = uint32_t(items.size());
     uint64_t total = 0;
-    for (uint32_t i = 0; i < count; ++i) {
-      check_status(sz_container_item(data, size, i, &items[i]), file + ": item " + std::to_string(i));
-      total += items[i].original_size;
-    }
+    for (const sz_item& it : items) total += it.original_size;
     if (progress) progress->phase("decompressing", file, total);
     Buffer out{size_t(total)};
     for (uint32_t i = 0; i < count; ++i) {

@@ -33,6 +33,9 @@ struct Compressed {
 Compressed compress_plan(const uint8_t* data, size_t size, const InputPlan& plan, const CodebookChoice& codebooks,
                          const sz_params& params, const std::string& file, Progress* progress);
 
+// Validates a container and returns its items in index order (one pass; names point into data).
+std::vector<sz_item> read_container_index(const uint8_t* data, size_t size, const std::string& file);
+
 // Decompresses a frame or container (detected by magic). Errors name `file` and, for containers, the item.
 Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const std::string& file,
                       Progress* progress);

@@ -269,9 +269,19 @@ SZ_API int sz_is_container(const void* src, size_t src_size);
 /** Is this buffer a frame (by its magic)? Returns 1 or 0. Needs 4 bytes. */
 SZ_API int sz_is_frame(const void* src, size_t src_size);
 
-/** Validates header, footer and the whole index (docs/FORMAT.md §6); *count receives the number of items. */
+/** Validates header, footer and the whole index (docs/FORMAT.md §6); *count receives the number of items.
+ *  Needs no memory, so the checks across items take time quadratic in the number of items unless the index is
+ *  sorted by data offset, original offset and name; sz_container_items() takes O(n log n) in every case. */
 SZ_API sz_status sz_container_open(const void* src, size_t src_size, uint32_t* count);
-/** Item i (0-based) of a container that sz_container_open accepted. */
+/** Validates the container exactly as sz_container_open() does and fills items[0..*count) in index order, in
+ *  O(n log n) time for n items, using the caller's array as its only scratch memory. With items == NULL (and
+ *  capacity 0) it checks only header, footer and index checksum and sets *count: the size to allocate. A capacity
+ *  below the item count gives SZ_ERROR_DST_TOO_SMALL (with *count set). On any error the array's contents are
+ *  unspecified. The way to read every item of a large container. */
+SZ_API sz_status sz_container_items(const void* src, size_t src_size, sz_item* items, uint32_t capacity,
+                                    uint32_t* count);
+/** Item i (0-based) of a container that sz_container_open accepted. Walks the index up to i and checks the index
+ *  checksum, so each call costs O(index size): to read every item, use sz_container_items(). */
 SZ_API sz_status sz_container_item(const void* src, size_t src_size, uint32_t index, sz_item* item);
 /** Finds an item by name (name_size bytes). SZ_ERROR_NOT_FOUND if absent. */
 SZ_API sz_status sz_container_find(const void* src, size_t src_size, const char* name, size_t name_size,
@@ -282,7 +292,8 @@ SZ_API sz_status sz_container_index_size(const sz_item* items, uint32_t count, u
 /** Writes the container header (16 bytes) into dst. Items then follow, each at a 64-byte-aligned data_offset. */
 SZ_API sz_status sz_container_write_header(void* dst, size_t dst_capacity);
 /** Writes index and footer into dst; index_offset is where dst will sit in the container (after the last item,
- *  not before its end). Validates the items as a reader would. */
+ *  not before its end). Validates the items as a reader would, in O(n log n) time for n items (dst serves as
+ *  scratch memory until the index is written). */
 SZ_API sz_status sz_container_write_index(const sz_item* items, uint32_t count, uint64_t index_offset, void* dst,
                                           size_t dst_capacity, size_t* written);
 

@@ -401,6 +401,25 @@ def case_safetensors(r, ctx):
     check(r.read("model.bin.spz") == r.read("m.safetensors.spz"), "sniffed safetensors gives the same container")
 
 
+def case_many_items(r, ctx):
+    """A .safetensors file of 30,000 tensors (names not in index order): compress, info and decompress each take
+    time about linear in the number of items (a pairwise index check took tens of seconds per command)."""
+    n = 30000
+    tensors = [("t%05d" % ((i * 7919) % n), "BF16", (1,), gen_values("bf16", 1, 0)) for i in range(n)]
+    r.write("many.safetensors", safetensors_bytes(tensors))
+    limit = 20.0
+    for args in (["compress", "-q", "many.safetensors"], ["info", "--json", "many.safetensors.spz"],
+                 ["decompress", "-q", "-f", "many.safetensors.spz", "-o", "back.safetensors"]):
+        t0 = time.monotonic()
+        out = r.ok(args, record=False)
+        seconds = time.monotonic() - t0
+        check(seconds < limit, "splitzip %s took %.1f s for %d items (limit %.0f s)" % (" ".join(args), seconds, n,
+                                                                                      limit))
+        if args[0] == "info":
+            check(json.loads(out)["items"] == n + 1, "info counts every tensor and the header")
+    same_bytes(r, "many.safetensors", "back.safetensors")
+
+
 def case_safetensors_errors(r, ctx):
     base = sorted(os.listdir(r.work))
     good = gen_values("bf16", 8, 1)
@@ -623,6 +642,7 @@ CASES = {
     "npy_errors": case_npy_errors,
     "safetensors": case_safetensors,
     "safetensors_errors": case_safetensors_errors,
+    "many_items": case_many_items,
     "errors": case_errors,
     "corrupt": case_corrupt,
     "interrupt": case_interrupt,
