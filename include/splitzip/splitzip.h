@@ -10,7 +10,8 @@
  *   - Every function returns an sz_status; SZ_OK (0) is success, anything else an error whose name
  *     sz_status_name() gives. No function aborts, throws or prints.
  *   - The caller owns all memory. Every size can be queried up front: sz_compress_bound() for the output of
- *     sz_compress(), sz_frame_info() for the output of sz_decompress(), sz_cuda_*_workspace_size() for GPU scratch.
+ *     sz_compress(), sz_frame_info_get() for the output of sz_decompress(), sz_cuda_*_workspace_size() for GPU
+ *     scratch.
  *   - An output buffer that is too small yields exactly SZ_ERROR_DST_TOO_SMALL.
  *   - Bad input yields an error and never a read or write outside the buffers given.
  *   - Thread safety: all functions are reentrant; none keeps global mutable state.
@@ -174,7 +175,8 @@ SZ_API sz_status sz_codebook_load(const char* path, sz_codebook* out);
 #define SZ_FLAG_CHECKSUMS 1u
 
 /** Upper bound of a frame's size for n values (docs/FORMAT.md §4.8), valid for every chunk size >= 2^8.
- *  Also a macro for static buffers. Returns 0 for an unknown dtype. */
+ *  Also a macro for static buffers (valid for n < 2^48). Returns 0 for an unknown dtype and for n >= 2^48, a
+ *  count no frame holds (sz_compress() rejects it with SZ_ERROR_INVALID_ARGUMENT). */
 #define SZ_COMPRESS_BOUND(n, value_bytes) \
   (64u + 12u * (((uint64_t)(n) + 255u) >> 8) + (((uint64_t)(n) + 7u) >> 3) * 8u * (uint64_t)(value_bytes))
 SZ_API uint64_t sz_compress_bound(uint64_t n_values, sz_dtype dtype);
