@@ -39,7 +39,7 @@ bash fuzz/run.sh "${SPLITZIP_FUZZ_SECONDS:-60}"
 stamp "python"
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q pytest numpy ml_dtypes
+.venv/bin/pip install -q pytest numpy ml_dtypes xxhash
 .venv/bin/pip install -q . -Ccmake.define.SPLITZIP_ENABLE_CUDA=OFF
 SPLITZIP_CLI="$PWD/build/cli/splitzip" .venv/bin/pytest -q python/tests
 
