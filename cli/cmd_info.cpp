@@ -124,7 +124,7 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
     for (uint32_t i = 0; i < count; ++i) {
       original += items[i].original_size;
       if (items[i].kind == SZ_ITEM_FRAME) {
-        std::string what = file + ": item '" + std::string(items[i].name, items[i].name_size) + "'";
+        std::string what = file + ": item '" + printable_name(std::string(items[i].name, items[i].name_size)) + "'";
         check_status(sz_frame_info_get(p + items[i].data_offset, size_t(items[i].data_size), &frames[i]), what);
         if (!frames[i].stats_valid) check_status(SZ_ERROR_SRC_TRUNCATED, what);
       }
@@ -176,7 +176,8 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
            << pad(frame ? dtype_str(it.dtype) : "-", 8) << "  " << pad(shape_text(it), 16) << "  "
            << pad(std::to_string(it.original_size), 10, true) << "  " << pad(std::to_string(it.data_size), 10, true)
            << "  " << pad(format_fixed(ratio(it.original_size, it.data_size), 4), 7, true) << "  "
-           << pad(esc, 9, true) << "  " << pad(chunks, 11) << "  " << std::string(it.name, it.name_size) << "\n";
+           << pad(esc, 9, true) << "  " << pad(chunks, 11) << "  " << printable_name(std::string(it.name, it.name_size))
+           << "\n";
     }
     // Frame parameters, stated once for each distinct combination (per item in --json).
     std::vector<std::string> seen;
@@ -237,7 +238,8 @@ Command add_info_command(CLI::App& app) {
       }
     }
     if (o->json) {
-      std::string s = (all.size() == 1 ? all[0] : all).dump(2);
+      // Names are UTF-8 by the format, but a container need not keep to it: such bytes print as U+FFFD.
+      std::string s = (all.size() == 1 ? all[0] : all).dump(2, ' ', false, ordered_json::error_handler_t::replace);
       std::fputs((s + "\n").c_str(), stdout);
     }
     return 0;

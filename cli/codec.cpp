@@ -100,7 +100,7 @@ Compressed compress_plan(const uint8_t* data, size_t size, const InputPlan& plan
     it.data_offset = start;
     if (s.is_frame) {
       it.data_size = compress_frame(data + s.offset, s, codebooks, params, body.data() + start,
-                                    size_t(capacity - start), file + ": tensor '" + s.name + "'");
+                                    size_t(capacity - start), file + ": tensor '" + printable_name(s.name) + "'");
     } else {
       if (s.size) std::memcpy(body.data() + start, data + s.offset, size_t(s.size));
       it.data_size = s.size;
@@ -156,7 +156,7 @@ Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const 
     Buffer out{size_t(total)};
     for (uint32_t i = 0; i < count; ++i) {
       const sz_item& it = items[i];
-      std::string what = file + ": item '" + std::string(it.name, it.name_size) + "'";
+      std::string what = file + ": item '" + printable_name(std::string(it.name, it.name_size)) + "'";
       // sz_container_open checked that items lie inside the container and original ranges tile [0, total).
       if (it.original_offset + it.original_size > total || it.data_offset + it.data_size > size)
         check_status(SZ_ERROR_CORRUPT, what);

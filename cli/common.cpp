@@ -46,7 +46,51 @@ void Buffer::shrink(size_t new_size) {
 
 // ---- input -----------------------------------------------------------------------------------------------------
 
-std::string display_name(const std::string& path) { return path == "-" ? std::string("stdin") : path; }
+std::string display_name(const std::string& path) { return path == "-" ? std::string("stdin") : printable_name(path); }
+
+std::string printable_name(const std::string& name) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(name.size());
+  auto escape = [&](unsigned char c) {
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  };
+  const auto* p = reinterpret_cast<const unsigned char*>(name.data());
+  const size_t n = name.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7f || c == '\\') {
+        escape(c);
+      } else {
+        out += char(c);
+      }
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: its length from the lead byte, then continuation bytes, no overlong forms, no surrogates,
+    // nothing past U+10FFFF.
+    size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? (c <= 0xEF ? 3 : 0) : c >= 0xC2 ? 2 : 0;
+    uint32_t cp = len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+    bool ok = len != 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (p[i + k] & 0xC0) == 0x80;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if (ok && len == 3) ok = cp >= 0x800 && !(cp >= 0xD800 && cp <= 0xDFFF);
+    if (ok && len == 4) ok = cp >= 0x10000 && cp <= 0x10FFFF;
+    if (!ok || (cp >= 0x80 && cp <= 0x9F)) {  // invalid, or a C1 control (CSI, OSC, ...)
+      for (size_t k = 0; k < (ok ? len : 1); ++k) escape(p[i + k]);
+      i += ok ? len : 1;
+      continue;
+    }
+    out.append(name, i, len);
+    i += len;
+  }
+  return out;
+}
 
 static bool read_fd_all(int fd, Buffer* out, uint64_t size_hint, Progress* progress, int* err) {
   // Known size (a regular file): one buffer of exactly that size, plus a check that the file did not grow.

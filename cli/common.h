@@ -58,8 +58,13 @@ class Progress;
 // Reads a whole file, or stdin when path is "-". Errors name the path.
 Buffer read_input(const std::string& path, Progress* progress = nullptr);
 
-// The display name of an input path ("stdin" for "-").
+// The display name of an input path ("stdin" for "-"), escaped as printable_name() does.
 std::string display_name(const std::string& path);
+
+// A name from a file (an item, a tensor, a path) made safe to print on a terminal: valid UTF-8 is kept except the
+// C0 and C1 control characters and DEL; those, backslashes and bytes that are not valid UTF-8 become \xNN escapes,
+// so no name can move the cursor, set a title or hide text.
+std::string printable_name(const std::string& name);
 
 bool is_stdout_terminal();
 bool is_stderr_terminal();

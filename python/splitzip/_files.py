@@ -126,9 +126,9 @@ def _plan_npy(data: bytes, file: str, user: Optional[int]) -> List[_Segment]:
     n = 1
     for d in shape:
         n *= d
-    if n > 1 << 62:
-        raise ValueError(f"{file}: .npy shape is too large")
     nbytes = n * _DTYPE_SIZES[did]
+    if nbytes > 1 << 62:
+        raise ValueError(f"{file}: .npy shape is too large")
     if nbytes > size - data_offset:
         raise ValueError(f"{file}: .npy data is truncated ({size - data_offset} bytes, shape needs {nbytes})")
     segs = [_Segment("npy_header", 0, data_offset),
@@ -191,7 +191,7 @@ def _plan_safetensors(data: bytes, file: str) -> List[_Segment]:
         count = 1
         for d in shp:
             count *= d
-        if count > 1 << 62:
+        if count > 1 << 62 or count * elem > 1 << 62:
             raise bad("shape is too large")
         if elem and count * elem != end - begin:
             raise bad(f"shape needs {count * elem} bytes but data_offsets span {end - begin}")

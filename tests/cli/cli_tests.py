@@ -363,6 +363,9 @@ def case_npy_errors(r, ctx):
         ("badhdr.npy", b"\x93NUMPY\x01\x00\x10\x00{'descr': <f2'}\n", []),
         ("trunc.npy", b"\x93NUMPY\x01\x00\xff\x00{'descr'", []),
         ("v9.npy", b"\x93NUMPY\x09\x00" + b"\0" * 20, []),
+        # 2^62 values of 4 bytes: the byte size wraps to 0 in 64 bits, which once passed as "no data needed"
+        ("wrap.npy", npy_bytes("<f4", (1 << 62,), b""), []),
+        ("wrap2.npy", npy_bytes("<f2", (1 << 31, 1 << 31, 4), b""), []),
     ]
     for name, data, extra in cases:
         r.write(name, data)
@@ -401,6 +404,22 @@ def case_safetensors(r, ctx):
     check(r.read("model.bin.spz") == r.read("m.safetensors.spz"), "sniffed safetensors gives the same container")
 
 
+def case_info_names(r, ctx):
+    """Item names are data: info prints control characters (C0, C1, DEL) and backslashes in them as \\xNN escapes,
+    so a name cannot drive the terminal; --json keeps the names exactly."""
+    names = ["plain", "esc\x1b]0;title\x07", "csi\x1b[31mred", "c1\u009b31m", "del\x7f", "back\\slash",
+             "caf\u00e9 \u4e2d", "nl\nline"]
+    tensors = [(n, "F16", (2,), gen_values("fp16", 2, i)) for i, n in enumerate(names)]
+    r.write("names.safetensors", safetensors_bytes(tensors))
+    r.ok(["compress", "-q", "names.safetensors"])
+    text = r.ok(["info", "names.safetensors.spz"])
+    check("\x1b" not in text and "\x07" not in text and "\x7f" not in text and "\u009b" not in text,
+          "a control character reached the output")
+    check("caf\u00e9 \u4e2d" in text, "valid UTF-8 names print as they are")
+    info = json.loads(r.ok(["info", "--json", "names.safetensors.spz"], record=False))
+    check(sorted(it["name"] for it in info["item_list"]) == sorted(names + ["__header__"]), "json names exact")
+
+
 def case_many_items(r, ctx):
     """A .safetensors file of 30,000 tensors (names not in index order): compress, info and decompress each take
     time about linear in the number of items (a pairwise index check took tens of seconds per command)."""
@@ -436,6 +455,10 @@ def case_safetensors_errors(r, ctx):
         ("json.safetensors", struct.pack("<Q", 5) + b"{'a':" + good),
         ("hlen.safetensors", struct.pack("<Q", 1000) + b"{}"),
         ("tiny.safetensors", b"\x01\x02"),
+        # shapes whose byte size wraps to 0 in 64 bits: a stored tensor once kept the bogus shape
+        ("wrap.safetensors", raw_st({"a": {"dtype": "I32", "shape": [1 << 62], "data_offsets": [0, 0]}}, good)),
+        ("wrapf.safetensors", raw_st({"a": {"dtype": "F32", "shape": [1 << 31, 1 << 31], "data_offsets": [0, 0]}},
+                                     good)),
     ]
     for name, data in cases:
         r.write(name, data)
@@ -643,6 +666,7 @@ CASES = {
     "safetensors": case_safetensors,
     "safetensors_errors": case_safetensors_errors,
     "many_items": case_many_items,
+    "info_names": case_info_names,
     "errors": case_errors,
     "corrupt": case_corrupt,
     "interrupt": case_interrupt,
