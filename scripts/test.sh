@@ -5,7 +5,8 @@
 #   2. Install check: the release build and a shared build installed into a prefix that is then moved, with
 #      find_package and pkg-config consumers built and run against it (tests/install/run.sh)
 #   3. ASan + UBSan build of the library and tests + ctest
-#   4. libFuzzer run of the decode and round-trip targets (SPLITZIP_FUZZ_SECONDS, default 60, total)
+#   4. libFuzzer runs of the decode, round-trip (portable, AVX2 and best kernels) and input-parser targets
+#      (SPLITZIP_FUZZ_SECONDS, default 60, total)
 #   5. Python module: pip install into a virtual environment + pytest
 # Installs its own dependencies (Debian packages via apt-get, Python packages via pip into .venv).
 set -euo pipefail
