@@ -36,12 +36,30 @@ uint64_t Compressed::size() const {
 
 static uint64_t align64(uint64_t x) { return (x + SZ_CONTAINER_ALIGN - 1) / SZ_CONTAINER_ALIGN * SZ_CONTAINER_ALIGN; }
 
-static size_t compress_frame(const uint8_t* src, const Segment& seg, const CodebookChoice& codebooks,
+// One codec context for all the frames of a file: scratch and threads once, not once per tensor.
+namespace {
+struct Cctx {
+  sz_cctx* p;
+  explicit Cctx(unsigned threads) : p(sz_cctx_create(threads)) {
+    if (p == nullptr) check_status(SZ_ERROR_OUT_OF_MEMORY, "codec context");
+  }
+  ~Cctx() { sz_cctx_free(p); }
+};
+struct Dctx {
+  sz_dctx* p;
+  explicit Dctx(unsigned threads) : p(sz_dctx_create(threads)) {
+    if (p == nullptr) check_status(SZ_ERROR_OUT_OF_MEMORY, "codec context");
+  }
+  ~Dctx() { sz_dctx_free(p); }
+};
+}  // namespace
+
+static size_t compress_frame(sz_cctx* ctx, const uint8_t* src, const Segment& seg, const CodebookChoice& codebooks,
                              const sz_params& params, uint8_t* dst, size_t capacity, const std::string& what) {
   uint64_t n = seg.size / sz_dtype_size(seg.dtype);
   sz_codebook cb = codebooks.for_dtype(seg.dtype);
   size_t written = 0;
-  check_status(sz_compress(src, n, seg.dtype, &cb, &params, dst, capacity, &written), what);
+  check_status(sz_compress_cctx(ctx, src, n, seg.dtype, &cb, &params, dst, capacity, &written), what);
   return written;
 }
 
@@ -64,11 +82,12 @@ Compressed compress_plan(const uint8_t* data, size_t size, const InputPlan& plan
   if (progress) progress->phase("compressing", file, total_in);
 
   Compressed out;
+  Cctx ctx(params.threads);
   if (!plan.container()) {
     const Segment& s = plan.segments.at(0);
     uint64_t n = s.size / sz_dtype_size(s.dtype);
     Buffer frame{size_t(sz_compress_bound(n, s.dtype))};
-    frame.shrink(compress_frame(data + s.offset, s, codebooks, params, frame.data(), frame.size(), file));
+    frame.shrink(compress_frame(ctx.p, data + s.offset, s, codebooks, params, frame.data(), frame.size(), file));
     if (progress) progress->advance(s.size);
     out.parts.push_back(std::move(frame));
     return out;
@@ -99,7 +118,7 @@ Compressed compress_plan(const uint8_t* data, size_t size, const InputPlan& plan
     it.original_size = s.size;
     it.data_offset = start;
     if (s.is_frame) {
-      it.data_size = compress_frame(data + s.offset, s, codebooks, params, body.data() + start,
+      it.data_size = compress_frame(ctx.p, data + s.offset, s, codebooks, params, body.data() + start,
                                     size_t(capacity - start), file + ": tensor '" + printable_name(s.name) + "'");
     } else {
       if (s.size) std::memcpy(body.data() + start, data + s.offset, size_t(s.size));
@@ -140,7 +159,8 @@ Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const 
     if (progress) progress->phase("decompressing", file, info.decompressed_size);
     Buffer out{size_t(info.decompressed_size)};
     size_t written = 0;
-    check_status(sz_decompress(data, size, out.data(), out.size(), &written, threads), file);
+    Dctx ctx(threads);
+    check_status(sz_decompress_dctx(ctx.p, data, size, out.data(), out.size(), &written), file);
     if (written != out.size()) check_status(SZ_ERROR_INTERNAL, file);
     if (info.frame_size != size)
       throw CliError(file + ": trailing garbage after the frame (" + std::to_string(size - info.frame_size) + " bytes)");
@@ -149,6 +169,7 @@ Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const 
   }
   if (sz_is_container(data, size)) {
     std::vector<sz_item> items = read_container_index(data, size, file);
+    Dctx ctx(threads);
     const uint32_t count = uint32_t(items.size());
     uint64_t total = 0;
     for (const sz_item& it : items) total += it.original_size;
@@ -172,7 +193,7 @@ Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const 
             info.decompressed_size != it.original_size)
           check_status(SZ_ERROR_CORRUPT, what);
         size_t written = 0;
-        check_status(sz_decompress(src, size_t(it.data_size), dst, size_t(it.original_size), &written, threads),
+        check_status(sz_decompress_dctx(ctx.p, src, size_t(it.data_size), dst, size_t(it.original_size), &written),
                      what);
         if (written != it.original_size) check_status(SZ_ERROR_CORRUPT, what);
       }

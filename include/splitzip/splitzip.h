@@ -11,7 +11,9 @@
  *     sz_status_name() gives. No function aborts, throws or prints.
  *   - The caller owns all memory. Every size can be queried up front: sz_compress_bound() for the output of
  *     sz_compress(), sz_frame_info_get() for the output of sz_decompress(), sz_cuda_*_workspace_size() for GPU
- *     scratch.
+ *     scratch. Two conveniences allocate and say so: the one-shot sz_compress() takes its escape scratch (3 bytes a
+ *     value of one chunk, per thread) from the heap, and both one-shot calls start their threads for the call (only
+ *     for inputs of at least 1 MiB a thread). A context (sz_cctx, sz_dctx) does both once, at its creation.
  *   - An output buffer that is too small yields exactly SZ_ERROR_DST_TOO_SMALL.
  *   - Bad input yields an error and never a read or write outside the buffers given.
  *   - Thread safety: all functions are reentrant; none keeps global mutable state.
@@ -238,6 +240,40 @@ typedef struct sz_frame_info {
 /** Parses a frame header (needs at least SZ_FRAME_HEADER_SIZE bytes) and, when src_size covers the whole frame,
  *  its chunk index (structure only; the chunk checksums are checked by decompression). */
 SZ_API sz_status sz_frame_info_get(const void* src, size_t src_size, sz_frame_info* info);
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * Contexts: the CPU codec without allocation or thread start per call
+ *
+ * A context holds what the one-shot calls get for each call: escape scratch (compression) and worker threads,
+ * started at creation and parked between calls, and the CPU kernels chosen at creation. Its calls give exactly the
+ * frames and statuses of sz_compress() / sz_decompress(), allocate nothing and start no thread. A context serves
+ * one call at a time; use one per calling thread. Creating one is the only allocating call here: NULL when memory
+ * or threads cannot be had.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+typedef struct sz_cctx sz_cctx;
+typedef struct sz_dctx sz_dctx;
+
+/** A compression context for up to `threads` threads (0 = one per hardware thread; at most 256), including the
+ *  calling thread: it holds about 192 KiB of scratch per thread. */
+SZ_API sz_cctx* sz_cctx_create(unsigned threads);
+/** Stops the context's threads and frees it; NULL is ignored. */
+SZ_API void sz_cctx_free(sz_cctx* cctx);
+/** The number of threads the context was made for (0 for NULL). */
+SZ_API unsigned sz_cctx_threads(const sz_cctx* cctx);
+/** sz_compress() on the context: the same frame for the same arguments. params->threads is ignored: a call uses
+ *  the context's threads (at most one per MiB of input, as sz_compress()). */
+SZ_API sz_status sz_compress_cctx(sz_cctx* cctx, const void* src, uint64_t n_values, sz_dtype dtype,
+                                  const sz_codebook* codebook, const sz_params* params, void* dst,
+                                  size_t dst_capacity, size_t* dst_size);
+
+/** A decompression context for up to `threads` threads (0 = one per hardware thread; at most 256). */
+SZ_API sz_dctx* sz_dctx_create(unsigned threads);
+SZ_API void sz_dctx_free(sz_dctx* dctx);
+SZ_API unsigned sz_dctx_threads(const sz_dctx* dctx);
+/** sz_decompress() on the context, with its threads. */
+SZ_API sz_status sz_decompress_dctx(sz_dctx* dctx, const void* src, size_t src_size, void* dst, size_t dst_capacity,
+                                    size_t* dst_size);
 
 /* ---------------------------------------------------------------------------------------------------------------
  * Containers: many named items in one buffer (docs/FORMAT.md §6). Parsing allocates nothing: names point into
