@@ -18,6 +18,12 @@ void* counted_alloc(size_t n) {
 }
 }  // namespace
 
+// The replacements pair operator new with malloc and operator delete with free, which GCC's heuristic takes for a
+// mismatch once it inlines them into a caller.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 void* operator new(size_t n) {
   void* p = counted_alloc(n);
   if (p == nullptr) throw std::bad_alloc();
@@ -121,7 +127,9 @@ TEST(Context, SameFramesAsOneShotCallsForEveryDtypeChunkSizeAndThreadCount) {
             ASSERT_EQ(sz_decompress_dctx(ctx.d, frame.data(), frame.size(), back.data(), back.size(), &size), SZ_OK)
                 << what;
             ASSERT_EQ(size, src.size()) << what;
-            ASSERT_EQ(memcmp(back.data(), src.data(), size), 0) << what;
+            if (size != 0) {
+              ASSERT_EQ(memcmp(back.data(), src.data(), size), 0) << what;
+            }
           }
         }
       }
