@@ -150,6 +150,109 @@ std::vector<sz_item> read_container_index(const uint8_t* data, size_t size, cons
   return items;
 }
 
+StreamResult compress_raw_stream(InputFile& in, OutputFile* out, sz_dtype dtype, const CodebookChoice& codebooks,
+                                 const sz_params& params, const std::string& file, Progress* progress) {
+  if (codebooks.user && codebooks.user->dtype != uint8_t(dtype))
+    throw CliError(file + ": the codebook is for " + sz_dtype_name(sz_dtype(codebooks.user->dtype)) +
+                   " but the input holds " + sz_dtype_name(dtype) + " data");
+  const size_t vb = sz_dtype_size(dtype);
+  const size_t piece = size_t(kStreamFrameValues) * vb;
+  // Uninitialised: a small input touches only the pages it uses.
+  Buffer src(piece), frame(size_t(sz_compress_bound(kStreamFrameValues, dtype)));
+  const sz_codebook cb = codebooks.for_dtype(dtype);
+  Cctx ctx(params.threads);
+  StreamResult r;
+  for (;;) {
+    const size_t got = in.read(src.data(), piece);
+    r.in += got;
+    if (got % vb != 0)
+      throw CliError(file + ": size " + std::to_string(r.in) + " is not a multiple of the " + sz_dtype_name(dtype) +
+                     " value size (" + std::to_string(vb) + " bytes)");
+    if (got == 0 && r.frames > 0) break;  // the input ended with a whole frame
+    size_t written = 0;
+    check_status(sz_compress_cctx(ctx.p, src.data(), got / vb, dtype, &cb, &params, frame.data(), frame.size(),
+                                  &written),
+                 file);
+    if (out) out->write(frame.data(), written);
+    r.out += written;
+    ++r.frames;
+    if (progress) progress->advance(got);
+    if (got < piece) break;
+  }
+  return r;
+}
+
+std::string FrameReader::what() const {
+  return frames_ <= 1 ? file_ : file_ + ": frame " + std::to_string(frames_);
+}
+
+bool FrameReader::next(sz_frame_info* info, Progress* progress) {
+  uint8_t header[SZ_FRAME_HEADER_SIZE];
+  const size_t got = in_.read(header, sizeof header);
+  if (got == 0 && frames_ > 0) return false;
+  ++frames_;
+  if (frames_ > 1 && !sz_is_frame(header, got))
+    throw CliError(file_ + ": the bytes after frame " + std::to_string(frames_ - 1) +
+                   " are not a SplitZip frame (trailing garbage)");
+  check_status(sz_frame_info_get(header, got, info), what());
+  // A regular file shorter than the frame is truncated: say so before allocating for the frame.
+  if (in_.size_hint() != 0 && info->frame_size > in_.size_hint() - consumed_)
+    check_status(SZ_ERROR_SRC_TRUNCATED, what());
+  const size_t need = size_t(info->frame_size);
+  size_t have = sizeof header;
+  // A file holds the whole frame (checked above): one buffer. From a pipe the frame size is only a claim: the
+  // buffer grows with the bytes that actually arrive.
+  const size_t first = in_.size_hint() != 0 ? need : std::min<size_t>(need, size_t(64) << 20);
+  if (buf_.size() < first) buf_ = Buffer(first);
+  std::memcpy(buf_.data(), header, sizeof header);
+  while (have < need) {
+    if (buf_.size() == have) {
+      Buffer bigger(std::min(need, std::max(have * 2, size_t(64) << 20)));
+      std::memcpy(bigger.data(), buf_.data(), have);
+      buf_ = std::move(bigger);
+    }
+    const size_t want = std::min(need, buf_.size()) - have;
+    const size_t r = in_.read(buf_.data() + have, want);
+    have += r;
+    if (r < want) check_status(SZ_ERROR_SRC_TRUNCATED, what());
+  }
+  size_ = need;
+  consumed_ += need;
+  check_status(sz_frame_info_get(buf_.data(), size_, info), what());
+  if (progress) progress->advance(need);
+  return true;
+}
+
+StreamResult decompress_stream(InputFile& in, OutputFile* out, unsigned threads, const std::string& file,
+                               Progress* progress) {
+  const std::vector<uint8_t>& head = in.peek(4);
+  StreamResult r;
+  if (!sz_is_frame(head.data(), head.size())) {  // a container, or not a SplitZip file: decompress_any says which
+    Buffer data = in.read_all(progress);
+    Buffer plain = decompress_any(data.data(), data.size(), threads, file, nullptr);
+    if (out) out->write(plain.data(), plain.size());
+    r.in = data.size();
+    r.out = plain.size();
+    return r;
+  }
+  FrameReader frames(in, file);
+  Dctx ctx(threads);
+  Buffer plain;
+  sz_frame_info info;
+  while (frames.next(&info, progress)) {
+    if (plain.size() < info.decompressed_size) plain = Buffer(size_t(info.decompressed_size));
+    size_t written = 0;
+    check_status(sz_decompress_dctx(ctx.p, frames.data(), frames.size(), plain.data(),
+                                    size_t(info.decompressed_size), &written),
+                 frames.what());
+    if (out) out->write(plain.data(), written);
+    r.out += written;
+  }
+  r.in = frames.consumed();
+  r.frames = frames.frames();
+  return r;
+}
+
 Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const std::string& file,
                       Progress* progress) {
   if (sz_is_frame(data, size)) {

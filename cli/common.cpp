@@ -187,6 +187,95 @@ Buffer read_input(const std::string& path, Progress* progress) {
   return out;
 }
 
+InputFile::InputFile(const std::string& path) : path_(path) {
+  if (path == "-") {
+    fd_ = STDIN_FILENO;
+  } else {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw CliError("cannot open '" + display_name(path) + "': " + errno_text(errno));
+    owned_ = true;
+  }
+  struct stat st;
+  if (fstat(fd_, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      if (owned_) ::close(fd_);
+      throw CliError("'" + display_name(path) + "' is a directory");
+    }
+    if (S_ISREG(st.st_mode)) size_hint_ = uint64_t(st.st_size);
+  }
+}
+
+InputFile::~InputFile() {
+  if (owned_) ::close(fd_);
+}
+
+size_t InputFile::read_fd(uint8_t* dst, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::read(fd_, dst + got, std::min<size_t>(n - got, size_t(1) << 24));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw CliError("cannot read " + (path_ == "-" ? std::string("stdin") : "'" + display_name(path_) + "'") +
+                     ": " + errno_text(errno));
+    }
+    if (r == 0) break;
+    got += size_t(r);
+  }
+  return got;
+}
+
+const std::vector<uint8_t>& InputFile::peek(size_t n) {
+  if (ahead_.size() < n) {
+    const size_t have = ahead_.size();
+    ahead_.resize(n);
+    ahead_.resize(have + read_fd(ahead_.data() + have, n - have));
+  }
+  return ahead_;
+}
+
+size_t InputFile::read(uint8_t* dst, size_t n, Progress* progress) {
+  size_t got = std::min(n, ahead_.size());
+  if (got) {
+    std::memcpy(dst, ahead_.data(), got);
+    ahead_.erase(ahead_.begin(), ahead_.begin() + std::ptrdiff_t(got));
+  }
+  got += read_fd(dst + got, n - got);
+  if (progress) progress->advance(got);
+  return got;
+}
+
+Buffer InputFile::read_all(Progress* progress) {
+  // A regular file: one buffer of its size (the peeked bytes are part of it); a pipe, or a file that grew: blocks.
+  std::vector<Buffer> blocks;
+  uint64_t total = 0;
+  size_t block = size_hint_ ? size_t(size_hint_) + 1 : size_t(1) << 20;
+  for (;;) {
+    Buffer b(block);
+    const size_t got = read(b.data(), b.size(), progress);
+    b.shrink(got);
+    total += got;
+    const bool end = got < block;
+    if (got) blocks.push_back(std::move(b));
+    if (end) break;
+    block = std::min<size_t>(block * 2, size_t(1) << 30);
+  }
+  if (blocks.size() == 1) return std::move(blocks[0]);
+  Buffer all{size_t(total)};
+  size_t pos = 0;
+  for (const Buffer& b : blocks) {
+    if (b.size()) std::memcpy(all.data() + pos, b.data(), b.size());
+    pos += b.size();
+  }
+  return all;
+}
+
+bool copy_times(const std::string& from, const std::string& to) {
+  struct stat st;
+  if (stat(from.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  struct timespec times[2] = {st.st_atim, st.st_mtim};
+  return utimensat(AT_FDCWD, to.c_str(), times, 0) == 0;
+}
+
 bool is_stdout_terminal() { return isatty(STDOUT_FILENO) == 1; }
 bool is_stderr_terminal() { return isatty(STDERR_FILENO) == 1; }
 

@@ -60,11 +60,14 @@ static bool looks_like_npy(const uint8_t* data, size_t size) {
   return size >= 6 && std::memcmp(data, kNpyMagic, 6) == 0;
 }
 
+// The safetensors format caps its header at 100 MB; a larger length means the file is something else.
+constexpr uint64_t kMaxSafetensorsHeader = 100000000;
+
 // A cheap structural test: a plausible header length, then a JSON object.
 static bool looks_like_safetensors(const uint8_t* data, size_t size) {
   if (size < 10) return false;
   uint64_t n = load_le(data, 8);
-  if (n < 2 || n > size - 8) return false;
+  if (n < 2 || n > size - 8 || n > kMaxSafetensorsHeader) return false;
   if (data[8] != '{') return false;
   size_t end = size_t(8 + n);
   while (end > 9 && data[end - 1] == ' ') --end;
@@ -426,32 +429,41 @@ InputPlan plan_safetensors(const uint8_t* data, size_t size, const std::string& 
 
 }  // namespace
 
+InputFormat detect_format(const uint8_t* data, size_t size, const std::string& path, InputFormat format) {
+  if (format != InputFormat::kAuto) return format;
+  if (ends_with(path, ".npy")) return InputFormat::kNpy;
+  if (ends_with(path, ".safetensors")) return InputFormat::kSafetensors;
+  if (looks_like_npy(data, size)) return InputFormat::kNpy;
+  if (looks_like_safetensors(data, size)) return InputFormat::kSafetensors;
+  return InputFormat::kRaw;
+}
+
+size_t detect_prefix_size(const uint8_t* head, size_t size) {
+  if (size < 9 || head[8] != '{') return 9;
+  const uint64_t n = load_le(head, 8);
+  return n >= 2 && n <= kMaxSafetensorsHeader ? size_t(8 + n) : 9;
+}
+
+void check_raw_input(const uint8_t* head, size_t head_size, const std::string& path, bool detected,
+                     std::optional<sz_dtype> dtype) {
+  const std::string file = display_name(path);
+  if (detected && (sz_is_frame(head, head_size) || sz_is_container(head, head_size)))
+    throw CliError(file + ": is already SplitZip-compressed (use --format raw to compress it anyway)");
+  if (!dtype) throw CliError(file + ": raw input needs --dtype (bf16, fp16, fp32, fp8_e4m3 or fp8_e5m2)");
+}
+
 InputPlan plan_input(const uint8_t* data, size_t size, const std::string& path, InputFormat format,
                      std::optional<sz_dtype> dtype) {
   std::string file = display_name(path);
   bool detected = format == InputFormat::kAuto;
-  if (detected) {
-    if (ends_with(path, ".npy")) {
-      format = InputFormat::kNpy;
-    } else if (ends_with(path, ".safetensors")) {
-      format = InputFormat::kSafetensors;
-    } else if (looks_like_npy(data, size)) {
-      format = InputFormat::kNpy;
-    } else if (looks_like_safetensors(data, size)) {
-      format = InputFormat::kSafetensors;
-    } else {
-      format = InputFormat::kRaw;
-    }
-  }
+  format = detect_format(data, size, path, format);
   if (format == InputFormat::kNpy) {
     if (!looks_like_npy(data, size)) throw CliError(file + ": not an .npy file (no \\x93NUMPY magic)");
     return plan_npy(data, size, file, dtype);
   }
   if (format == InputFormat::kSafetensors) return plan_safetensors(data, size, file);
 
-  if (detected && (sz_is_frame(data, size) || sz_is_container(data, size)))
-    throw CliError(file + ": is already SplitZip-compressed (use --format raw to compress it anyway)");
-  if (!dtype) throw CliError(file + ": raw input needs --dtype (bf16, fp16, fp32, fp8_e4m3 or fp8_e5m2)");
+  check_raw_input(data, size, path, detected, dtype);
   size_t width = sz_dtype_size(*dtype);
   if (size % width != 0)
     throw CliError(file + ": size " + std::to_string(size) + " is not a multiple of the " + sz_dtype_name(*dtype) +

@@ -494,6 +494,8 @@ def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Opt
         the 64-byte header (the output size).
 
     A buffer shorter than the frame its header describes raises SrcTruncatedError before anything is allocated.
+    Of several frames back to back (a file of a long raw input) this decodes the first; :func:`decompress_bytes`
+    decodes them all.
     """
     t = _Tensor(buffer, "buffer")
     nthreads = _threads(threads)

@@ -39,6 +39,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 _SUFFIX = ".spz"
 _NPY_MAGIC = b"\x93NUMPY"
+#: Raw files are cut into frames of this many values, back to back (kStreamFrameValues of cli/codec.h).
+STREAM_FRAME_VALUES = 1 << 22
 
 
 @dataclass
@@ -228,7 +230,7 @@ def _looks_like_safetensors(data: bytes) -> bool:
     if size < 10:
         return False
     n = int.from_bytes(data[:8], "little")
-    if n < 2 or n > size - 8 or data[8:9] != b"{":
+    if n < 2 or n > size - 8 or n > 100_000_000 or data[8:9] != b"{":  # the format caps headers at 100 MB
         return False
     text = data[8:8 + n].rstrip(b" ")
     if not text.endswith(b"}"):
@@ -311,8 +313,13 @@ def compress_bytes(data: Union[bytes, bytearray, memoryview], name: str = "", *,
         return _compress_host(src[s.offset:s.offset + s.size], s.size // _DTYPE_SIZES[s.did], s.did, cb, log2,
                               flags, nthreads)
 
-    if fmt == "raw":
-        return frame(segs[0])
+    if fmt == "raw":  # frames of STREAM_FRAME_VALUES values back to back, as the CLI streams them
+        s = segs[0]
+        step = STREAM_FRAME_VALUES * _DTYPE_SIZES[s.did]
+        pieces = [frame(_Segment(s.name, off, min(step, s.size - off), s.did)) for off in range(0, s.size, step)]
+        if not pieces:
+            return frame(s)
+        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
     parts = []
     for s in segs:
         body = frame(s) if s.did else src[s.offset:s.offset + s.size]
@@ -322,20 +329,29 @@ def compress_bytes(data: Union[bytes, bytearray, memoryview], name: str = "", *,
 
 def decompress_bytes(data: Union[bytes, bytearray, memoryview, np.ndarray], *,
                      threads: Optional[int] = None) -> bytes:
-    """What `splitzip decompress` writes for a frame or container: the original bytes."""
+    """What `splitzip decompress` writes for a SplitZip file: a container's original file, or the concatenation of
+    the values of frames back to back (docs/FORMAT.md §6.4; bytes after a frame that are not a frame are an
+    error)."""
     t = np.frombuffer(data, dtype=np.uint8) if isinstance(data, (bytes, bytearray, memoryview)) else data
     if not isinstance(t, np.ndarray) or t.dtype != np.uint8 or t.ndim != 1:
         raise TypeError("data must be bytes or a 1-D uint8 array")
     nthreads = _threads(threads)
     if _ext.is_container(t):
         return Container(t).original(threads=nthreads)
-    raw = _frame_info_whole(t, "decompress")
-    if raw["frame_size"] != t.shape[0]:
-        raise ValueError(f"decompress: trailing garbage after the frame ({t.shape[0] - raw['frame_size']} bytes)")
-    out = np.empty(raw["decompressed_size"], dtype=np.uint8)
-    st, _ = _ext.decompress(t, out, nthreads)
-    check(st, "decompress")
-    return out.tobytes()
+    parts = []
+    pos = 0
+    while True:
+        rest = t[pos:]
+        if pos and rest[:4].tobytes() != b"SPZF":
+            raise error_for(4, f"decompress: the bytes after frame {len(parts)} are not a SplitZip frame")
+        raw = _frame_info_whole(rest, "decompress" if not pos else f"decompress: frame {len(parts) + 1}")
+        out = np.empty(raw["decompressed_size"], dtype=np.uint8)
+        st, _ = _ext.decompress(rest[:raw["frame_size"]], out, nthreads)
+        check(st, "decompress")
+        parts.append(out.tobytes())
+        pos += raw["frame_size"]
+        if pos == t.shape[0]:
+            return b"".join(parts)
 
 
 def _write_new(path: str, data: Union[bytes, np.ndarray], force: bool) -> None:

@@ -238,3 +238,29 @@ def test_cli_lists_and_restores_containers_written_from_python(tmp_path):
     (tmp_path / "s.spz").write_bytes(splitzip.compress(k, keep_shape=True).tobytes())
     info = json.loads(run("info", "--json", tmp_path / "s.spz"))
     assert info["item_list"][0]["name"] == "tensor" and info["item_list"][0]["shape"] == [2, 3, 100]
+
+
+# ---- raw files longer than one frame: frames back to back ------------------------------------------------------------
+
+def test_raw_files_longer_than_a_frame_are_frames_back_to_back(tmp_path):
+    n = 2 * splitzip._files.STREAM_FRAME_VALUES + 5
+    raw = np.resize(kv_like_bits("fp8_e4m3", 4096, seed=12), n).tobytes()
+    packed = splitzip.compress_bytes(raw, "x.bin", dtype="fp8_e4m3")
+    first = splitzip.info(packed)
+    assert first["n_values"] == splitzip._files.STREAM_FRAME_VALUES  # info() reads the first frame
+    assert splitzip.decompress_bytes(packed) == raw
+    a = splitzip.compress(np.arange(10, dtype=np.float16))
+    b = splitzip.compress(np.arange(3, dtype=np.float32))
+    assert splitzip.decompress_bytes(np.concatenate([a, b])) == (np.arange(10, dtype=np.float16).tobytes()
+                                                                 + np.arange(3, dtype=np.float32).tobytes())
+    with pytest.raises(splitzip.BadMagicError, match="after frame 1"):
+        splitzip.decompress_bytes(a.tobytes() + b"junk")
+    with pytest.raises(splitzip.SrcTruncatedError):
+        splitzip.decompress_bytes(np.concatenate([a, b])[:-1])
+    if CLI is not None:
+        (tmp_path / "x.bin").write_bytes(raw)
+        run("compress", "-q", "--dtype", "fp8_e4m3", tmp_path / "x.bin", "-o", tmp_path / "cli.spz")
+        assert (tmp_path / "cli.spz").read_bytes() == packed.tobytes()
+        (tmp_path / "ab.spz").write_bytes(np.concatenate([a, b]).tobytes())
+        run("decompress", "-q", tmp_path / "ab.spz", "-o", tmp_path / "ab.bin")
+        assert (tmp_path / "ab.bin").read_bytes() == splitzip.decompress_bytes(np.concatenate([a, b]))

@@ -231,8 +231,9 @@ def case_help(r, ctx):
         check(word in top, "--help mentions %r" % word)
     options = {
         "compress": ("--output", "--stdout", "--force", "--keep", "--rm", "--threads", "--chunk-log2", "--no-checksum",
-                     "--codebook", "--dtype", "--kind", "--format", "the default, as in zstd"),
-        "decompress": ("--output", "--stdout", "--force", "--keep", "--rm", "--threads", "--test"),
+                     "--codebook", "--dtype", "--kind", "--format", "the default, as in zstd", "--quiet", "--verbose"),
+        "decompress": ("--output", "--stdout", "--force", "--keep", "--rm", "--threads", "--test", "--quiet",
+                       "--verbose"),
         "info": ("--json",),
         "calibrate": ("--output", "--dtype", "--force"),
         "bench": ("--dtype", "--threads", "--iters", "--gpu", "--cpu", "--codebook", "--chunk-log2"),
@@ -418,6 +419,110 @@ def case_info_names(r, ctx):
     check("caf\u00e9 \u4e2d" in text, "valid UTF-8 names print as they are")
     info = json.loads(r.ok(["info", "--json", "names.safetensors.spz"], record=False))
     check(sorted(it["name"] for it in info["item_list"]) == sorted(names + ["__header__"]), "json names exact")
+
+
+FRAME_VALUES = 1 << 22  # kStreamFrameValues of cli/codec.h: raw inputs are cut into frames of this many values
+
+
+def run_measured(exe, args, cwd, stdin_path):
+    """Runs the tool; returns (exit code, stderr text, its peak RSS in MB). The peak is the high-water mark VmHWM of
+    the tool's own address space, read from /proc while it runs (ru_maxrss would include this script's RSS, which a
+    child inherits as its starting mark across fork and exec)."""
+    err_path = os.path.join(cwd, ".stderr")
+    peak_kb = 0
+    with open(stdin_path or os.devnull, "rb") as fin, open(err_path, "wb") as ferr:
+        proc = subprocess.Popen([exe] + args, cwd=cwd, stdin=fin, stdout=subprocess.DEVNULL, stderr=ferr)
+        status_path = "/proc/%d/status" % proc.pid
+        while proc.poll() is None:
+            try:
+                with open(status_path) as f:
+                    for line in f:
+                        if line.startswith("VmHWM:"):
+                            peak_kb = max(peak_kb, int(line.split()[1]))
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.005)
+    with open(err_path, "rb") as f:
+        err = f.read().decode("utf-8", "replace")
+    os.unlink(err_path)
+    return proc.returncode, err, peak_kb / 1024.0
+
+
+def case_stream(r, ctx):
+    """Raw inputs stream as frames of 4 Mi values back to back; files of concatenated frames decompress to the
+    concatenation (zstd semantics) and info lists them; trailing garbage and truncation are errors; a bad file in a
+    list is reported and the others still done; the input's times are kept; memory stays bounded."""
+    # 2.5 frames of fp8 plus a few values: three frames.
+    n = 2 * FRAME_VALUES + FRAME_VALUES // 2 + 3
+    chunk = gen_values("fp8_e4m3", 4096, 31)
+    data = (chunk * (n // 4096 + 1))[:n]
+    r.write("big.bin", data)
+    os.utime(r.path("big.bin"), (1000000000, 1000000000))
+    r.ok(["compress", "-q", "--dtype", "fp8_e4m3", "big.bin"])
+    check(os.stat(r.path("big.bin.spz")).st_mtime == 1000000000, "compress keeps the input's mtime")
+    r.ok(["info", "big.bin.spz"])
+    info = json.loads(r.ok(["info", "--json", "big.bin.spz"], record=False))
+    check(info["type"] == "frames" and info["frames"] == 3 and info["values"] == n, "info counts the frames")
+    check([f["values"] for f in info["frame_list"]] == [FRAME_VALUES, FRAME_VALUES, n - 2 * FRAME_VALUES],
+          "frames of 4 Mi values")
+    check(info["compressed_size"] == os.path.getsize(r.path("big.bin.spz")), "info's total is the file size")
+    os.rename(r.path("big.bin"), r.path("orig.bin"))
+    r.ok(["decompress", "-q", "big.bin.spz"])
+    same_bytes(r, "big.bin", "orig.bin")
+    check(os.stat(r.path("big.bin")).st_mtime == 1000000000, "decompress keeps the input's mtime")
+    r.ok(["decompress", "-t", "big.bin.spz"])
+    # stdin to stdout: the same bytes as file to file
+    out = r.ok(["compress", "--dtype", "fp8_e4m3", "-c", "-"], stdin=data, binary_stdout=True)
+    check(out == r.read("big.bin.spz"), "streamed stdin gives the file's frames")
+    back = r.ok(["decompress", "-c", "-"], stdin=out, binary_stdout=True)
+    check(back == data, "stdin decompresses")
+    # concatenated files: frames of two dtypes back to back decompress to the concatenation
+    r.write("a.bin", gen_values("bf16", 1000, 32))
+    r.write("b.bin", gen_values("fp16", 777, 33))
+    r.ok(["compress", "-q", "--dtype", "bf16", "a.bin"])
+    r.ok(["compress", "-q", "--dtype", "fp16", "b.bin"])
+    r.write("ab.spz", r.read("a.bin.spz") + r.read("b.bin.spz"))
+    r.ok(["decompress", "-q", "ab.spz"])
+    check(r.read("ab") == r.read("a.bin") + r.read("b.bin"), "concatenated frames decompress to the concatenation")
+    r.ok(["info", "ab.spz"])
+    # errors: garbage after a frame, a truncated frame; no output left behind
+    r.write("junk.spz", r.read("a.bin.spz") + b"junk")
+    r.fails(["decompress", "junk.spz"])
+    r.fails(["info", "junk.spz"])
+    r.write("cut.spz", r.read("ab.spz")[:-1])
+    r.fails(["decompress", "cut.spz"])
+    check(not os.path.exists(r.path("junk")) and not os.path.exists(r.path("cut")), "no partial output")
+    # a list with a bad file in the middle: reported, the others done, exit 1
+    r.write("odd.bin", b"\x01\x02\x03")
+    for f in ("a.bin.spz", "b.bin.spz"):
+        os.unlink(r.path(f))
+    r.fails(["compress", "--dtype", "bf16", "-q", "a.bin", "odd.bin", "b.bin"])
+    check(os.path.exists(r.path("a.bin.spz")) and os.path.exists(r.path("b.bin.spz")), "the good files are done")
+    check(not os.path.exists(r.path("odd.bin.spz")), "the bad one leaves nothing")
+
+
+def case_stream_memory(r, ctx):
+    """Compressing and decompressing a 256 MiB raw file, from a file and through pipes, stays under 64 MB of RSS."""
+    size = 256 << 20
+    block = gen_values("bf16", 1 << 15, 41)
+    with open(r.path("big.bin"), "wb") as f:
+        for _ in range(size // len(block)):
+            f.write(block)
+    limit = 64.0
+    steps = [
+        (["compress", "-q", "--dtype", "bf16", "big.bin"], None),
+        (["decompress", "-q", "-f", "big.bin.spz", "-o", "back.bin"], None),
+        (["decompress", "-t", "-q", "big.bin.spz"], None),
+        (["info", "big.bin.spz"], None),
+        (["compress", "-q", "--dtype", "bf16", "-c", "-"], "big.bin"),
+        (["decompress", "-q", "-c", "-"], "big.bin.spz"),
+    ]
+    for args, stdin_file in steps:
+        rc, err, rss = run_measured(r.exe, args, r.work, r.path(stdin_file) if stdin_file else None)
+        check(rc == 0, "splitzip %s failed: %s" % (" ".join(args), err))
+        check(rss <= limit, "splitzip %s: max RSS %.1f MB > %.0f MB" % (" ".join(args), rss, limit))
+    same_bytes(r, "big.bin", "back.bin")
+    r.note("max RSS of every step under %.0f MB" % limit)
 
 
 def case_many_items(r, ctx):
@@ -666,6 +771,8 @@ CASES = {
     "safetensors": case_safetensors,
     "safetensors_errors": case_safetensors_errors,
     "many_items": case_many_items,
+    "stream": case_stream,
+    "stream_memory": case_stream_memory,
     "info_names": case_info_names,
     "errors": case_errors,
     "corrupt": case_corrupt,
