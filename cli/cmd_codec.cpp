@@ -1,10 +1,16 @@
 // cmd_codec.cpp — `splitzip compress` and `splitzip decompress`, modelled on zstd: FILE -> FILE.spz and back,
-// -c/--stdout, "-" for stdin, -f to overwrite, the input kept unless --rm, and never a partial output file.
+// -c/--stdout, "-" for stdin, -f to overwrite, the input kept unless --rm, never a partial output file, the input's
+// times kept, and a bad file in a list reported while the others are still processed (exit 1 at the end).
+//
+// Raw inputs stream: they are read, compressed and written one frame of kStreamFrameValues values at a time, and a
+// file of frames back to back decompresses one frame at a time, so memory stays bounded whatever the file size.
+// .npy and .safetensors inputs, and containers, are read whole (a container's index sits at its end).
 #include "codec.h"
 #include "commands.h"
 #include "common.h"
 #include "inputs.h"
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 
@@ -28,6 +34,7 @@ struct CommonOptions {
   bool keep = false;
   bool remove_input = false;
   bool quiet = false;
+  bool verbose = false;
   unsigned threads = 1;
 };
 
@@ -38,7 +45,8 @@ void add_common(CLI::App* sub, CommonOptions* o, const char* verb) {
   sub->add_flag("-f,--force", o->force, "Overwrite existing output files (and write compressed data to a terminal)");
   sub->add_flag("-k,--keep", o->keep, "Keep the input file (the default, as in zstd)");
   sub->add_flag("--rm", o->remove_input, "Remove the input file after success (not when writing to stdout)");
-  sub->add_flag("-q,--quiet", o->quiet, "Print no summary line");
+  sub->add_flag("-q,--quiet", o->quiet, "Print no summary line and no progress");
+  sub->add_flag("-v,--verbose", o->verbose, "Also print frames, time and speed of each file");
   sub->add_option("--threads,-T", o->threads, "CPU threads (0: one per hardware thread; never changes the output)")
       ->default_val(1);
 }
@@ -47,6 +55,7 @@ void check_common(const CommonOptions& o) {
   if (o.inputs.size() > 1 && !o.output.empty() && o.output != "-")
     throw CliError("-o names one output file, but " + std::to_string(o.inputs.size()) + " inputs were given");
   if (o.keep && o.remove_input) throw CliError("--keep and --rm contradict each other");
+  if (o.quiet && o.verbose) throw CliError("--quiet and --verbose contradict each other");
   size_t stdins = 0;
   for (const std::string& in : o.inputs) stdins += in == "-";
   if (stdins > 1) throw CliError("stdin (\"-\") can be read only once");
@@ -68,12 +77,41 @@ void finish_input(const CommonOptions& o, const std::string& input, const std::s
   }
 }
 
-void summary(const CommonOptions& o, const std::string& input, const std::string& output, uint64_t from,
-             uint64_t to, bool compress) {
-  if (o.quiet || output == "-") return;
+void summary(const CommonOptions& o, const std::string& input, const std::string& output, const StreamResult& r,
+             bool compress, double seconds) {
+  if (o.quiet || (output == "-" && !o.verbose)) return;
+  const uint64_t from = r.in, to = r.out;
   double ratio = compress ? (to ? double(from) / double(to) : 0.0) : (from ? double(to) / double(from) : 0.0);
-  std::fprintf(stderr, "%s: %llu -> %llu bytes (ratio %s) -> %s\n", display_name(input).c_str(),
-               (unsigned long long)from, (unsigned long long)to, format_fixed(ratio, 4).c_str(), output.c_str());
+  std::string extra;
+  if (o.verbose) {
+    const uint64_t plain = compress ? from : to;
+    extra = ", " + (r.frames ? std::to_string(r.frames) + (r.frames == 1 ? " frame" : " frames") : "container") +
+            ", " + format_fixed(seconds, 3) + " s, " +
+            format_fixed(seconds > 0 ? double(plain) / seconds / 1e6 : 0.0, 1) + " MB/s";
+  }
+  std::fprintf(stderr, "%s: %llu -> %llu bytes (ratio %s%s) -> %s\n", display_name(input).c_str(),
+               (unsigned long long)from, (unsigned long long)to, format_fixed(ratio, 4).c_str(), extra.c_str(),
+               output == "-" ? "stdout" : display_name(output).c_str());
+}
+
+// Runs one input's work; a failure is reported and the next input still processed, as zstd does. Returns false
+// when it failed.
+template <class Fn>
+bool each_input(const std::string& input, Fn fn) {
+  try {
+    fn();
+    return true;
+  } catch (const CliError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "splitzip: error: %s\n", e.what());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "splitzip: error: %s: out of memory\n", display_name(input).c_str());
+  }
+  return false;
+}
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace
@@ -87,8 +125,9 @@ Command add_compress_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
       "compress",
-      "Compress raw tensors (--dtype), .npy or .safetensors files into FILE.spz. Raw input gives a bare frame; .npy and "
-      ".safetensors give a container that restores the file byte for byte. The input is kept.");
+      "Compress raw tensors (--dtype), .npy or .safetensors files into FILE.spz. Raw input gives frames of 4 Mi "
+      "values back to back (one frame when shorter), streamed in bounded memory; .npy and .safetensors give a "
+      "container that restores the file byte for byte. The input is kept.");
   add_common(sub, o.get(), "compress");
   sub->add_option("--dtype,-d", o->dtype, "Value type of raw input: bf16|fp16|fp32|fp8_e4m3|fp8_e5m2");
   sub->add_option("--format", o->format, "Input format: auto (by extension, then magic), raw, npy, safetensors")
@@ -103,7 +142,7 @@ Command add_compress_command(CLI::App& app) {
     check_common(*o);
     check_chunk_log2(o->chunk_log2);
     if (o->inputs.size() > 1 && (o->to_stdout || o->output == "-"))
-      throw CliError("-c with several inputs would concatenate their frames, which decompress does not accept");
+      throw CliError("-c takes one input: a container cannot be followed by more data in one stream");
     std::optional<sz_dtype> dtype;
     if (!o->dtype.empty()) dtype = parse_dtype(o->dtype);
     InputFormat format = parse_format(o->format);
@@ -115,26 +154,47 @@ Command add_compress_command(CLI::App& app) {
     params.threads = o->threads;
     if (o->no_checksum) params.flags &= ~SZ_FLAG_CHECKSUMS;
 
+    bool ok = true;
     for (const std::string& input : o->inputs) {
-      std::string output = target_path(*o, input, true);
-      if (output == "-" && is_stdout_terminal() && !o->force)
-        throw CliError("refusing to write compressed data to a terminal (use -f, or -o FILE)");
-      if (output != "-" && input != "-" && same_file(input, output))
-        throw CliError("'" + input + "': input and output are the same file");
-      OutputFile out(output, o->force, input);
-      Progress progress(true);
-      Buffer data = read_input(input, &progress);
-      InputPlan plan = plan_input(data.data(), data.size(), input, format, dtype);
-      Compressed result = compress_plan(data.data(), data.size(), plan, codebooks, params, display_name(input),
-                                        &progress);
-      progress.phase("writing", output == "-" ? std::string("stdout") : output, result.size());
-      for (const Buffer& part : result.parts) out.write(part.data(), part.size(), &progress);
-      progress.finish();
-      out.commit();
-      summary(*o, input, output, data.size(), result.size(), true);
-      finish_input(*o, input, output);
+      ok &= each_input(input, [&] {
+        const auto t0 = std::chrono::steady_clock::now();
+        std::string output = target_path(*o, input, true);
+        if (output == "-" && is_stdout_terminal() && !o->force)
+          throw CliError("refusing to write compressed data to a terminal (use -f, or -o FILE)");
+        if (output != "-" && input != "-" && same_file(input, output))
+          throw CliError("'" + input + "': input and output are the same file");
+        InputFile in(input);
+        // The format from the first bytes: raw inputs stream, .npy and .safetensors are read whole.
+        const std::vector<uint8_t>& head9 = in.peek(9);
+        const std::vector<uint8_t>& head = in.peek(std::max<size_t>(64, detect_prefix_size(head9.data(),
+                                                                                           head9.size())));
+        const InputFormat fmt = detect_format(head.data(), head.size(), input, format);
+        OutputFile out(output, o->force, input);
+        Progress progress(!o->quiet);
+        StreamResult r;
+        if (fmt == InputFormat::kRaw) {
+          check_raw_input(head.data(), head.size(), input, format == InputFormat::kAuto, dtype);
+          progress.phase("compressing", display_name(input), in.size_hint());
+          r = compress_raw_stream(in, &out, *dtype, codebooks, params, display_name(input), &progress);
+        } else {
+          progress.phase("reading", display_name(input), in.size_hint());
+          Buffer data = in.read_all(&progress);
+          InputPlan plan = plan_input(data.data(), data.size(), input, fmt, dtype);
+          Compressed result = compress_plan(data.data(), data.size(), plan, codebooks, params, display_name(input),
+                                            &progress);
+          progress.phase("writing", output == "-" ? std::string("stdout") : display_name(output), result.size());
+          for (const Buffer& part : result.parts) out.write(part.data(), part.size(), &progress);
+          r.in = data.size();
+          r.out = result.size();
+        }
+        progress.finish();
+        out.commit();
+        if (input != "-" && output != "-") copy_times(input, output);
+        summary(*o, input, output, r, true, since(t0));
+        finish_input(*o, input, output);
+      });
     }
-    return 0;
+    return ok ? 0 : 1;
   };
   return {sub, run};
 }
@@ -146,38 +206,43 @@ Command add_decompress_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
       "decompress",
-      "Decompress FILE.spz into FILE (frames and containers; a container restores the original .npy/.safetensors "
-      "byte for byte). The input is kept.");
+      "Decompress FILE.spz into FILE (frames back to back, streamed, or a container, which restores the original "
+      ".npy/.safetensors byte for byte). The input is kept.");
   add_common(sub, o.get(), "decompress");
   sub->add_flag("-t,--test", o->test, "Only check that the files decompress (all checksums verified); write nothing");
 
   auto run = [o]() -> int {
     check_common(*o);
+    bool ok = true;
     for (const std::string& input : o->inputs) {
-      if (o->test) {
-        Progress progress(true);
-        Buffer data = read_input(input, &progress);
-        Buffer plain = decompress_any(data.data(), data.size(), o->threads, display_name(input), &progress);
+      ok &= each_input(input, [&] {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (o->test) {
+          InputFile in(input);
+          Progress progress(!o->quiet);
+          progress.phase("testing", display_name(input), in.size_hint());
+          StreamResult r = decompress_stream(in, nullptr, o->threads, display_name(input), &progress);
+          progress.finish();
+          if (!o->quiet) std::fprintf(stderr, "%s: OK (%llu bytes)\n", display_name(input).c_str(),
+                                      (unsigned long long)r.out);
+          return;
+        }
+        std::string output = target_path(*o, input, false);
+        if (output != "-" && input != "-" && same_file(input, output))
+          throw CliError("'" + input + "': input and output are the same file");
+        InputFile in(input);
+        OutputFile out(output, o->force, input);
+        Progress progress(!o->quiet);
+        progress.phase("decompressing", display_name(input), in.size_hint());
+        StreamResult r = decompress_stream(in, &out, o->threads, display_name(input), &progress);
         progress.finish();
-        if (!o->quiet) std::fprintf(stderr, "%s: OK (%llu bytes)\n", display_name(input).c_str(),
-                                    (unsigned long long)plain.size());
-        continue;
-      }
-      std::string output = target_path(*o, input, false);
-      if (output != "-" && input != "-" && same_file(input, output))
-        throw CliError("'" + input + "': input and output are the same file");
-      OutputFile out(output, o->force, input);
-      Progress progress(true);
-      Buffer data = read_input(input, &progress);
-      Buffer plain = decompress_any(data.data(), data.size(), o->threads, display_name(input), &progress);
-      progress.phase("writing", output == "-" ? std::string("stdout") : output, plain.size());
-      out.write(plain.data(), plain.size(), &progress);
-      progress.finish();
-      out.commit();
-      summary(*o, input, output, data.size(), plain.size(), false);
-      finish_input(*o, input, output);
+        out.commit();
+        if (input != "-" && output != "-") copy_times(input, output);
+        summary(*o, input, output, r, false, since(t0));
+        finish_input(*o, input, output);
+      });
     }
-    return 0;
+    return ok ? 0 : 1;
   };
   return {sub, run};
 }

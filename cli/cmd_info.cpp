@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -84,17 +85,70 @@ std::string pad(const std::string& s, size_t width, bool right = false) {
   return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
 }
 
-void info_file(const std::string& path, bool json, std::ostream& text, ordered_json* out) {
-  std::string file = display_name(path);
-  Buffer data = read_input(path);
-  const uint8_t* p = data.data();
-  size_t size = data.size();
+// Frames back to back (what a raw input longer than one frame compresses to): totals, then one line per frame.
+void info_frames(const std::string& file, const std::vector<sz_frame_info>& frames, bool json, std::ostream& text,
+                 ordered_json* out) {
+  uint64_t values = 0, compressed = 0, decompressed = 0, escapes = 0;
+  for (const sz_frame_info& f : frames) {
+    values += f.n_values;
+    compressed += f.frame_size;
+    decompressed += f.decompressed_size;
+    escapes += f.escapes;
+  }
   ordered_json j;
   j["file"] = file;
-  if (sz_is_frame(p, size)) {
+  j["type"] = "frames";
+  j["frames"] = frames.size();
+  j["values"] = values;
+  j["compressed_size"] = compressed;
+  j["decompressed_size"] = decompressed;
+  j["ratio"] = ratio(decompressed, compressed);
+  j["escapes"] = escapes;
+  ordered_json list = ordered_json::array();
+  for (const sz_frame_info& f : frames) list.push_back(frame_json(f));
+  j["frame_list"] = list;
+  if (json) {
+    *out = j;
+    return;
+  }
+  text << file << ": " << frames.size() << " SplitZip frames (format v1), " << values << " values, " << compressed
+       << " bytes, original " << decompressed << " bytes, ratio " << format_fixed(ratio(decompressed, compressed), 4)
+       << "\n";
+  text << "  " << pad("#", 5, true) << "  " << pad("dtype", 8) << "  " << pad("values", 10, true) << "  "
+       << pad("stored", 10, true) << "  " << pad("ratio", 7, true) << "  " << pad("escapes", 9, true) << "  "
+       << "chunks c/r\n";
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const sz_frame_info& f = frames[i];
+    text << "  " << pad(std::to_string(i), 5, true) << "  " << pad(dtype_str(f.dtype), 8) << "  "
+         << pad(std::to_string(f.n_values), 10, true) << "  " << pad(std::to_string(f.frame_size), 10, true) << "  "
+         << pad(format_fixed(ratio(f.decompressed_size, f.frame_size), 4), 7, true) << "  "
+         << pad(format_fixed(f.n_values ? 100.0 * double(f.escapes) / double(f.n_values) : 0.0, 3) + "%", 9, true)
+         << "  " << f.coded_chunks << "/" << f.raw_chunks << "\n";
+  }
+  std::vector<std::string> seen;
+  for (const sz_frame_info& f : frames) {
+    std::string line = "frames: chunk " + std::to_string(uint64_t(1) << f.chunk_log2) + " values, flags " +
+                       flags_text(f.flags) + ", " + dtype_str(f.dtype) + " codebook " + codebook_text(f.codebook);
+    if (std::find(seen.begin(), seen.end(), line) != seen.end()) continue;
+    seen.push_back(line);
+    text << "  " << line << "\n";
+  }
+}
+
+void info_file(const std::string& path, bool json, std::ostream& text, ordered_json* out) {
+  std::string file = display_name(path);
+  InputFile in(path);
+  const std::vector<uint8_t>& head = in.peek(4);
+  if (sz_is_frame(head.data(), head.size())) {
+    // Frames are read one at a time: info of a large file needs the memory of one frame.
+    FrameReader reader(in, file);
+    std::vector<sz_frame_info> frames;
     sz_frame_info f;
-    check_status(sz_frame_info_get(p, size, &f), file);
-    if (!f.stats_valid) check_status(SZ_ERROR_SRC_TRUNCATED, file);
+    while (reader.next(&f)) frames.push_back(f);
+    if (frames.size() > 1) return info_frames(file, frames, json, text, out);
+    f = frames[0];
+    ordered_json j;
+    j["file"] = file;
     j["type"] = "frame";
     j["format_version"] = f.version;
     ordered_json fj = frame_json(f);
@@ -116,17 +170,20 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
          << "  codebook      " << codebook_text(f.codebook) << "\n";
     return;
   }
+  Buffer data = in.read_all();
+  const uint8_t* p = data.data();
+  size_t size = data.size();
+  ordered_json j;
+  j["file"] = file;
   if (sz_is_container(p, size)) {
-    uint32_t count = 0;
-    check_status(sz_container_open(p, size, &count), file);
+    std::vector<sz_item> items = read_container_index(p, size, file);
+    const uint32_t count = uint32_t(items.size());
     uint64_t original = 0;
-    std::vector<sz_item> items(count);
     std::vector<sz_frame_info> frames(count);
     for (uint32_t i = 0; i < count; ++i) {
-      check_status(sz_container_item(p, size, i, &items[i]), file + ": item " + std::to_string(i));
       original += items[i].original_size;
       if (items[i].kind == SZ_ITEM_FRAME) {
-        std::string what = file + ": item '" + std::string(items[i].name, items[i].name_size) + "'";
+        std::string what = file + ": item '" + printable_name(std::string(items[i].name, items[i].name_size)) + "'";
         check_status(sz_frame_info_get(p + items[i].data_offset, size_t(items[i].data_size), &frames[i]), what);
         if (!frames[i].stats_valid) check_status(SZ_ERROR_SRC_TRUNCATED, what);
       }
@@ -178,7 +235,8 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
            << pad(frame ? dtype_str(it.dtype) : "-", 8) << "  " << pad(shape_text(it), 16) << "  "
            << pad(std::to_string(it.original_size), 10, true) << "  " << pad(std::to_string(it.data_size), 10, true)
            << "  " << pad(format_fixed(ratio(it.original_size, it.data_size), 4), 7, true) << "  "
-           << pad(esc, 9, true) << "  " << pad(chunks, 11) << "  " << std::string(it.name, it.name_size) << "\n";
+           << pad(esc, 9, true) << "  " << pad(chunks, 11) << "  " << printable_name(std::string(it.name, it.name_size))
+           << "\n";
     }
     // Frame parameters, stated once for each distinct combination (per item in --json).
     std::vector<std::string> seen;
@@ -239,7 +297,8 @@ Command add_info_command(CLI::App& app) {
       }
     }
     if (o->json) {
-      std::string s = (all.size() == 1 ? all[0] : all).dump(2);
+      // Names are UTF-8 by the format, but a container need not keep to it: such bytes print as U+FFFD.
+      std::string s = (all.size() == 1 ? all[0] : all).dump(2, ' ', false, ordered_json::error_handler_t::replace);
       std::fputs((s + "\n").c_str(), stdout);
     }
     return 0;

@@ -36,12 +36,30 @@ uint64_t Compressed::size() const {
 
 static uint64_t align64(uint64_t x) { return (x + SZ_CONTAINER_ALIGN - 1) / SZ_CONTAINER_ALIGN * SZ_CONTAINER_ALIGN; }
 
-static size_t compress_frame(const uint8_t* src, const Segment& seg, const CodebookChoice& codebooks,
+// One codec context for all the frames of a file: scratch and threads once, not once per tensor.
+namespace {
+struct Cctx {
+  sz_cctx* p;
+  explicit Cctx(unsigned threads) : p(sz_cctx_create(threads)) {
+    if (p == nullptr) check_status(SZ_ERROR_OUT_OF_MEMORY, "codec context");
+  }
+  ~Cctx() { sz_cctx_free(p); }
+};
+struct Dctx {
+  sz_dctx* p;
+  explicit Dctx(unsigned threads) : p(sz_dctx_create(threads)) {
+    if (p == nullptr) check_status(SZ_ERROR_OUT_OF_MEMORY, "codec context");
+  }
+  ~Dctx() { sz_dctx_free(p); }
+};
+}  // namespace
+
+static size_t compress_frame(sz_cctx* ctx, const uint8_t* src, const Segment& seg, const CodebookChoice& codebooks,
                              const sz_params& params, uint8_t* dst, size_t capacity, const std::string& what) {
   uint64_t n = seg.size / sz_dtype_size(seg.dtype);
   sz_codebook cb = codebooks.for_dtype(seg.dtype);
   size_t written = 0;
-  check_status(sz_compress(src, n, seg.dtype, &cb, &params, dst, capacity, &written), what);
+  check_status(sz_compress_cctx(ctx, src, n, seg.dtype, &cb, &params, dst, capacity, &written), what);
   return written;
 }
 
@@ -64,11 +82,12 @@ Compressed compress_plan(const uint8_t* data, size_t size, const InputPlan& plan
   if (progress) progress->phase("compressing", file, total_in);
 
   Compressed out;
+  Cctx ctx(params.threads);
   if (!plan.container()) {
     const Segment& s = plan.segments.at(0);
     uint64_t n = s.size / sz_dtype_size(s.dtype);
     Buffer frame{size_t(sz_compress_bound(n, s.dtype))};
-    frame.shrink(compress_frame(data + s.offset, s, codebooks, params, frame.data(), frame.size(), file));
+    frame.shrink(compress_frame(ctx.p, data + s.offset, s, codebooks, params, frame.data(), frame.size(), file));
     if (progress) progress->advance(s.size);
     out.parts.push_back(std::move(frame));
     return out;
@@ -99,8 +118,8 @@ Compressed compress_plan(const uint8_t* data, size_t size, const InputPlan& plan
     it.original_size = s.size;
     it.data_offset = start;
     if (s.is_frame) {
-      it.data_size = compress_frame(data + s.offset, s, codebooks, params, body.data() + start,
-                                    size_t(capacity - start), file + ": tensor '" + s.name + "'");
+      it.data_size = compress_frame(ctx.p, data + s.offset, s, codebooks, params, body.data() + start,
+                                    size_t(capacity - start), file + ": tensor '" + printable_name(s.name) + "'");
     } else {
       if (s.size) std::memcpy(body.data() + start, data + s.offset, size_t(s.size));
       it.data_size = s.size;
@@ -123,6 +142,117 @@ Compressed compress_plan(const uint8_t* data, size_t size, const InputPlan& plan
   return out;
 }
 
+std::vector<sz_item> read_container_index(const uint8_t* data, size_t size, const std::string& file) {
+  uint32_t count = 0;
+  check_status(sz_container_items(data, size, nullptr, 0, &count), file);
+  std::vector<sz_item> items(count);
+  check_status(sz_container_items(data, size, items.data(), count, &count), file);
+  return items;
+}
+
+StreamResult compress_raw_stream(InputFile& in, OutputFile* out, sz_dtype dtype, const CodebookChoice& codebooks,
+                                 const sz_params& params, const std::string& file, Progress* progress) {
+  if (codebooks.user && codebooks.user->dtype != uint8_t(dtype))
+    throw CliError(file + ": the codebook is for " + sz_dtype_name(sz_dtype(codebooks.user->dtype)) +
+                   " but the input holds " + sz_dtype_name(dtype) + " data");
+  const size_t vb = sz_dtype_size(dtype);
+  const size_t piece = size_t(kStreamFrameValues) * vb;
+  // Uninitialised: a small input touches only the pages it uses.
+  Buffer src(piece), frame(size_t(sz_compress_bound(kStreamFrameValues, dtype)));
+  const sz_codebook cb = codebooks.for_dtype(dtype);
+  Cctx ctx(params.threads);
+  StreamResult r;
+  for (;;) {
+    const size_t got = in.read(src.data(), piece);
+    r.in += got;
+    if (got % vb != 0)
+      throw CliError(file + ": size " + std::to_string(r.in) + " is not a multiple of the " + sz_dtype_name(dtype) +
+                     " value size (" + std::to_string(vb) + " bytes)");
+    if (got == 0 && r.frames > 0) break;  // the input ended with a whole frame
+    size_t written = 0;
+    check_status(sz_compress_cctx(ctx.p, src.data(), got / vb, dtype, &cb, &params, frame.data(), frame.size(),
+                                  &written),
+                 file);
+    if (out) out->write(frame.data(), written);
+    r.out += written;
+    ++r.frames;
+    if (progress) progress->advance(got);
+    if (got < piece) break;
+  }
+  return r;
+}
+
+std::string FrameReader::what() const {
+  return frames_ <= 1 ? file_ : file_ + ": frame " + std::to_string(frames_);
+}
+
+bool FrameReader::next(sz_frame_info* info, Progress* progress) {
+  uint8_t header[SZ_FRAME_HEADER_SIZE];
+  const size_t got = in_.read(header, sizeof header);
+  if (got == 0 && frames_ > 0) return false;
+  ++frames_;
+  if (frames_ > 1 && !sz_is_frame(header, got))
+    throw CliError(file_ + ": the bytes after frame " + std::to_string(frames_ - 1) +
+                   " are not a SplitZip frame (trailing garbage)");
+  check_status(sz_frame_info_get(header, got, info), what());
+  // A regular file shorter than the frame is truncated: say so before allocating for the frame.
+  if (in_.size_hint() != 0 && info->frame_size > in_.size_hint() - consumed_)
+    check_status(SZ_ERROR_SRC_TRUNCATED, what());
+  const size_t need = size_t(info->frame_size);
+  size_t have = sizeof header;
+  // A file holds the whole frame (checked above): one buffer. From a pipe the frame size is only a claim: the
+  // buffer grows with the bytes that actually arrive.
+  const size_t first = in_.size_hint() != 0 ? need : std::min<size_t>(need, size_t(64) << 20);
+  if (buf_.size() < first) buf_ = Buffer(first);
+  std::memcpy(buf_.data(), header, sizeof header);
+  while (have < need) {
+    if (buf_.size() == have) {
+      Buffer bigger(std::min(need, std::max(have * 2, size_t(64) << 20)));
+      std::memcpy(bigger.data(), buf_.data(), have);
+      buf_ = std::move(bigger);
+    }
+    const size_t want = std::min(need, buf_.size()) - have;
+    const size_t r = in_.read(buf_.data() + have, want);
+    have += r;
+    if (r < want) check_status(SZ_ERROR_SRC_TRUNCATED, what());
+  }
+  size_ = need;
+  consumed_ += need;
+  check_status(sz_frame_info_get(buf_.data(), size_, info), what());
+  if (progress) progress->advance(need);
+  return true;
+}
+
+StreamResult decompress_stream(InputFile& in, OutputFile* out, unsigned threads, const std::string& file,
+                               Progress* progress) {
+  const std::vector<uint8_t>& head = in.peek(4);
+  StreamResult r;
+  if (!sz_is_frame(head.data(), head.size())) {  // a container, or not a SplitZip file: decompress_any says which
+    Buffer data = in.read_all(progress);
+    Buffer plain = decompress_any(data.data(), data.size(), threads, file, nullptr);
+    if (out) out->write(plain.data(), plain.size());
+    r.in = data.size();
+    r.out = plain.size();
+    return r;
+  }
+  FrameReader frames(in, file);
+  Dctx ctx(threads);
+  Buffer plain;
+  sz_frame_info info;
+  while (frames.next(&info, progress)) {
+    if (plain.size() < info.decompressed_size) plain = Buffer(size_t(info.decompressed_size));
+    size_t written = 0;
+    check_status(sz_decompress_dctx(ctx.p, frames.data(), frames.size(), plain.data(),
+                                    size_t(info.decompressed_size), &written),
+                 frames.what());
+    if (out) out->write(plain.data(), written);
+    r.out += written;
+  }
+  r.in = frames.consumed();
+  r.frames = frames.frames();
+  return r;
+}
+
 Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const std::string& file,
                       Progress* progress) {
   if (sz_is_frame(data, size)) {
@@ -132,7 +262,8 @@ Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const 
     if (progress) progress->phase("decompressing", file, info.decompressed_size);
     Buffer out{size_t(info.decompressed_size)};
     size_t written = 0;
-    check_status(sz_decompress(data, size, out.data(), out.size(), &written, threads), file);
+    Dctx ctx(threads);
+    check_status(sz_decompress_dctx(ctx.p, data, size, out.data(), out.size(), &written), file);
     if (written != out.size()) check_status(SZ_ERROR_INTERNAL, file);
     if (info.frame_size != size)
       throw CliError(file + ": trailing garbage after the frame (" + std::to_string(size - info.frame_size) + " bytes)");
@@ -140,19 +271,16 @@ Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const 
     return out;
   }
   if (sz_is_container(data, size)) {
-    uint32_t count = 0;
-    check_status(sz_container_open(data, size, &count), file);
-    std::vector<sz_item> items(count);
+    std::vector<sz_item> items = read_container_index(data, size, file);
+    Dctx ctx(threads);
+    const uint32_t count = uint32_t(items.size());
     uint64_t total = 0;
-    for (uint32_t i = 0; i < count; ++i) {
-      check_status(sz_container_item(data, size, i, &items[i]), file + ": item " + std::to_string(i));
-      total += items[i].original_size;
-    }
+    for (const sz_item& it : items) total += it.original_size;
     if (progress) progress->phase("decompressing", file, total);
     Buffer out{size_t(total)};
     for (uint32_t i = 0; i < count; ++i) {
       const sz_item& it = items[i];
-      std::string what = file + ": item '" + std::string(it.name, it.name_size) + "'";
+      std::string what = file + ": item '" + printable_name(std::string(it.name, it.name_size)) + "'";
       // sz_container_open checked that items lie inside the container and original ranges tile [0, total).
       if (it.original_offset + it.original_size > total || it.data_offset + it.data_size > size)
         check_status(SZ_ERROR_CORRUPT, what);
@@ -168,7 +296,7 @@ Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const 
             info.decompressed_size != it.original_size)
           check_status(SZ_ERROR_CORRUPT, what);
         size_t written = 0;
-        check_status(sz_decompress(src, size_t(it.data_size), dst, size_t(it.original_size), &written, threads),
+        check_status(sz_decompress_dctx(ctx.p, src, size_t(it.data_size), dst, size_t(it.original_size), &written),
                      what);
         if (written != it.original_size) check_status(SZ_ERROR_CORRUPT, what);
       }

@@ -46,7 +46,51 @@ void Buffer::shrink(size_t new_size) {
 
 // ---- input -----------------------------------------------------------------------------------------------------
 
-std::string display_name(const std::string& path) { return path == "-" ? std::string("stdin") : path; }
+std::string display_name(const std::string& path) { return path == "-" ? std::string("stdin") : printable_name(path); }
+
+std::string printable_name(const std::string& name) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(name.size());
+  auto escape = [&](unsigned char c) {
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  };
+  const auto* p = reinterpret_cast<const unsigned char*>(name.data());
+  const size_t n = name.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7f || c == '\\') {
+        escape(c);
+      } else {
+        out += char(c);
+      }
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: its length from the lead byte, then continuation bytes, no overlong forms, no surrogates,
+    // nothing past U+10FFFF.
+    size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? (c <= 0xEF ? 3 : 0) : c >= 0xC2 ? 2 : 0;
+    uint32_t cp = len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+    bool ok = len != 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (p[i + k] & 0xC0) == 0x80;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if (ok && len == 3) ok = cp >= 0x800 && !(cp >= 0xD800 && cp <= 0xDFFF);
+    if (ok && len == 4) ok = cp >= 0x10000 && cp <= 0x10FFFF;
+    if (!ok || (cp >= 0x80 && cp <= 0x9F)) {  // invalid, or a C1 control (CSI, OSC, ...)
+      for (size_t k = 0; k < (ok ? len : 1); ++k) escape(p[i + k]);
+      i += ok ? len : 1;
+      continue;
+    }
+    out.append(name, i, len);
+    i += len;
+  }
+  return out;
+}
 
 static bool read_fd_all(int fd, Buffer* out, uint64_t size_hint, Progress* progress, int* err) {
   // Known size (a regular file): one buffer of exactly that size, plus a check that the file did not grow.
@@ -141,6 +185,95 @@ Buffer read_input(const std::string& path, Progress* progress) {
   ::close(fd);
   if (!ok) throw CliError("cannot read '" + path + "': " + errno_text(err));
   return out;
+}
+
+InputFile::InputFile(const std::string& path) : path_(path) {
+  if (path == "-") {
+    fd_ = STDIN_FILENO;
+  } else {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw CliError("cannot open '" + display_name(path) + "': " + errno_text(errno));
+    owned_ = true;
+  }
+  struct stat st;
+  if (fstat(fd_, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      if (owned_) ::close(fd_);
+      throw CliError("'" + display_name(path) + "' is a directory");
+    }
+    if (S_ISREG(st.st_mode)) size_hint_ = uint64_t(st.st_size);
+  }
+}
+
+InputFile::~InputFile() {
+  if (owned_) ::close(fd_);
+}
+
+size_t InputFile::read_fd(uint8_t* dst, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::read(fd_, dst + got, std::min<size_t>(n - got, size_t(1) << 24));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw CliError("cannot read " + (path_ == "-" ? std::string("stdin") : "'" + display_name(path_) + "'") +
+                     ": " + errno_text(errno));
+    }
+    if (r == 0) break;
+    got += size_t(r);
+  }
+  return got;
+}
+
+const std::vector<uint8_t>& InputFile::peek(size_t n) {
+  if (ahead_.size() < n) {
+    const size_t have = ahead_.size();
+    ahead_.resize(n);
+    ahead_.resize(have + read_fd(ahead_.data() + have, n - have));
+  }
+  return ahead_;
+}
+
+size_t InputFile::read(uint8_t* dst, size_t n, Progress* progress) {
+  size_t got = std::min(n, ahead_.size());
+  if (got) {
+    std::memcpy(dst, ahead_.data(), got);
+    ahead_.erase(ahead_.begin(), ahead_.begin() + std::ptrdiff_t(got));
+  }
+  got += read_fd(dst + got, n - got);
+  if (progress) progress->advance(got);
+  return got;
+}
+
+Buffer InputFile::read_all(Progress* progress) {
+  // A regular file: one buffer of its size (the peeked bytes are part of it); a pipe, or a file that grew: blocks.
+  std::vector<Buffer> blocks;
+  uint64_t total = 0;
+  size_t block = size_hint_ ? size_t(size_hint_) + 1 : size_t(1) << 20;
+  for (;;) {
+    Buffer b(block);
+    const size_t got = read(b.data(), b.size(), progress);
+    b.shrink(got);
+    total += got;
+    const bool end = got < block;
+    if (got) blocks.push_back(std::move(b));
+    if (end) break;
+    block = std::min<size_t>(block * 2, size_t(1) << 30);
+  }
+  if (blocks.size() == 1) return std::move(blocks[0]);
+  Buffer all{size_t(total)};
+  size_t pos = 0;
+  for (const Buffer& b : blocks) {
+    if (b.size()) std::memcpy(all.data() + pos, b.data(), b.size());
+    pos += b.size();
+  }
+  return all;
+}
+
+bool copy_times(const std::string& from, const std::string& to) {
+  struct stat st;
+  if (stat(from.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  struct timespec times[2] = {st.st_atim, st.st_mtim};
+  return utimensat(AT_FDCWD, to.c_str(), times, 0) == 0;
 }
 
 bool is_stdout_terminal() { return isatty(STDOUT_FILENO) == 1; }

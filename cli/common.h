@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace splitzip_cli {
 
@@ -58,8 +59,44 @@ class Progress;
 // Reads a whole file, or stdin when path is "-". Errors name the path.
 Buffer read_input(const std::string& path, Progress* progress = nullptr);
 
-// The display name of an input path ("stdin" for "-").
+// An input read in pieces: a file, or stdin for "-". peek() looks ahead without consuming (what it returns is read
+// again by read() and read_all()). Errors name the path.
+class InputFile {
+ public:
+  explicit InputFile(const std::string& path);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  // Up to n bytes at the current position, not consumed; fewer only at the end of the input.
+  const std::vector<uint8_t>& peek(size_t n);
+  // Reads up to n bytes into dst, fewer only at the end of the input; returns the count. progress advances.
+  size_t read(uint8_t* dst, size_t n, Progress* progress = nullptr);
+  // The rest of the input in one buffer.
+  Buffer read_all(Progress* progress = nullptr);
+  // The size of a regular file, else 0 (unknown).
+  uint64_t size_hint() const { return size_hint_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  size_t read_fd(uint8_t* dst, size_t n);
+  std::string path_;
+  int fd_ = -1;
+  bool owned_ = false;
+  uint64_t size_hint_ = 0;
+  std::vector<uint8_t> ahead_;  // peeked bytes, consumed first
+};
+
+// Copies the access and modification times of `from` to `to` (both regular files), as zstd does; false if that
+// failed.
+bool copy_times(const std::string& from, const std::string& to);
+
+// The display name of an input path ("stdin" for "-"), escaped as printable_name() does.
 std::string display_name(const std::string& path);
+
+// A name from a file (an item, a tensor, a path) made safe to print on a terminal: valid UTF-8 is kept except the
+// C0 and C1 control characters and DEL; those, backslashes and bytes that are not valid UTF-8 become \xNN escapes,
+// so no name can move the cursor, set a title or hide text.
+std::string printable_name(const std::string& name);
 
 bool is_stdout_terminal();
 bool is_stderr_terminal();

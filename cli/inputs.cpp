@@ -60,11 +60,14 @@ static bool looks_like_npy(const uint8_t* data, size_t size) {
   return size >= 6 && std::memcmp(data, kNpyMagic, 6) == 0;
 }
 
+// The safetensors format caps its header at 100 MB; a larger length means the file is something else.
+constexpr uint64_t kMaxSafetensorsHeader = 100000000;
+
 // A cheap structural test: a plausible header length, then a JSON object.
 static bool looks_like_safetensors(const uint8_t* data, size_t size) {
   if (size < 10) return false;
   uint64_t n = load_le(data, 8);
-  if (n < 2 || n > size - 8) return false;
+  if (n < 2 || n > size - 8 || n > kMaxSafetensorsHeader) return false;
   if (data[8] != '{') return false;
   size_t end = size_t(8 + n);
   while (end > 9 && data[end - 1] == ' ') --end;
@@ -72,14 +75,25 @@ static bool looks_like_safetensors(const uint8_t* data, size_t size) {
   return nlohmann::json::accept(data + 8, data + 8 + n);
 }
 
-// Multiplies shape entries, refusing overflow past 2^63.
-static bool shape_product(const std::vector<uint64_t>& shape, uint64_t* out) {
+// The byte size of a tensor of `shape` with `elem`-byte elements: false when the element count or the byte count
+// exceeds 2^62 (no file holds that, and it keeps the products from wrapping). A zero dimension gives 0 bytes,
+// whatever the others.
+static bool shape_bytes(const std::vector<uint64_t>& shape, uint64_t elem, uint64_t* count, uint64_t* bytes) {
+  const uint64_t limit = uint64_t(1) << 62;
+  for (uint64_t d : shape) {
+    if (d == 0) {
+      *count = *bytes = 0;
+      return true;
+    }
+  }
   uint64_t p = 1;
   for (uint64_t d : shape) {
-    if (d != 0 && p > (uint64_t(1) << 62) / d) return false;
+    if (p > limit / d) return false;
     p *= d;
   }
-  *out = p;
+  if (elem != 0 && p > limit / elem) return false;
+  *count = p;
+  *bytes = p * elem;
   return true;
 }
 
@@ -213,7 +227,7 @@ NpyHeader parse_npy_header(const uint8_t* data, size_t size, const std::string& 
       h.shape = lit.tuple();
       have_shape = true;
     } else {
-      lit.fail("unexpected key '" + key + "'");
+      lit.fail("unexpected key '" + printable_name(key) + "'");
     }
     if (lit.eat('}')) break;
     lit.expect(',');
@@ -224,17 +238,19 @@ NpyHeader parse_npy_header(const uint8_t* data, size_t size, const std::string& 
 
 // Maps an npy descr (and --dtype) to a SplitZip dtype, or throws.
 sz_dtype npy_dtype(const std::string& descr, std::optional<sz_dtype> user, const std::string& file) {
+  const std::string shown = printable_name(descr);
   auto need_user = [&](size_t width) -> sz_dtype {
     if (!user)
-      throw CliError(file + ": .npy dtype '" + descr + "' does not say which float format it holds (use --dtype)");
+      throw CliError(file + ": .npy dtype '" + shown + "' does not say which float format it holds (use --dtype)");
     if (sz_dtype_size(*user) != width)
-      throw CliError(file + ": .npy dtype '" + descr + "' has " + std::to_string(width) + "-byte elements but --dtype " +
-                     sz_dtype_name(*user) + " has " + std::to_string(sz_dtype_size(*user)));
+      throw CliError(file + ": .npy dtype '" + shown + "' has " + std::to_string(width) +
+                     "-byte elements but --dtype " + sz_dtype_name(*user) + " has " +
+                     std::to_string(sz_dtype_size(*user)));
     return *user;
   };
   auto fixed = [&](sz_dtype d) -> sz_dtype {
     if (user && *user != d)
-      throw CliError(file + ": .npy dtype '" + descr + "' is " + sz_dtype_name(d) + " but --dtype says " +
+      throw CliError(file + ": .npy dtype '" + shown + "' is " + sz_dtype_name(d) + " but --dtype says " +
                      sz_dtype_name(*user));
     return d;
   };
@@ -244,7 +260,7 @@ sz_dtype npy_dtype(const std::string& descr, std::optional<sz_dtype> user, const
     size_t width = 0;
     if (code.size() == 2 && code[1] >= '1' && code[1] <= '8') width = size_t(code[1] - '0');
     if (order == '>' && width > 1)
-      throw CliError(file + ": big-endian .npy data ('" + descr + "') is not supported");
+      throw CliError(file + ": big-endian .npy data ('" + shown + "') is not supported");
     if (code == "f2") return fixed(SZ_DTYPE_FP16);
     if (code == "f4") return fixed(SZ_DTYPE_FP32);
     if (code == "V2") return user ? need_user(2) : SZ_DTYPE_BF16;  // ml_dtypes.bfloat16 saves as <V2
@@ -256,16 +272,15 @@ sz_dtype npy_dtype(const std::string& descr, std::optional<sz_dtype> user, const
     sz_dtype d;
     if (sz_dtype_from_name(descr.c_str(), &d) == SZ_OK) return fixed(d);
   }
-  throw CliError(file + ": .npy dtype '" + descr +
+  throw CliError(file + ": .npy dtype '" + shown +
                  "' is not supported (floating types: <f2, <f4, bfloat16 (<V2), or <u2/|u1 with --dtype)");
 }
 
 InputPlan plan_npy(const uint8_t* data, size_t size, const std::string& file, std::optional<sz_dtype> user) {
   NpyHeader h = parse_npy_header(data, size, file);
   sz_dtype dtype = npy_dtype(h.descr, user, file);
-  uint64_t n;
-  if (!shape_product(h.shape, &n)) throw CliError(file + ": .npy shape is too large");
-  uint64_t bytes = n * sz_dtype_size(dtype);
+  uint64_t n, bytes;
+  if (!shape_bytes(h.shape, sz_dtype_size(dtype), &n, &bytes)) throw CliError(file + ": .npy shape is too large");
   if (bytes > size - h.data_offset)
     throw CliError(file + ": .npy data is truncated (" + std::to_string(size - h.data_offset) + " bytes, shape needs " +
                    std::to_string(bytes) + ")");
@@ -340,7 +355,7 @@ InputPlan plan_safetensors(const uint8_t* data, size_t size, const std::string& 
     const std::string& name = it.key();
     const nlohmann::json& t = it.value();
     auto bad = [&](const std::string& what) {
-      return CliError(file + ": tensor '" + name + "': " + what);
+      return CliError(file + ": tensor '" + printable_name(name) + "': " + what);
     };
     if (!t.is_object() || !t.contains("dtype") || !t.contains("shape") || !t.contains("data_offsets"))
       throw bad("needs dtype, shape and data_offsets");
@@ -361,10 +376,10 @@ InputPlan plan_safetensors(const uint8_t* data, size_t size, const std::string& 
     std::string dt = t["dtype"].get<std::string>();
     std::optional<sz_dtype> frame_dtype;
     size_t elem = safetensors_dtype(dt, &frame_dtype);
-    uint64_t count;
-    if (!shape_product(shape, &count)) throw bad("shape is too large");
-    if (elem != 0 && count * elem != end - begin)
-      throw bad("shape needs " + std::to_string(count * elem) + " bytes but data_offsets span " +
+    uint64_t count, bytes;
+    if (!shape_bytes(shape, elem, &count, &bytes)) throw bad("shape is too large");
+    if (elem != 0 && bytes != end - begin)
+      throw bad("shape needs " + std::to_string(bytes) + " bytes but data_offsets span " +
                 std::to_string(end - begin));
     Segment s;
     s.is_frame = frame_dtype.has_value();
@@ -385,7 +400,8 @@ InputPlan plan_safetensors(const uint8_t* data, size_t size, const std::string& 
   uint64_t pos = base;
   std::set<std::string> names = {head.name};
   for (Segment& s : tensors) {
-    if (s.offset < pos) throw CliError(file + ": tensor '" + s.name + "' overlaps the tensor before it");
+    if (s.offset < pos)
+      throw CliError(file + ": tensor '" + printable_name(s.name) + "' overlaps the tensor before it");
     if (s.offset > pos) {
       Segment gap;
       gap.name = "__gap_" + std::to_string(pos) + "__";
@@ -395,7 +411,8 @@ InputPlan plan_safetensors(const uint8_t* data, size_t size, const std::string& 
       names.insert(gap.name);
     }
     pos = s.offset + s.size;
-    if (!names.insert(s.name).second) throw CliError(file + ": tensor name '" + s.name + "' is used twice");
+    if (!names.insert(s.name).second)
+      throw CliError(file + ": tensor name '" + printable_name(s.name) + "' is used twice");
     plan.segments.push_back(std::move(s));
   }
   if (pos < size) {
@@ -403,7 +420,8 @@ InputPlan plan_safetensors(const uint8_t* data, size_t size, const std::string& 
     tail.name = "__gap_" + std::to_string(pos) + "__";
     tail.offset = pos;
     tail.size = size - pos;
-    if (!names.insert(tail.name).second) throw CliError(file + ": tensor name '" + tail.name + "' is used twice");
+    if (!names.insert(tail.name).second)
+      throw CliError(file + ": tensor name '" + printable_name(tail.name) + "' is used twice");
     plan.segments.push_back(tail);
   }
   return plan;
@@ -411,32 +429,41 @@ InputPlan plan_safetensors(const uint8_t* data, size_t size, const std::string& 
 
 }  // namespace
 
+InputFormat detect_format(const uint8_t* data, size_t size, const std::string& path, InputFormat format) {
+  if (format != InputFormat::kAuto) return format;
+  if (ends_with(path, ".npy")) return InputFormat::kNpy;
+  if (ends_with(path, ".safetensors")) return InputFormat::kSafetensors;
+  if (looks_like_npy(data, size)) return InputFormat::kNpy;
+  if (looks_like_safetensors(data, size)) return InputFormat::kSafetensors;
+  return InputFormat::kRaw;
+}
+
+size_t detect_prefix_size(const uint8_t* head, size_t size) {
+  if (size < 9 || head[8] != '{') return 9;
+  const uint64_t n = load_le(head, 8);
+  return n >= 2 && n <= kMaxSafetensorsHeader ? size_t(8 + n) : 9;
+}
+
+void check_raw_input(const uint8_t* head, size_t head_size, const std::string& path, bool detected,
+                     std::optional<sz_dtype> dtype) {
+  const std::string file = display_name(path);
+  if (detected && (sz_is_frame(head, head_size) || sz_is_container(head, head_size)))
+    throw CliError(file + ": is already SplitZip-compressed (use --format raw to compress it anyway)");
+  if (!dtype) throw CliError(file + ": raw input needs --dtype (bf16, fp16, fp32, fp8_e4m3 or fp8_e5m2)");
+}
+
 InputPlan plan_input(const uint8_t* data, size_t size, const std::string& path, InputFormat format,
                      std::optional<sz_dtype> dtype) {
   std::string file = display_name(path);
   bool detected = format == InputFormat::kAuto;
-  if (detected) {
-    if (ends_with(path, ".npy")) {
-      format = InputFormat::kNpy;
-    } else if (ends_with(path, ".safetensors")) {
-      format = InputFormat::kSafetensors;
-    } else if (looks_like_npy(data, size)) {
-      format = InputFormat::kNpy;
-    } else if (looks_like_safetensors(data, size)) {
-      format = InputFormat::kSafetensors;
-    } else {
-      format = InputFormat::kRaw;
-    }
-  }
+  format = detect_format(data, size, path, format);
   if (format == InputFormat::kNpy) {
     if (!looks_like_npy(data, size)) throw CliError(file + ": not an .npy file (no \\x93NUMPY magic)");
     return plan_npy(data, size, file, dtype);
   }
   if (format == InputFormat::kSafetensors) return plan_safetensors(data, size, file);
 
-  if (detected && (sz_is_frame(data, size) || sz_is_container(data, size)))
-    throw CliError(file + ": is already SplitZip-compressed (use --format raw to compress it anyway)");
-  if (!dtype) throw CliError(file + ": raw input needs --dtype (bf16, fp16, fp32, fp8_e4m3 or fp8_e5m2)");
+  check_raw_input(data, size, path, detected, dtype);
   size_t width = sz_dtype_size(*dtype);
   if (size % width != 0)
     throw CliError(file + ": size " + std::to_string(size) + " is not a multiple of the " + sz_dtype_name(*dtype) +

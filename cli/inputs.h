@@ -35,6 +35,19 @@ struct InputPlan {
   bool container() const { return format != InputFormat::kRaw; }
 };
 
+// The format of an input from its path and its first bytes (`data`, `size`: a prefix of the file, or all of it):
+// kAuto detects by extension (.npy, .safetensors), then by magic ("\x93NUMPY"), then by a safetensors header check
+// (a header length of at most 100 MB, then a JSON object, all inside the prefix); anything else is raw. Other
+// formats are returned as given.
+InputFormat detect_format(const uint8_t* data, size_t size, const std::string& path, InputFormat format);
+// The prefix that detect_format needs to see of a file that starts with `head` (its first 9 bytes or fewer): 8 bytes
+// plus the safetensors header length when that is plausible (at most 100 MB, then a '{'), else 9.
+size_t detect_prefix_size(const uint8_t* head, size_t size);
+// The raw-input checks plan_input makes, on a file's first bytes and its size: not already SplitZip-compressed when
+// the format was detected, a dtype given. Throws CliError.
+void check_raw_input(const uint8_t* head, size_t head_size, const std::string& path, bool detected,
+                     std::optional<sz_dtype> dtype);
+
 // Cuts `data` (the whole file) into segments.
 //   path:   used for detection by extension and in error messages ("-" for stdin).
 //   format: kAuto detects by extension (.npy, .safetensors), then by magic ("\x93NUMPY"), then a safetensors

@@ -1,7 +1,8 @@
 // fuzz_decode — arbitrary bytes through every parser of docs/FORMAT.md: the frame decoders (fast and reference),
-// sz_frame_info_get, the container parser (open, every item, lookup by name, decoding frame items) and the codebook
-// parser. Nothing may crash or touch memory outside the buffers (ASan/UBSan); the two frame decoders must accept the
-// same inputs, and when both accept they must write identical bytes.
+// sz_frame_info_get, the container parser (open, all items at once, every item, lookup by name, decoding frame
+// items) and the codebook parser. Nothing may crash or touch memory outside the buffers (ASan/UBSan); the two frame
+// decoders must accept the same inputs, and when both accept they must write identical bytes; the two container
+// validations must agree.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,11 +44,23 @@ void fuzz_frame(const uint8_t* data, size_t size) {
 
 void fuzz_container(const uint8_t* data, size_t size) {
   uint32_t count = 0;
-  if (sz_container_open(data, size, &count) != SZ_OK) return;
+  const sz_status so = sz_container_open(data, size, &count);
+  // sz_container_items validates exactly what sz_container_open does (by sorting instead of pairwise checks).
+  uint32_t n = 0;
+  std::vector<sz_item> all;
+  sz_status si = sz_container_items(data, size, nullptr, 0, &n);
+  if (si == SZ_OK) {
+    all.resize(n);
+    si = sz_container_items(data, size, all.data(), n, &n);
+  }
+  if ((so == SZ_OK) != (si == SZ_OK) || (so != SZ_OK && so != si)) fail("container_items disagrees with open", so, si);
+  if (so != SZ_OK) return;
+  if (n != count) fail("container_items counts differently", so, si);
   for (uint32_t i = 0; i < count; ++i) {
     sz_item it;
     const sz_status st = sz_container_item(data, size, i, &it);
     if (st != SZ_OK) fail("item of an accepted container", st, st);
+    if (memcmp(&it, &all[i], sizeof it) != 0) fail("container_items and container_item differ", st, st);
     if (it.data_offset + it.data_size > size) fail("item outside the container", st, st);
     uint32_t found = ~0u;
     const sz_status fs = sz_container_find(data, size, it.name, it.name_size, &found);

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang-14 (ASan + UBSan) in build-fuzz and runs each for SECONDS/2.
+# Builds the libFuzzer targets with clang-14 (ASan + UBSan) in build-fuzz and runs them for SECONDS in total:
+#   fuzz_decode and fuzz_roundtrip once for each CPU kernel set (SPLITZIP_CPU_ISA=portable, avx2, and the best this
+#   CPU has; a set the CPU lacks falls back to the next one below), fuzz_inputs (the CLI's .npy / .safetensors parsers
+#   and the container writer) once.
 # Usage: fuzz/run.sh [SECONDS]   (default 60 in total). Fails on any crash, leak, timeout or sanitizer report;
 # the input that failed is left in build-fuzz/fuzz/crash-<target>-*.
 #
@@ -8,8 +11,6 @@
 set -euo pipefail
 
 total=${1:-60}
-per=$(( total / 2 ))
-(( per >= 1 )) || per=1
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${SPLITZIP_FUZZ_BUILD_DIR:-$root/build-fuzz}
 jobs=${JOBS:-2}
@@ -19,19 +20,28 @@ CC=${CC_FUZZ:-clang-14} CXX=${CXX_FUZZ:-clang++-14} cmake -S "$root" -B "$build"
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPLITZIP_BUILD_FUZZ=ON -DSPLITZIP_SANITIZE=ON -DSPLITZIP_ENABLE_CUDA=OFF \
   -DSPLITZIP_BUILD_TESTS=OFF -DSPLITZIP_BUILD_BENCH=OFF -DSPLITZIP_BUILD_CLI=OFF -DSPLITZIP_ENABLE_TRANSFER=OFF \
   -DSPLITZIP_BUILD_PYTHON=OFF >/dev/null
-nice -n 10 ninja -C "$build" -j"$jobs" fuzz_decode fuzz_roundtrip
+nice -n 10 ninja -C "$build" -j"$jobs" fuzz_decode fuzz_roundtrip fuzz_inputs
+
+# (target, kernel set) runs; "" is the library's own choice, the best set of this CPU.
+runs=("decode portable" "decode avx2" "decode " "roundtrip portable" "roundtrip avx2" "roundtrip " "inputs ")
+per=$(( total / ${#runs[@]} ))
+(( per >= 1 )) || per=1
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
-for target in decode roundtrip; do
+for run in "${runs[@]}"; do
+  target=${run%% *}
+  isa=${run#* }
   corpus="$root/fuzz/corpus-$target"
   mkdir -p "$corpus"
   seeds=("$root/fuzz/seeds/$target")
   if [[ $target == decode ]]; then
     seeds+=("$root/tests/golden/valid" "$root/tests/golden/invalid")
   fi
-  echo "== fuzz_$target for ${per}s"
+  echo "== fuzz_$target for ${per}s (kernels: ${isa:-best of this CPU})"
+  if [[ -n $isa ]]; then export SPLITZIP_CPU_ISA=$isa; else unset SPLITZIP_CPU_ISA; fi
   "$build/fuzz/fuzz_$target" -max_total_time="$per" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
-    -artifact_prefix="$build/fuzz/crash-$target-" "$corpus" "${seeds[@]}"
+    -artifact_prefix="$build/fuzz/crash-$target-${isa:-best}-" "$corpus" "${seeds[@]}"
 done
+unset SPLITZIP_CPU_ISA
 echo "fuzz: no crash in ${total}s"

@@ -2,9 +2,12 @@
 # Builds splitzip and runs every test that this machine can run:
 #   1. Release build (CUDA code compiled when nvcc is found) + ctest (unit, golden, CLI, regression, transfer;
 #      GPU tests run only where a GPU is visible and say so when skipped)
-#   2. ASan + UBSan build of the library and tests + ctest
-#   3. libFuzzer run of the decode and round-trip targets (SPLITZIP_FUZZ_SECONDS, default 60, total)
-#   4. Python module: pip install into a virtual environment + pytest
+#   2. Install check: the release build and a shared build installed into a prefix that is then moved, with
+#      find_package and pkg-config consumers built and run against it (tests/install/run.sh)
+#   3. ASan + UBSan build of the library and tests + ctest
+#   4. libFuzzer runs of the decode, round-trip (portable, AVX2 and best kernels) and input-parser targets
+#      (SPLITZIP_FUZZ_SECONDS, default 60, total)
+#   5. Python module: pip install into a virtual environment + pytest
 # Installs its own dependencies (Debian packages via apt-get, Python packages via pip into .venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +28,9 @@ cmake --build build -- -j"$JOBS"
 stamp "release tests"
 ctest --test-dir build --output-on-failure --no-tests=error -j"$JOBS"
 
+stamp "install: find_package and pkg-config consumers, static and shared"
+bash tests/install/run.sh build
+
 stamp "asan+ubsan build"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPLITZIP_SANITIZE=ON \
       -DSPLITZIP_ENABLE_CUDA=OFF -DSPLITZIP_BUILD_BENCH=OFF -DSPLITZIP_BUILD_TESTS=ON >/dev/null
@@ -39,7 +45,7 @@ bash fuzz/run.sh "${SPLITZIP_FUZZ_SECONDS:-60}"
 stamp "python"
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q pytest numpy ml_dtypes
+.venv/bin/pip install -q pytest numpy ml_dtypes xxhash
 .venv/bin/pip install -q . -Ccmake.define.SPLITZIP_ENABLE_CUDA=OFF
 SPLITZIP_CLI="$PWD/build/cli/splitzip" .venv/bin/pytest -q python/tests
 

@@ -323,7 +323,7 @@ SZ_API sz_status sz_dtype_from_name(const char* name, sz_dtype* dtype) {
 
 SZ_API uint64_t sz_compress_bound(uint64_t n_values, sz_dtype dtype) {
   const DtypeTraits t = dtype_traits((unsigned)dtype);
-  if (t.value_bits == 0) return 0;
+  if (t.value_bits == 0 || n_values >= kMaxValues) return 0;  // no frame holds 2^48 values (and the sum would wrap)
   return compress_bound(n_values, t.value_bits);
 }
 

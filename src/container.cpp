@@ -1,10 +1,14 @@
 // container.cpp — containers of many named items (docs/FORMAT.md §6): reading without allocation, and writing the
 // header, index and footer for items that the caller has placed.
 //
-// The index is a sequence of variable-size entries, so the reader walks it; the whole-index checks (items and
-// original ranges do not overlap, names unique) take one pass when the index is sorted the way writers normally
-// produce it (by data offset, by original offset, by name) and fall back to pairwise comparisons otherwise.
+// The index is a sequence of variable-size entries, so the reader walks it. The whole-index checks (items and
+// original ranges do not overlap, names unique) sort the items three ways when the caller lends memory for that
+// (sz_container_items: its item array; sz_container_write_index: its destination), in O(n log n); without memory
+// (sz_container_open) they take one pass when the index is already sorted that way and pairwise comparisons
+// otherwise.
 #include <string.h>
+
+#include <algorithm>
 
 #include "internal.h"
 
@@ -150,6 +154,37 @@ sz_status check_all(Walker w, uint32_t count, uint64_t index_offset, sz_status b
   return SZ_OK;
 }
 
+// The checks across items of check_all, in O(n log n): sorts [first, last) (sz_item, or indices that item() maps to
+// items) by data offset, by original offset and by name, and compares neighbours. Every item passed check_item
+// and the original sizes sum to total without overflow.
+template <class It, class ItemOf>
+sz_status check_all_sorted(It first, It last, ItemOf item, uint64_t total, sz_status bad) {
+  using V = typename std::iterator_traits<It>::value_type;
+  // Ranges sorted by start overlap iff a non-empty one starts before the furthest end of the non-empty ones before.
+  auto ranges_disjoint = [&](auto begin_of, auto size_of) {
+    std::sort(first, last, [&](const V& a, const V& b) { return begin_of(item(a)) < begin_of(item(b)); });
+    uint64_t end = 0;
+    for (It i = first; i != last; ++i) {
+      const sz_item& x = item(*i);
+      if (size_of(x) == 0) continue;
+      if (begin_of(x) < end) return false;
+      end = std::max(end, begin_of(x) + size_of(x));
+    }
+    return true;
+  };
+  if (!ranges_disjoint([](const sz_item& x) { return x.data_offset; }, [](const sz_item& x) { return x.data_size; }))
+    return bad;
+  if (!ranges_disjoint([](const sz_item& x) { return x.original_offset; },
+                       [](const sz_item& x) { return x.original_size; }))
+    return bad;
+  for (It i = first; i != last; ++i)
+    if (item(*i).original_offset + item(*i).original_size > total) return bad;
+  std::sort(first, last, [&](const V& a, const V& b) { return names_compare(item(a), item(b)) < 0; });
+  for (It i = first; i != last && i + 1 != last; ++i)
+    if (names_equal(item(*i), item(*(i + 1)))) return bad;
+  return SZ_OK;
+}
+
 struct Layout {
   const uint8_t* base;
   uint64_t size, index_offset, index_size;
@@ -180,6 +215,17 @@ sz_status open_layout(const void* src, size_t src_size, Layout* l) {
   l->index_size = index_size;
   l->count = load_u32(f + 16);
   if (l->count > index_size / kEntryFixed) return SZ_ERROR_CORRUPT;
+  return SZ_OK;
+}
+
+// A frame item's header must agree with its entry: dtype, frame size, number of values.
+sz_status check_frame_entry(const Layout& l, const sz_item& x) {
+  if (x.kind != SZ_ITEM_FRAME) return SZ_OK;
+  detail::FrameHeader h;
+  const sz_status s = detail::parse_frame_header_only(l.base + x.data_offset, (size_t)x.data_size, &h);
+  if (s != SZ_OK) return s;
+  if (h.dtype != x.dtype || h.off.end != x.data_size || h.n * (h.t.value_bits / 8) != x.original_size)
+    return SZ_ERROR_CORRUPT;
   return SZ_OK;
 }
 
@@ -214,16 +260,46 @@ SZ_API sz_status sz_container_open(const void* src, size_t src_size, uint32_t* c
   memset(&x, 0, sizeof x);
   for (uint32_t i = 0; i < l.count; ++i) {
     w.next(&x);
-    if (x.kind == SZ_ITEM_FRAME) {  // the frame header must agree with the entry
-      detail::FrameHeader h;
-      const sz_status sf = detail::parse_frame_header_only(l.base + x.data_offset, (size_t)x.data_size, &h);
-      if (sf != SZ_OK) return sf;
-      if (h.dtype != x.dtype || h.off.end != x.data_size || h.n * (h.t.value_bits / 8) != x.original_size)
-        return SZ_ERROR_CORRUPT;
-    }
+    s = check_frame_entry(l, x);
+    if (s != SZ_OK) return s;
   }
   if (w.p != w.end) return SZ_ERROR_CORRUPT;
   *count = l.count;
+  return SZ_OK;
+}
+
+SZ_API sz_status sz_container_items(const void* src, size_t src_size, sz_item* items, uint32_t capacity,
+                                    uint32_t* count) {
+  if (count == nullptr || (items == nullptr && capacity != 0)) return SZ_ERROR_INVALID_ARGUMENT;
+  Layout l;
+  sz_status s = open_layout(src, src_size, &l);
+  if (s != SZ_OK) return s;
+  *count = l.count;
+  if (items == nullptr) return SZ_OK;
+  if (capacity < l.count) return SZ_ERROR_DST_TOO_SMALL;
+  // One walk: the checks local to each entry, the frame headers, the sum of the original sizes.
+  IndexWalker w = walker_of(l);
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < l.count; ++i) {
+    s = w.next(&items[i]);
+    if (s != SZ_OK) return s;
+    s = check_item(items[i], l.index_offset, SZ_ERROR_CORRUPT);
+    if (s != SZ_OK) return s;
+    if (total + items[i].original_size < total) return SZ_ERROR_CORRUPT;
+    total += items[i].original_size;
+  }
+  // The checks across items sort the caller's array; a second walk puts it back in index order. The checks come
+  // in sz_container_open's order, so both give the same status for any input.
+  s = check_all_sorted(items, items + l.count, [](const sz_item& x) -> const sz_item& { return x; }, total,
+                       SZ_ERROR_CORRUPT);
+  if (s != SZ_OK) return s;
+  w.reset();
+  for (uint32_t i = 0; i < l.count; ++i) {
+    w.next(&items[i]);
+    s = check_frame_entry(l, items[i]);
+    if (s != SZ_OK) return s;
+  }
+  if (w.p != w.end) return SZ_ERROR_CORRUPT;
   return SZ_OK;
 }
 
@@ -293,10 +369,28 @@ SZ_API sz_status sz_container_write_index(const sz_item* items, uint32_t count, 
   uint64_t size;
   sz_status s = sz_container_index_size(items, count, &size);
   if (s != SZ_OK) return s;
-  ArrayWalker w{items, 0};
-  s = check_all(w, count, index_offset, SZ_ERROR_INVALID_ARGUMENT);
-  if (s != SZ_OK) return s;
-  if (size > dst_capacity) return SZ_ERROR_DST_TOO_SMALL;
+  if (size <= dst_capacity) {
+    // dst is about to receive at least 38 bytes per item: until then it lends room for an index permutation
+    // (4 bytes per item), so the checks across items sort instead of comparing pairwise.
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+      s = check_item(items[i], index_offset, SZ_ERROR_INVALID_ARGUMENT);
+      if (s != SZ_OK) return s;
+      if (total + items[i].original_size < total) return SZ_ERROR_INVALID_ARGUMENT;
+      total += items[i].original_size;
+    }
+    const uintptr_t at = ((uintptr_t)dst + alignof(uint32_t) - 1) & ~(uintptr_t)(alignof(uint32_t) - 1);
+    uint32_t* perm = (uint32_t*)at;
+    for (uint32_t i = 0; i < count; ++i) perm[i] = i;
+    s = check_all_sorted(perm, perm + count, [items](uint32_t i) -> const sz_item& { return items[i]; }, total,
+                         SZ_ERROR_INVALID_ARGUMENT);
+    if (s != SZ_OK) return s;
+  } else {
+    ArrayWalker w{items, 0};
+    s = check_all(w, count, index_offset, SZ_ERROR_INVALID_ARGUMENT);
+    if (s != SZ_OK) return s;
+    return SZ_ERROR_DST_TOO_SMALL;
+  }
   uint8_t* p = (uint8_t*)dst;
   uint8_t* q = p;
   for (uint32_t i = 0; i < count; ++i) {

@@ -15,12 +15,17 @@
 //     the capacity record by record, so SZ_ERROR_DST_TOO_SMALL means exactly "the frame does not fit".
 //   - Threads (decode): chunk ranges decode independently; the error reported is that of the first failing chunk,
 //     as the reference (which goes chunk by chunk) would report it.
-//   - Threads are only started for at least 1 MiB of input each, at most 256; the calling thread takes a share.
+//   - Threads are only used for at least 1 MiB of input each, at most 256; the calling thread takes a share.
 //     Chunk checksums use XXH3 compiled for the selected ISA.
+//   - Memory and threads: an encoding thread needs escape scratch for one chunk (3 bytes a value). The one-shot calls
+//     allocate it and start their threads per call; a context (sz_cctx / sz_dctx) allocates its scratch and starts
+//     its threads once, parks the threads between calls, and its calls allocate nothing and start nothing.
 #include <stdlib.h>
 #include <string.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <new>
 #include <thread>
 #include <type_traits>
@@ -335,15 +340,20 @@ void write_raw_exponents(const EncodeCtx& c, const uint8_t* values, size_t len, 
 }
 
 
+// Escape scratch of one encoding thread, for chunks of up to `values` values: positions then exponents (+8: the
+// portable kernel writes one entry past the last escape). 2-byte aligned.
+inline size_t scratch_values(uint64_t n, unsigned chunk_log2) {
+  return (size_t)std::min<uint64_t>((uint64_t)1 << chunk_log2, n) + 8;
+}
+constexpr size_t kScratchPerValue = 3;
+constexpr size_t kMaxScratch = (((size_t)1 << SZ_MAX_CHUNK_LOG2) + 8) * kScratchPerValue;
+
 // Encodes chunks [c0, c1): records from `out` on, never past `limit`. Index entries hold offsets relative to `out`
-// (the caller shifts them). *used receives the bytes written.
+// (the caller shifts them). *used receives the bytes written. mem: scratch_values(n, chunk_log2) * 3 bytes.
 sz_status encode_range(const EncodeCtx& c, uint64_t c0, uint64_t c1, uint8_t* out, const uint8_t* limit,
-                       uint64_t* used) {
+                       uint64_t* used, uint8_t* mem) {
   const uint64_t S = (uint64_t)1 << c.chunk_log2;
-  // Escape scratch for one chunk (+8: the portable kernel writes one entry past the last escape).
-  const size_t cap = (size_t)std::min<uint64_t>(S, c.n) + 8;
-  uint8_t* mem = new (std::nothrow) uint8_t[cap * 3];
-  if (mem == nullptr) return SZ_ERROR_OUT_OF_MEMORY;
+  const size_t cap = scratch_values(c.n, c.chunk_log2);
   struct {
     uint16_t* pos;
     uint8_t* exps;
@@ -411,7 +421,6 @@ sz_status encode_range(const EncodeCtx& c, uint64_t c0, uint64_t c1, uint8_t* ou
       store_u32(c.dst + c.off.checksums + kChecksumEntrySize * ci, h);
     }
   }
-  delete[] mem;
   *used = (uint64_t)(cursor - out);
   return status;
 }
@@ -426,8 +435,8 @@ unsigned resolve_threads(unsigned requested, uint64_t bytes, uint64_t chunks) {
   return (unsigned)std::max<uint64_t>(1, std::min<uint64_t>({(uint64_t)t, by_size, chunks, (uint64_t)kMaxThreads}));
 }
 
-// Runs fn(i) for i in [0, n) on n threads (the calling thread takes i = 0). If a thread cannot be started, its
-// work runs on the calling thread.
+// Runs fn(i) for i in [0, n) on n threads started for this call (the calling thread takes i = 0). If a thread
+// cannot be started, its work runs on the calling thread.
 template <class Fn>
 void run_parallel(unsigned n, Fn fn) {
   std::thread pool[kMaxThreads];
@@ -442,6 +451,87 @@ void run_parallel(unsigned n, Fn fn) {
   for (unsigned i = 1; i < n; ++i)
     if (pool[i].joinable()) pool[i].join();
 }
+
+// Worker threads parked between calls: run(n, fn) runs fn(i) for i in [0, n), n <= size(), i = 0 on the calling
+// thread, and returns when all are done. One run at a time (a context serves one call at a time).
+class Pool {
+ public:
+  // Starts size - 1 workers; false if one could not be started (then the pool must be destroyed).
+  bool start(unsigned size) {
+    for (unsigned i = 1; i < size; ++i) {
+      try {
+        workers_[i] = std::thread([this, i] { work(i); });
+      } catch (...) {
+        return false;
+      }
+      ++started_;
+    }
+    return true;
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (unsigned i = 1; i <= started_; ++i) workers_[i].join();
+  }
+  unsigned size() const { return started_ + 1; }
+  template <class Fn>
+  void run(unsigned n, Fn& fn) {
+    if (n <= 1) {
+      fn(0u);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      task_ = [](void* f, unsigned i) { (*static_cast<Fn*>(f))(i); };
+      arg_ = &fn;
+      n_ = n;
+      pending_ = n - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
+    fn(0u);
+    std::unique_lock<std::mutex> lock(m_);
+    done_.wait(lock, [this] { return pending_ == 0; });
+  }
+
+ private:
+  void work(unsigned i) {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(m_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      if (i >= n_) continue;
+      void (*task)(void*, unsigned) = task_;
+      void* arg = arg_;
+      lock.unlock();
+      task(arg, i);
+      lock.lock();
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+  std::thread workers_[kMaxThreads];
+  unsigned started_ = 0;
+  std::mutex m_;
+  std::condition_variable wake_, done_;
+  void (*task_)(void*, unsigned) = nullptr;
+  void* arg_ = nullptr;
+  unsigned n_ = 0, pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+// Threads of a one-shot call: started for the call.
+struct FreshThreads {
+  template <class Fn>
+  void run(unsigned n, Fn& fn) {
+    run_parallel(n, fn);
+  }
+};
 
 // ---- decode ------------------------------------------------------------------------------------------------------
 struct DecodeCtx {
@@ -633,11 +723,60 @@ using namespace splitzip;
 using namespace splitzip::layout;
 using namespace splitzip::detail;
 
-extern "C" {
+namespace {
 
-static sz_status compress_impl(const void* src_v, uint64_t n, sz_dtype dtype, const sz_codebook* codebook,
-                               const sz_channel_book* book, uint32_t tensor, const sz_params* params, void* dst_v,
-                               size_t dst_capacity, size_t* dst_size) {
+// A reusable context: the ISA chosen at creation, escape scratch for every thread, parked worker threads.
+struct CpuContext {
+  unsigned threads = 1;
+  Isa isa = Isa::kPortable;
+  uint8_t* scratch = nullptr;  // threads * kMaxScratch bytes (compression only)
+  Pool* pool = nullptr;        // nullptr for one thread
+  ~CpuContext() {
+    delete pool;
+    delete[] scratch;
+  }
+  bool init(unsigned want, bool with_scratch) {
+    if (want == 0) {
+      want = std::thread::hardware_concurrency();
+      if (want == 0) want = 1;
+    }
+    threads = want < kMaxThreads ? want : kMaxThreads;
+    isa = selected_isa();
+    if (with_scratch) {
+      scratch = new (std::nothrow) uint8_t[kMaxScratch * threads];
+      if (scratch == nullptr) return false;
+    }
+    if (threads > 1) {
+      pool = new (std::nothrow) Pool;
+      if (pool == nullptr || !pool->start(threads)) return false;
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+// The public types are the same object; they are distinct so that a compression context is not passed to
+// decompression by mistake, and so that they may differ later.
+struct sz_cctx : CpuContext {};
+struct sz_dctx : CpuContext {};
+
+namespace {
+
+template <class T>
+T* context_create(unsigned threads, bool scratch) {
+  T* c = new (std::nothrow) T;
+  if (c != nullptr && !c->init(threads, scratch)) {
+    delete c;
+    c = nullptr;
+  }
+  return c;
+}
+
+template <class Runner>
+sz_status compress_impl(const void* src_v, uint64_t n, sz_dtype dtype, const sz_codebook* codebook,
+                        const sz_channel_book* book, uint32_t tensor, const sz_params* params, void* dst_v, size_t dst_capacity, size_t* dst_size, Isa isa,
+                        unsigned requested_threads, uint8_t* ctx_scratch, Runner& runner) {
   sz_codebook cb;
   sz_params p;
   sz_status s = check_compress_args(src_v, n, dtype, codebook, params, dst_v, dst_size, &cb, &p);
@@ -654,7 +793,6 @@ static sz_status compress_impl(const void* src_v, uint64_t n, sz_dtype dtype, co
   c.period = book ? book->period : 0;
   c.chunk_log2 = p.chunk_log2;
   c.checksums = (p.flags & kFlagChecksums) != 0;
-  const Isa isa = selected_isa();
   c.avx2 = isa >= Isa::kAvx2;
   c.avx512 = isa >= Isa::kAvx512;
   build_tables(cb.values, cb.count, cb.code_bits, &c.tables);
@@ -665,13 +803,19 @@ static sz_status compress_impl(const void* src_v, uint64_t n, sz_dtype dtype, co
   if (c.off.exponents + packed_bytes(n, c.k) > (uint64_t)dst_capacity) return SZ_ERROR_DST_TOO_SMALL;
 
   const uint64_t raw_all = packed_bytes(n, c.t.exponent_bits);  // every record at most its raw size
-  unsigned threads = resolve_threads(p.threads, n * c.vb, chunks);
+  unsigned threads = resolve_threads(requested_threads, n * c.vb, chunks);
   if (c.off.exponents + raw_all > (uint64_t)dst_capacity) threads = 1;  // exact capacity checks, in place
+  // Scratch: the context's (kMaxScratch per thread), else allocated for this call.
+  const size_t stride = ctx_scratch ? kMaxScratch : scratch_values(n, p.chunk_log2) * kScratchPerValue;
+  uint8_t* scratch = ctx_scratch;
+  if (scratch == nullptr) {
+    scratch = new (std::nothrow) uint8_t[stride * threads];
+    if (scratch == nullptr) return SZ_ERROR_OUT_OF_MEMORY;
+  }
   uint8_t* exp_base = c.dst + c.off.exponents;
   uint64_t exp_size = 0;
   if (threads <= 1) {
-    s = encode_range(c, 0, chunks, exp_base, c.dst + dst_capacity, &exp_size);
-    if (s != SZ_OK) return s;
+    s = encode_range(c, 0, chunks, exp_base, c.dst + dst_capacity, &exp_size, scratch);
   } else {
     const uint64_t S = (uint64_t)1 << p.chunk_log2;
     uint64_t first[kMaxThreads + 1], used[kMaxThreads] = {};
@@ -680,13 +824,14 @@ static sz_status compress_impl(const void* src_v, uint64_t n, sz_dtype dtype, co
     auto provisional = [&](unsigned i) {  // where range i's records would start if all earlier ones were raw
       return first[i] * (S / 8) * c.t.exponent_bits;
     };
-    run_parallel(threads, [&](unsigned i) {
+    auto work = [&](unsigned i) {
       status[i] = encode_range(c, first[i], first[i + 1], exp_base + provisional(i),
-                               exp_base + (i + 1 < threads ? provisional(i + 1) : raw_all), &used[i]);
-    });
-    for (unsigned i = 0; i < threads; ++i)
-      if (status[i] != SZ_OK) return status[i];
-    for (unsigned i = 0; i < threads; ++i) {
+                               exp_base + (i + 1 < threads ? provisional(i + 1) : raw_all), &used[i],
+                               scratch + stride * i);
+    };
+    runner.run(threads, work);
+    for (unsigned i = 0; i < threads && s == SZ_OK; ++i) s = status[i];
+    for (unsigned i = 0; i < threads && s == SZ_OK; ++i) {
       if (i > 0 && exp_size != provisional(i)) memmove(exp_base + exp_size, exp_base + provisional(i), used[i]);
       if (exp_size != 0) {
         for (uint64_t ci = first[i]; ci < first[i + 1]; ++ci) {
@@ -697,13 +842,16 @@ static sz_status compress_impl(const void* src_v, uint64_t n, sz_dtype dtype, co
       exp_size += used[i];
     }
   }
+  if (ctx_scratch == nullptr) delete[] scratch;
+  if (s != SZ_OK) return s;
   write_frame_header(c.dst, cb, p.chunk_log2, p.flags, n, exp_size, book, tensor);
   *dst_size = (size_t)(c.off.exponents + exp_size);
   return SZ_OK;
 }
 
-static sz_status decompress_impl(const void* src_v, size_t src_size, const sz_channel_book* book, void* dst_v,
-                                 size_t dst_capacity, size_t* dst_size, unsigned threads) {
+template <class Runner>
+sz_status decompress_impl(const void* src_v, size_t src_size, const sz_channel_book* book, void* dst_v, size_t dst_capacity, size_t* dst_size,
+                          Isa isa, unsigned threads, Runner& runner) {
   if (src_v == nullptr || dst_size == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
   const uint8_t* src = (const uint8_t*)src_v;
   FrameHeader h;
@@ -722,7 +870,6 @@ static sz_status decompress_impl(const void* src_v, size_t src_size, const sz_ch
   if (d.dst == nullptr && out_size != 0) return SZ_ERROR_INVALID_ARGUMENT;
   s = check_chunk_index(src, h);
   if (s != SZ_OK) return s;
-  const Isa isa = selected_isa();
   d.avx2 = isa >= Isa::kAvx2;
   d.avx512 = isa >= Isa::kAvx512;
   build_tables(h.codebook, h.count, h.code_bits, &d.tables);
@@ -737,7 +884,7 @@ static sz_status decompress_impl(const void* src_v, size_t src_size, const sz_ch
     uint64_t first[kMaxThreads + 1];
     sz_status status[kMaxThreads];
     for (unsigned i = 0; i <= nt; ++i) first[i] = h.chunks * i / nt;
-    run_parallel(nt, [&](unsigned i) {
+    auto work = [&](unsigned i) {
       status[i] = SZ_OK;
       for (uint64_t ci = first[i]; ci < first[i + 1]; ++ci) {
         const sz_status cs = decode_chunk(d, ci);
@@ -746,7 +893,8 @@ static sz_status decompress_impl(const void* src_v, size_t src_size, const sz_ch
           return;
         }
       }
-    });
+    };
+    runner.run(nt, work);
     for (unsigned i = 0; i < nt; ++i)  // ranges are in chunk order: the first failing range has the first failure
       if (status[i] != SZ_OK) return status[i];
   }
@@ -754,26 +902,75 @@ static sz_status decompress_impl(const void* src_v, size_t src_size, const sz_ch
   return SZ_OK;
 }
 
-SZ_API sz_status sz_compress(const void* src, uint64_t n, sz_dtype dtype, const sz_codebook* codebook,
-                             const sz_params* params, void* dst, size_t dst_capacity, size_t* dst_size) {
-  return compress_impl(src, n, dtype, codebook, nullptr, 0, params, dst, dst_capacity, dst_size);
+// The context's runner: its parked threads, or the calling thread alone.
+struct ContextThreads {
+  Pool* pool;
+  template <class Fn>
+  void run(unsigned n, Fn& fn) {
+    if (pool == nullptr) {
+      for (unsigned i = 0; i < n; ++i) fn(i);
+    } else {
+      pool->run(n, fn);
+    }
+  }
+};
+
+}  // namespace
+
+extern "C" {
+
+SZ_API sz_status sz_compress(const void* src_v, uint64_t n, sz_dtype dtype, const sz_codebook* codebook,
+                             const sz_params* params, void* dst_v, size_t dst_capacity, size_t* dst_size) {
+  FreshThreads runner;
+  const unsigned threads = params != nullptr ? params->threads : 1;
+  return compress_impl(src_v, n, dtype, codebook, nullptr, 0, params, dst_v, dst_capacity, dst_size, selected_isa(),
+                       threads, nullptr, runner);
 }
 
 SZ_API sz_status sz_compress_channels(const void* src, uint64_t n, sz_dtype dtype, const sz_channel_book* book,
                                       uint32_t tensor, const sz_params* params, void* dst, size_t dst_capacity,
                                       size_t* dst_size) {
   if (book == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
-  return compress_impl(src, n, dtype, nullptr, book, tensor, params, dst, dst_capacity, dst_size);
+  FreshThreads runner;
+  const unsigned threads = params != nullptr ? params->threads : 1;
+  return compress_impl(src, n, dtype, nullptr, book, tensor, params, dst, dst_capacity, dst_size, selected_isa(),
+                       threads, nullptr, runner);
 }
 
-SZ_API sz_status sz_decompress(const void* src, size_t src_size, void* dst, size_t dst_capacity, size_t* dst_size,
+SZ_API sz_status sz_decompress(const void* src_v, size_t src_size, void* dst_v, size_t dst_capacity, size_t* dst_size,
                                unsigned threads) {
-  return decompress_impl(src, src_size, nullptr, dst, dst_capacity, dst_size, threads);
+  FreshThreads runner;
+  return decompress_impl(src_v, src_size, nullptr, dst_v, dst_capacity, dst_size, selected_isa(), threads, runner);
 }
 
 SZ_API sz_status sz_decompress_book(const void* src, size_t src_size, const sz_channel_book* book, void* dst,
                                     size_t dst_capacity, size_t* dst_size, unsigned threads) {
-  return decompress_impl(src, src_size, book, dst, dst_capacity, dst_size, threads);
+  FreshThreads runner;
+  return decompress_impl(src, src_size, book, dst, dst_capacity, dst_size, selected_isa(), threads, runner);
+}
+
+SZ_API sz_cctx* sz_cctx_create(unsigned threads) { return context_create<sz_cctx>(threads, true); }
+SZ_API void sz_cctx_free(sz_cctx* cctx) { delete cctx; }
+SZ_API unsigned sz_cctx_threads(const sz_cctx* cctx) { return cctx ? cctx->threads : 0; }
+
+SZ_API sz_status sz_compress_cctx(sz_cctx* cctx, const void* src, uint64_t n_values, sz_dtype dtype,
+                                  const sz_codebook* codebook, const sz_params* params, void* dst,
+                                  size_t dst_capacity, size_t* dst_size) {
+  if (cctx == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  ContextThreads runner{cctx->pool};
+  return compress_impl(src, n_values, dtype, codebook, nullptr, 0, params, dst, dst_capacity, dst_size, cctx->isa,
+                       cctx->threads, cctx->scratch, runner);
+}
+
+SZ_API sz_dctx* sz_dctx_create(unsigned threads) { return context_create<sz_dctx>(threads, false); }
+SZ_API void sz_dctx_free(sz_dctx* dctx) { delete dctx; }
+SZ_API unsigned sz_dctx_threads(const sz_dctx* dctx) { return dctx ? dctx->threads : 0; }
+
+SZ_API sz_status sz_decompress_dctx(sz_dctx* dctx, const void* src, size_t src_size, void* dst, size_t dst_capacity,
+                                    size_t* dst_size) {
+  if (dctx == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  ContextThreads runner{dctx->pool};
+  return decompress_impl(src, src_size, nullptr, dst, dst_capacity, dst_size, dctx->isa, dctx->threads, runner);
 }
 
 }  // extern "C"

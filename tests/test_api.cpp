@@ -137,6 +137,23 @@ TEST(CompressBound, EqualsFormulaOfFormatSection48) {
   EXPECT_EQ(sz_compress_bound(100, (sz_dtype)9), 0u);
 }
 
+// A frame holds fewer than 2^48 values (§4.1), so the bound of more is 0 (no frame), never a wrapped small number
+// that a caller would allocate and then overflow.
+TEST(CompressBound, IsZeroForCountsNoFrameHolds) {
+  for (sz_dtype d : kAllDtypes) {
+    const uint64_t W = dtype_facts(d).W;
+    const uint64_t last = ((uint64_t)1 << 48) - 1;
+    EXPECT_EQ(sz_compress_bound(last, d), 64 + 12 * ((last + 255) / 256) + (last + 7) / 8 * W);
+    for (uint64_t n : {(uint64_t)1 << 48, (uint64_t)1 << 62, (uint64_t)1 << 63, ((uint64_t)1 << 63) + 1,
+                       UINT64_MAX - 7, UINT64_MAX})
+      EXPECT_EQ(sz_compress_bound(n, d), 0u) << "n=" << n << " dtype=" << d;
+    uint8_t dst[64];
+    size_t size = 0;
+    EXPECT_EQ(sz_compress(dst, (uint64_t)1 << 48, d, nullptr, nullptr, dst, sizeof dst, &size),
+              SZ_ERROR_INVALID_ARGUMENT);
+  }
+}
+
 TEST(Params, DefaultsAreDocumented) {
   const sz_params p = sz_params_default();
   EXPECT_EQ(p.chunk_log2, (uint32_t)SZ_DEFAULT_CHUNK_LOG2);

@@ -1,5 +1,7 @@
 // Containers (docs/FORMAT.md §6): writing with the API gives the spec layout byte for byte, items are found by index
 // and by name and decode on their own, and every §6 check rejects a container built by hand to break it.
+#include <chrono>
+
 #include "spec_format.h"
 #include "test_util.h"
 
@@ -70,10 +72,28 @@ sz_item to_api(const spec::Item& s) {
   return it;
 }
 
+// sz_container_open's status, checked to be sz_container_items' too (the two validate the same things), and that
+// sz_container_items hands back the items sz_container_item gives one by one.
 sz_status open(const std::vector<uint8_t>& c, uint32_t* count = nullptr) {
   uint32_t n = 0;
   const sz_status st = sz_container_open(c.data(), c.size(), &n);
   if (count) *count = n;
+  uint32_t cap = 0;
+  if (sz_container_items(c.data(), c.size(), nullptr, 0, &cap) == SZ_OK) {
+    std::vector<sz_item> items(cap + 1);
+    uint32_t got = 0;
+    EXPECT_EQ(sz_container_items(c.data(), c.size(), items.data(), cap, &got), st);
+    if (st == SZ_OK) {
+      EXPECT_EQ(got, n);
+      for (uint32_t i = 0; i < n; ++i) {
+        sz_item one;
+        EXPECT_EQ(sz_container_item(c.data(), c.size(), i, &one), SZ_OK);
+        EXPECT_EQ(memcmp(&one, &items[i], sizeof one), 0) << "item " << i;
+      }
+    }
+  } else {
+    EXPECT_NE(st, SZ_OK);
+  }
   return st;
 }
 
@@ -365,4 +385,74 @@ TEST(ContainerWrite, WriterRejectsItemsAReaderWouldReject) {
     its[2].original_offset += 3;
     EXPECT_NE(try_write(its, end), SZ_OK) << "gap in original ranges";
   }
+}
+
+TEST(ContainerRead, ItemsQueriesTheCountAndRefusesASmallArray) {
+  Fixture fx = fixture();
+  const std::vector<uint8_t> c = spec::container(fx.items);
+  uint32_t count = 0;
+  ASSERT_EQ(sz_container_items(c.data(), c.size(), nullptr, 0, &count), SZ_OK);
+  EXPECT_EQ(count, 3u);
+  std::vector<sz_item> items(3);
+  count = 0;
+  EXPECT_EQ(sz_container_items(c.data(), c.size(), items.data(), 2, &count), SZ_ERROR_DST_TOO_SMALL);
+  EXPECT_EQ(count, 3u);
+  EXPECT_EQ(sz_container_items(c.data(), c.size(), nullptr, 3, &count), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_container_items(c.data(), c.size(), items.data(), 3, nullptr), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_container_items(nullptr, 100, items.data(), 3, &count), SZ_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(sz_container_items(c.data(), c.size(), items.data(), 3, &count), SZ_OK);
+  EXPECT_EQ(std::string(items[1].name, items[1].name_size), "layers.0.k");
+  EXPECT_EQ(items[1].ndim, 3u);
+  EXPECT_EQ(items[1].shape[2], 100u);
+}
+
+// 30,000 stored items whose index order matches neither their data offsets nor their original offsets nor their
+// names: the writer and sz_container_items must not compare them pairwise (that took tens of seconds).
+TEST(ContainerScale, ThirtyThousandUnsortedItemsWriteAndReadInLinearithmicTime) {
+  const uint32_t n = 30000;
+  std::vector<uint32_t> slot(n), place(n);
+  for (uint32_t i = 0; i < n; ++i) slot[i] = place[i] = i;
+  shuffle(slot, 11);   // where item i sits in the container
+  shuffle(place, 12);  // where item i's bytes go in the original file
+  std::vector<std::string> names(n);
+  for (uint32_t i = 0; i < n; ++i)
+    names[i] = "t" + std::to_string(Rng(i).next() % 1000000007u) + "_" + std::to_string(i);
+  std::vector<sz_item> items(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    sz_item& it = items[i];
+    memset(&it, 0, sizeof it);
+    it.kind = SZ_ITEM_STORED;
+    it.name = names[i].data();
+    it.name_size = (uint16_t)names[i].size();
+    it.original_offset = place[i];
+    it.original_size = 1;
+    it.data_offset = 64 + 64ull * slot[i];
+    it.data_size = 1;
+  }
+  const uint64_t index_offset = 64 + 64ull * n;
+  uint64_t index_size = 0;
+  ASSERT_EQ(sz_container_index_size(items.data(), n, &index_size), SZ_OK);
+  std::vector<uint8_t> c(index_offset + index_size, 0);
+  ASSERT_EQ(sz_container_write_header(c.data(), c.size()), SZ_OK);
+  for (uint32_t i = 0; i < n; ++i) c[items[i].data_offset] = (uint8_t)place[i];
+  const auto t0 = std::chrono::steady_clock::now();
+  size_t written = 0;
+  ASSERT_EQ(sz_container_write_index(items.data(), n, index_offset, &c[index_offset], index_size, &written), SZ_OK);
+  ASSERT_EQ(written, index_size);
+  std::vector<sz_item> back(n);
+  uint32_t count = 0;
+  ASSERT_EQ(sz_container_items(c.data(), c.size(), back.data(), n, &count), SZ_OK);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(count, n);
+  for (uint32_t i = 0; i < n; ++i) {
+    ASSERT_EQ(std::string(back[i].name, back[i].name_size), names[i]);
+    ASSERT_EQ(back[i].data_offset, items[i].data_offset);
+  }
+  EXPECT_LT(seconds, 2.0) << "writing and reading the index of " << n << " items";
+  // A duplicate name far apart in index order is still found.
+  names[n - 1] = names[7];
+  items[n - 1].name = names[n - 1].data();
+  items[n - 1].name_size = (uint16_t)names[n - 1].size();
+  EXPECT_EQ(sz_container_write_index(items.data(), n, index_offset, &c[index_offset], index_size, &written),
+            SZ_ERROR_INVALID_ARGUMENT);
 }

@@ -10,7 +10,10 @@
  *   - Every function returns an sz_status; SZ_OK (0) is success, anything else an error whose name
  *     sz_status_name() gives. No function aborts, throws or prints.
  *   - The caller owns all memory. Every size can be queried up front: sz_compress_bound() for the output of
- *     sz_compress(), sz_frame_info() for the output of sz_decompress(), sz_cuda_*_workspace_size() for GPU scratch.
+ *     sz_compress(), sz_frame_info_get() for the output of sz_decompress(), sz_cuda_*_workspace_size() for GPU
+ *     scratch. Two conveniences allocate and say so: the one-shot sz_compress() takes its escape scratch (3 bytes a
+ *     value of one chunk, per thread) from the heap, and both one-shot calls start their threads for the call (only
+ *     for inputs of at least 1 MiB a thread). A context (sz_cctx, sz_dctx) does both once, at its creation.
  *   - An output buffer that is too small yields exactly SZ_ERROR_DST_TOO_SMALL.
  *   - Bad input yields an error and never a read or write outside the buffers given.
  *   - Thread safety: all functions are reentrant; none keeps global mutable state.
@@ -224,7 +227,8 @@ SZ_API sz_status sz_channel_calibrate(const uint32_t* counts, sz_dtype dtype, ui
 #define SZ_FLAG_CHECKSUMS 1u
 
 /** Upper bound of a frame's size for n values (docs/FORMAT.md §4.8), valid for every chunk size >= 2^8.
- *  Also a macro for static buffers. Returns 0 for an unknown dtype. */
+ *  Also a macro for static buffers (valid for n < 2^48). Returns 0 for an unknown dtype and for n >= 2^48, a
+ *  count no frame holds (sz_compress() rejects it with SZ_ERROR_INVALID_ARGUMENT). */
 #define SZ_COMPRESS_BOUND(n, value_bytes) \
   (64u + 12u * (((uint64_t)(n) + 255u) >> 8) + (((uint64_t)(n) + 7u) >> 3) * 8u * (uint64_t)(value_bytes))
 SZ_API uint64_t sz_compress_bound(uint64_t n_values, sz_dtype dtype);
@@ -307,6 +311,40 @@ typedef struct sz_frame_info {
 SZ_API sz_status sz_frame_info_get(const void* src, size_t src_size, sz_frame_info* info);
 
 /* ---------------------------------------------------------------------------------------------------------------
+ * Contexts: the CPU codec without allocation or thread start per call
+ *
+ * A context holds what the one-shot calls get for each call: escape scratch (compression) and worker threads,
+ * started at creation and parked between calls, and the CPU kernels chosen at creation. Its calls give exactly the
+ * frames and statuses of sz_compress() / sz_decompress(), allocate nothing and start no thread. A context serves
+ * one call at a time; use one per calling thread. Creating one is the only allocating call here: NULL when memory
+ * or threads cannot be had.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+typedef struct sz_cctx sz_cctx;
+typedef struct sz_dctx sz_dctx;
+
+/** A compression context for up to `threads` threads (0 = one per hardware thread; at most 256), including the
+ *  calling thread: it holds about 192 KiB of scratch per thread. */
+SZ_API sz_cctx* sz_cctx_create(unsigned threads);
+/** Stops the context's threads and frees it; NULL is ignored. */
+SZ_API void sz_cctx_free(sz_cctx* cctx);
+/** The number of threads the context was made for (0 for NULL). */
+SZ_API unsigned sz_cctx_threads(const sz_cctx* cctx);
+/** sz_compress() on the context: the same frame for the same arguments. params->threads is ignored: a call uses
+ *  the context's threads (at most one per MiB of input, as sz_compress()). */
+SZ_API sz_status sz_compress_cctx(sz_cctx* cctx, const void* src, uint64_t n_values, sz_dtype dtype,
+                                  const sz_codebook* codebook, const sz_params* params, void* dst,
+                                  size_t dst_capacity, size_t* dst_size);
+
+/** A decompression context for up to `threads` threads (0 = one per hardware thread; at most 256). */
+SZ_API sz_dctx* sz_dctx_create(unsigned threads);
+SZ_API void sz_dctx_free(sz_dctx* dctx);
+SZ_API unsigned sz_dctx_threads(const sz_dctx* dctx);
+/** sz_decompress() on the context, with its threads. */
+SZ_API sz_status sz_decompress_dctx(sz_dctx* dctx, const void* src, size_t src_size, void* dst, size_t dst_capacity,
+                                    size_t* dst_size);
+
+/* ---------------------------------------------------------------------------------------------------------------
  * Containers: many named items in one buffer (docs/FORMAT.md §6). Parsing allocates nothing: names point into
  * the container buffer.
  * ------------------------------------------------------------------------------------------------------------- */
@@ -338,9 +376,19 @@ SZ_API int sz_is_container(const void* src, size_t src_size);
 /** Is this buffer a frame (by its magic)? Returns 1 or 0. Needs 4 bytes. */
 SZ_API int sz_is_frame(const void* src, size_t src_size);
 
-/** Validates header, footer and the whole index (docs/FORMAT.md §6); *count receives the number of items. */
+/** Validates header, footer and the whole index (docs/FORMAT.md §6); *count receives the number of items.
+ *  Needs no memory, so the checks across items take time quadratic in the number of items unless the index is
+ *  sorted by data offset, original offset and name; sz_container_items() takes O(n log n) in every case. */
 SZ_API sz_status sz_container_open(const void* src, size_t src_size, uint32_t* count);
-/** Item i (0-based) of a container that sz_container_open accepted. */
+/** Validates the container exactly as sz_container_open() does and fills items[0..*count) in index order, in
+ *  O(n log n) time for n items, using the caller's array as its only scratch memory. With items == NULL (and
+ *  capacity 0) it checks only header, footer and index checksum and sets *count: the size to allocate. A capacity
+ *  below the item count gives SZ_ERROR_DST_TOO_SMALL (with *count set). On any error the array's contents are
+ *  unspecified. The way to read every item of a large container. */
+SZ_API sz_status sz_container_items(const void* src, size_t src_size, sz_item* items, uint32_t capacity,
+                                    uint32_t* count);
+/** Item i (0-based) of a container that sz_container_open accepted. Walks the index up to i and checks the index
+ *  checksum, so each call costs O(index size): to read every item, use sz_container_items(). */
 SZ_API sz_status sz_container_item(const void* src, size_t src_size, uint32_t index, sz_item* item);
 /** Finds an item by name (name_size bytes). SZ_ERROR_NOT_FOUND if absent. */
 SZ_API sz_status sz_container_find(const void* src, size_t src_size, const char* name, size_t name_size,
@@ -351,7 +399,8 @@ SZ_API sz_status sz_container_index_size(const sz_item* items, uint32_t count, u
 /** Writes the container header (16 bytes) into dst. Items then follow, each at a 64-byte-aligned data_offset. */
 SZ_API sz_status sz_container_write_header(void* dst, size_t dst_capacity);
 /** Writes index and footer into dst; index_offset is where dst will sit in the container (after the last item,
- *  not before its end). Validates the items as a reader would. */
+ *  not before its end). Validates the items as a reader would, in O(n log n) time for n items (dst serves as
+ *  scratch memory until the index is written). */
 SZ_API sz_status sz_container_write_index(const sz_item* items, uint32_t count, uint64_t index_offset, void* dst,
                                           size_t dst_capacity, size_t* written);
 

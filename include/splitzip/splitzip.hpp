@@ -132,16 +132,31 @@ inline sz_status decompress(const void* src, size_t size, std::vector<uint8_t>& 
 /** A read-only view of a container in caller memory (the buffer must outlive the view). open() validates it. */
 class ContainerReader {
  public:
+  /** Validates the container and reads its index once (sz_container_items). */
   sz_status open(const void* data, size_t size) {
+    data_ = nullptr;
+    size_ = 0;
+    items_.clear();
+    uint32_t count = 0;
+    sz_status s = sz_container_items(data, size, nullptr, 0, &count);
+    if (s != SZ_OK) return s;
+    SPLITZIP_HPP_TRY { items_.resize(count); }
+    SPLITZIP_HPP_CATCH_OOM
+    s = sz_container_items(data, size, items_.data(), count, &count);
+    if (s != SZ_OK) {
+      items_.clear();
+      return s;
+    }
     data_ = static_cast<const uint8_t*>(data);
     size_ = size;
-    count_ = 0;
-    const sz_status s = sz_container_open(data, size, &count_);
-    if (s != SZ_OK) data_ = nullptr;
-    return s;
+    return SZ_OK;
   }
-  uint32_t size() const { return count_; }
-  sz_status item(uint32_t index, sz_item* out) const { return sz_container_item(data_, size_, index, out); }
+  uint32_t size() const { return static_cast<uint32_t>(items_.size()); }
+  sz_status item(uint32_t index, sz_item* out) const {
+    if (out == nullptr || index >= items_.size()) return SZ_ERROR_INVALID_ARGUMENT;
+    *out = items_[index];
+    return SZ_OK;
+  }
   sz_status find(std::string_view name, uint32_t* index) const {
     return sz_container_find(data_, size_, name.data(), name.size(), index);
   }
@@ -161,17 +176,14 @@ class ContainerReader {
   /** Size of the original file that the items' original ranges tile. */
   uint64_t original_size() const {
     uint64_t total = 0;
-    for (uint32_t i = 0; i < count_; ++i) {
-      sz_item it;
-      if (item(i, &it) == SZ_OK) total += it.original_size;
-    }
+    for (const sz_item& it : items_) total += it.original_size;
     return total;
   }
 
  private:
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
-  uint32_t count_ = 0;
+  std::vector<sz_item> items_;
 };
 
 /** Builds a container in memory: items are appended at 64-byte aligned offsets, finish() adds index and footer.

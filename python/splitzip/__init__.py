@@ -4,6 +4,9 @@
     frame = splitzip.compress(kv)            # uint8 array on kv's device
     back = splitzip.decompress(frame)        # 1-D array of kv's dtype; or decompress(frame, out=kv2)
     splitzip.info(frame)                     # {'dtype': 'bf16', 'n_values': ..., 'ratio': ...}
+    box = splitzip.compress(kv, keep_shape=True)   # a container that records kv's shape: decompress(box) has it
+    splitzip.Container("model.safetensors.spz")["model.layers.0.k"]   # the CLI's containers, items by name
+    splitzip.compress_file("kv.npy")         # kv.npy.spz, as `splitzip compress kv.npy` writes it
 
 Frames follow docs/FORMAT.md (format v1) and are byte-identical to the C library's and the CLI's.
 Errors raise a subclass of splitzip.Error named after the library status (CorruptError, ChecksumError, ...).
@@ -12,9 +15,15 @@ Errors raise a subclass of splitzip.Error named after the library status (Corrup
 import sys as _sys
 
 from . import _splitzip
+from ._container import Container, Item, compress_container
 from ._core import (
     DTYPE_IDS,
+    BufferLike,
     Codebook,
+    CodebookLike,
+    DTypeLike,
+    Tensor,
+    _int_arg,
     calibrate,
     check_status,
     compress,
@@ -26,6 +35,7 @@ from ._core import (
     dtype_name,
     info,
 )
+from ._files import compress_bytes, compress_file, decompress_bytes, decompress_file
 from ._errors import *  # noqa: F401,F403  (Error and one subclass per status)
 from ._errors import __all__ as _error_names
 
@@ -38,9 +48,11 @@ def cuda_available() -> bool:
     return bool(_splitzip.cuda_available())
 
 
-def compress_bound(n_values: int, dtype) -> int:
-    """Upper bound of a frame's size for n values of dtype (docs/FORMAT.md §4.8)."""
-    return int(_splitzip.compress_bound(int(n_values), DTYPE_IDS[dtype_name(dtype)]))
+def compress_bound(n_values: int, dtype: DTypeLike) -> int:
+    """Upper bound of a frame's size for n values of dtype (docs/FORMAT.md §4.8); 0 when no frame can hold n values
+    (n >= 2^48)."""
+    n = _int_arg(n_values, "n_values", 0, (1 << 64) - 1)
+    return int(_splitzip.compress_bound(n, DTYPE_IDS[dtype_name(dtype)]))
 
 
 def register_torch_ops() -> bool:
@@ -58,7 +70,9 @@ if "torch" in _sys.modules:
         pass
 
 __all__ = [
-    "Codebook", "DTYPE_IDS", "FORMAT_VERSION", "calibrate", "check_status", "compress", "compress_bound",
-    "compress_pages", "compress_reference", "cuda_available", "decompress", "decompress_pages",
-    "decompress_reference", "dtype_name", "info", "register_torch_ops", *_error_names,
+    "BufferLike", "Codebook", "CodebookLike", "Container", "DTYPE_IDS", "DTypeLike", "FORMAT_VERSION", "Item",
+    "Tensor", "calibrate", "check_status", "compress", "compress_bound", "compress_bytes", "compress_container",
+    "compress_file", "compress_pages", "compress_reference", "cuda_available", "decompress", "decompress_bytes",
+    "decompress_file", "decompress_pages", "decompress_reference", "dtype_name", "info", "register_torch_ops",
+    *_error_names,
 ]

@@ -7,15 +7,47 @@ GPU workspaces are allocated here, through the tensor's own framework (numpy, to
 
 from __future__ import annotations
 
-import math
+import operator
 import os
 import sys
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Union
 
 import numpy as np
 
 from . import _splitzip as _ext
 from ._errors import check, error_for
+
+if TYPE_CHECKING:
+    import cupy
+    import torch
+
+# ---- argument types -----------------------------------------------------------------------------------------------
+
+#: A tensor the codec reads or writes: a numpy array, a torch tensor (CPU or CUDA) or a cupy array.
+Tensor = Union[np.ndarray, "torch.Tensor", "cupy.ndarray"]
+#: A buffer holding a frame or container: a tensor of bytes, or a Python bytes-like object.
+BufferLike = Union[Tensor, bytes, bytearray, memoryview]
+#: A dtype: an id of docs/FORMAT.md §2, a name ("bf16", "bfloat16", "float8_e4m3fn", ...), a numpy or torch dtype.
+DTypeLike = Union[int, str, np.dtype, type, "torch.dtype"]
+#: A codebook argument: a Codebook, a codebook file path, "generic" / "key" / "value", or None for the default.
+CodebookLike = Union["Codebook", str, "os.PathLike[str]", None]
+
+
+def _int_arg(value: object, what: str, lo: int, hi: int) -> int:
+    """value as an int in [lo, hi], else TypeError / ValueError naming the argument."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be an integer, got a bool")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__}") from None
+    if not lo <= v <= hi:
+        raise ValueError(f"{what} must be in {lo}..{hi}, got {v}")
+    return v
+
+
+_U32_MAX = (1 << 32) - 1
+_U64_MAX = (1 << 64) - 1
 
 # ---- dtypes ---------------------------------------------------------------------------------------------------------
 
@@ -28,7 +60,7 @@ _FLOAT_ELEMENTS = {"bfloat16": 1, "float16": 2, "float32": 3, "float8_e4m3fn": 4
 _KINDS = {"generic": 0, "key": 1, "k": 1, "value": 2, "v": 2}
 
 
-def _dtype_id(spec: Any) -> int:
+def _dtype_id(spec: DTypeLike) -> int:
     """A format dtype id from an id, a name ("bf16", "bfloat16", "float8_e4m3fn", ...), a numpy or torch dtype."""
     if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
         if int(spec) in _DTYPE_NAMES:
@@ -38,8 +70,13 @@ def _dtype_id(spec: Any) -> int:
         name = spec
     elif isinstance(spec, np.dtype) or (isinstance(spec, type) and issubclass(spec, np.generic)):
         name = np.dtype(spec).name
-    else:
+    elif type(spec).__name__ == "dtype" and type(spec).__module__ == "torch":
         name = str(spec)
+    else:
+        raise TypeError(f"dtype must be a name such as 'bf16', a format dtype id, or a numpy / torch dtype; got "
+                        f"{type(spec).__name__}")
+    if "\0" in name:
+        raise error_for(6, f"dtype {spec!r}")
     if name.startswith("torch."):
         name = name[len("torch."):]
     if name in _FLOAT_ELEMENTS:
@@ -49,7 +86,7 @@ def _dtype_id(spec: Any) -> int:
     return did
 
 
-def dtype_name(dtype: Any) -> str:
+def dtype_name(dtype: DTypeLike) -> str:
     """The CLI's name of a dtype ("bf16", "fp16", "fp32", "fp8_e4m3", "fp8_e5m2")."""
     return _DTYPE_NAMES[_dtype_id(dtype)]
 
@@ -88,9 +125,9 @@ class _Tensor:
     view of its memory of the same framework (for torch CPU tensors: a numpy view); element: the element type's name.
     """
 
-    __slots__ = ("framework", "device", "obj", "bytes", "element", "itemsize", "nbytes")
+    __slots__ = ("framework", "device", "obj", "bytes", "element", "itemsize", "nbytes", "shape")
 
-    def __init__(self, x: Any, what: str, writable: bool = False):
+    def __init__(self, x: object, what: str, writable: bool = False):
         torch = sys.modules.get("torch")
         cupy = sys.modules.get("cupy")
         if torch is not None and isinstance(x, torch.Tensor):
@@ -102,6 +139,7 @@ class _Tensor:
                 raise ValueError(f"{what}: tensors on {x.device.type} are not supported (cpu and cuda are)")
             self.element = str(x.dtype)[len("torch."):]
             self.itemsize = x.element_size()
+            self.shape = tuple(int(d) for d in x.shape)
             flat = x.detach().reshape(-1)
             if flat.numel() == 0:  # an empty tensor may carry stride 0, which view() refuses
                 b = torch.empty(0, dtype=torch.uint8, device=x.device)
@@ -113,6 +151,7 @@ class _Tensor:
                 raise ValueError(f"{what}: array must be C-contiguous (cupy.ascontiguousarray)")
             self.framework, self.device = "cupy", "cuda"
             self.element, self.itemsize = x.dtype.name, x.itemsize
+            self.shape = tuple(int(d) for d in x.shape)
             self.bytes = x.reshape(-1).view(cupy.uint8)
         else:
             if isinstance(x, (bytes, bytearray, memoryview)):
@@ -125,18 +164,29 @@ class _Tensor:
                 else:
                     raise TypeError(f"{what}: expected a numpy/torch/cupy array or a bytes-like object, "
                                     f"got {type(x).__name__}")
+            if x.dtype.hasobject:
+                raise TypeError(f"{what}: arrays of Python objects hold no values to compress")
             if not x.flags.c_contiguous:
                 raise ValueError(f"{what}: array must be C-contiguous (np.ascontiguousarray)")
             if writable and not x.flags.writeable:
                 raise ValueError(f"{what}: array is read-only")
+            if x.dtype.itemsize > 1 and _big_endian(x.dtype):
+                # The format's values are little-endian (docs/FORMAT.md §1): an input is converted (a copy), an
+                # output cannot be written in place.
+                if writable:
+                    raise ValueError(f"{what}: big-endian array ({x.dtype.str}): splitzip writes little-endian "
+                                     f"values; pass a little-endian array and convert it afterwards")
+                x = x.astype(x.dtype.newbyteorder("<"))
             self.framework, self.device = "numpy", "cpu"
             self.element, self.itemsize = x.dtype.name, x.itemsize
+            self.shape = tuple(int(d) for d in x.shape)
             self.bytes = x.reshape(-1).view(np.uint8)
         self.obj = x
         self.nbytes = int(self.bytes.shape[0])
 
-    def format_dtype(self, dtype: Any, what: str) -> int:
-        """The format dtype of this tensor: its own float type, or `dtype` (any element type of the same width)."""
+    def format_dtype(self, dtype: Optional[DTypeLike], what: str) -> int:
+        """The format dtype of this tensor: its own float type, or `dtype` (any element type of the same width, or
+        bytes: uint8 elements, whose count must then be a whole number of values)."""
         if dtype is None:
             did = _FLOAT_ELEMENTS.get(self.element)
             if did is None:
@@ -144,9 +194,19 @@ class _Tensor:
                                 f"pass dtype= (for example dtype='bf16' for a uint16 view)")
             return did
         did = _dtype_id(dtype)
-        if self.itemsize != _DTYPE_SIZES[did]:
+        size = _DTYPE_SIZES[did]
+        if self.element == "uint8" and self.itemsize == 1:
+            if self.nbytes % size:
+                raise ValueError(f"{what}: {self.nbytes} bytes are not a whole number of {_DTYPE_NAMES[did]} values "
+                                 f"({size} bytes each)")
+            return did
+        if self.itemsize != size:
             raise ValueError(f"{what}: elements of {self.itemsize} bytes cannot hold {_DTYPE_NAMES[did]} values")
         return did
+
+
+def _big_endian(dt: np.dtype) -> bool:
+    return dt.byteorder == ">" or (dt.byteorder == "=" and sys.byteorder == "big")
 
 
 def _host_bytes(t: _Tensor) -> np.ndarray:
@@ -168,25 +228,29 @@ class Codebook:
 
     __slots__ = ("dtype", "code_bits", "values", "expected_bits_per_value", "histogram")
 
-    def __init__(self, dtype: Any, code_bits: int, values: Iterable[int]):
+    def __init__(self, dtype: DTypeLike, code_bits: int, values: Iterable[int]):
         self.dtype = dtype_name(dtype)
-        self.code_bits = int(code_bits)
-        self.values = tuple(int(v) for v in values)
+        self.code_bits = _int_arg(code_bits, "code_bits", 0, 255)
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+            raise TypeError(f"values must be an iterable of exponent values, got {type(values).__name__}")
+        self.values = tuple(_int_arg(v, f"values[{i}]", 0, 255) for i, v in enumerate(values))
+        if len(self.values) > 16:
+            raise error_for(9, f"codebook of {len(self.values)} entries (at most 16)")
         self.expected_bits_per_value: float | None = None
         self.histogram: np.ndarray | None = None
         check(_ext.codebook_validate(self._as_tuple()), "codebook")
 
     @classmethod
-    def _from_tuple(cls, t) -> "Codebook":
+    def _from_tuple(cls, t: tuple) -> "Codebook":
         return cls(t[0], t[1], t[2])
 
-    def _as_tuple(self):
+    def _as_tuple(self) -> tuple:
         return (DTYPE_IDS[self.dtype], self.code_bits, list(self.values))
 
     @classmethod
-    def default(cls, dtype: Any = "bf16", kind: str = "generic") -> "Codebook":
+    def default(cls, dtype: DTypeLike = "bf16", kind: str = "generic") -> "Codebook":
         """The codebook shipped with the library for a dtype and tensor kind ("generic", "key" or "value")."""
-        if kind not in _KINDS:
+        if not isinstance(kind, str) or kind not in _KINDS:
             raise ValueError(f"kind must be one of generic, key, value; got {kind!r}")
         status, t = _ext.default_codebook(_dtype_id(dtype), _KINDS[kind])
         check(status, "default codebook")
@@ -199,7 +263,10 @@ class Codebook:
         return data
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "Codebook":
+    def from_bytes(cls, data: Union[bytes, bytearray, memoryview]) -> "Codebook":
+        """Parses the 32-byte codebook file layout (docs/FORMAT.md §5)."""
+        if not isinstance(data, (bytes, bytearray, memoryview, np.ndarray)):
+            raise TypeError(f"data must be bytes, got {type(data).__name__}")
         status, t = _ext.codebook_deserialize(bytes(data))
         check(status, "codebook")
         return cls._from_tuple(t)
@@ -225,7 +292,7 @@ class Codebook:
         return f"Codebook(dtype={self.dtype!r}, code_bits={self.code_bits}, values={list(self.values)})"
 
 
-def _codebook_arg(codebook: Any, did: int):
+def _codebook_arg(codebook: CodebookLike, did: int) -> Optional[tuple]:
     """None (the library's default) or the (id, k, values) tuple for the C side."""
     if codebook is None:
         return None
@@ -240,7 +307,7 @@ def _codebook_arg(codebook: Any, did: int):
     return codebook._as_tuple()
 
 
-def calibrate(tensors: Any, dtype: Any = None) -> Codebook:
+def calibrate(tensors: Union[Tensor, Iterable[Tensor]], dtype: Optional[DTypeLike] = None) -> Codebook:
     """Builds the codebook that minimises the expected frame size for data like `tensors` (one tensor or an iterable
     of tensors of one dtype). Device tensors, and strided numpy views, are copied: calibration is an offline step."""
     if isinstance(tensors, (list, tuple)) or (hasattr(tensors, "__iter__") and not hasattr(tensors, "__dlpack__")
@@ -271,58 +338,78 @@ def calibrate(tensors: Any, dtype: Any = None) -> Codebook:
 
 # ---- frames -------------------------------------------------------------------------------------------------------
 
-def _chunk_log2(chunk: int | None) -> int:
+def _chunk_log2(chunk: Optional[int]) -> int:
     if chunk is None:
         return _ext.DEFAULT_CHUNK_LOG2
-    chunk = int(chunk)
-    if chunk <= 0 or chunk & (chunk - 1):
+    chunk = _int_arg(chunk, "chunk", 1, _U64_MAX)
+    if chunk & (chunk - 1):
         raise ValueError(f"chunk must be a power of two (values per chunk, {1 << _ext.MIN_CHUNK_LOG2}.."
                          f"{1 << _ext.MAX_CHUNK_LOG2}), got {chunk}")
-    return int(math.log2(chunk))
+    return chunk.bit_length() - 1  # the library checks the range (InvalidArgumentError)
 
 
-def _threads(threads: int | None) -> int:
-    return 0 if threads is None else int(threads)
+def _threads(threads: Optional[int]) -> int:
+    """CPU threads of a call: 1 by default, as sz_params_default() and the CLI; 0 means one per hardware thread."""
+    return 1 if threads is None else _int_arg(threads, "threads", 0, _U32_MAX)
 
 
-def compress(tensor: Any, codebook: Any = None, chunk: int | None = None, threads: int | None = None,
-             checksum: bool = True, dtype: Any = None):
+def _flags(checksum: bool) -> int:
+    if not isinstance(checksum, (bool, np.bool_)):
+        raise TypeError(f"checksum must be True or False, got {type(checksum).__name__}")
+    return _ext.FLAG_CHECKSUMS if checksum else 0
+
+
+def compress(tensor: BufferLike, codebook: CodebookLike = None, chunk: Optional[int] = None,
+             threads: Optional[int] = None, checksum: bool = True, dtype: Optional[DTypeLike] = None, *,
+             keep_shape: bool = False) -> Tensor:
     """Compresses one tensor into a SplitZip frame (docs/FORMAT.md §4).
 
     tensor: a C-contiguous numpy array (bfloat16 / float8 from ml_dtypes, float16, float32), torch tensor (CPU or
-        CUDA) or cupy array; any other element type of the right width (uint16, int8, ...) with ``dtype=``.
+        CUDA) or cupy array; any other element type of the right width (uint16, int8, ...) with ``dtype=``; bytes
+        (or a uint8 array) with ``dtype=``. A big-endian numpy array is converted to little-endian first (a copy).
     codebook: None (the library's default for the dtype), a :class:`Codebook`, a codebook file path, or "key" /
         "value" / "generic" for a default codebook of that kind.
     chunk: values per chunk, a power of two from 256 to 65536 (default 4096).
-    threads: CPU threads (default: one per hardware thread); never changes the bytes.
+    threads: CPU threads (default 1, as in the C API and the CLI; 0: one per hardware thread); never changes the
+        bytes.
     checksum: store per-chunk XXH3 checksums (flag CHECKSUMS).
+    keep_shape: return a container (docs/FORMAT.md §6) of one frame item named "tensor" that records the tensor's
+        shape, so that :func:`decompress` gives the tensor back in its shape (host tensors, at most 8 dimensions).
+        A frame itself records only the number of values.
 
     Returns a 1-D uint8 array holding exactly the frame: a numpy array for host tensors, else a tensor of the input's
     framework on its device. GPU: the frame size is needed for the returned length, so this call waits for the
     current stream once (a copy of 8 bytes to the host), and the result is a view of the first ``frame_size``
     bytes of a ``compress_bound``-sized allocation (``.clone()`` it to release the slack).
     """
+    if not isinstance(keep_shape, (bool, np.bool_)):
+        raise TypeError(f"keep_shape must be True or False, got {type(keep_shape).__name__}")
+    if keep_shape:
+        from ._container import compress_container
+        return compress_container({"tensor": tensor if dtype is None else (tensor, dtype)}, codebook=codebook,
+                                  chunk=chunk, threads=threads, checksum=checksum)
     t = _Tensor(tensor, "tensor")
     did = t.format_dtype(dtype, "tensor")
     n = t.nbytes // _DTYPE_SIZES[did]
     cb = _codebook_arg(codebook, did)
     log2 = _chunk_log2(chunk)
-    flags = _ext.FLAG_CHECKSUMS if checksum else 0
+    flags = _flags(checksum)
     if t.device == "cuda":
         return _cuda_compress(t, n, did, cb, log2, flags)
-    return _compress_host(t.bytes, n, did, cb, log2, flags, threads)
+    return _compress_host(t.bytes, n, did, cb, log2, flags, _threads(threads))
 
 
-def _compress_host(src: np.ndarray, n: int, did: int, cb, log2: int, flags: int, threads) -> np.ndarray:
+def _compress_host(src: np.ndarray, n: int, did: int, cb: Optional[tuple], log2: int, flags: int,
+                   threads: int) -> np.ndarray:
     dst = np.empty(_ext.compress_bound(n, did), dtype=np.uint8)
-    status, size = _ext.compress(src, n, did, cb, log2, flags, _threads(threads), dst)
+    status, size = _ext.compress(src, n, did, cb, log2, flags, threads, dst)
     check(status, "compress")
     dst.resize((size,), refcheck=False)  # shrinks in place (realloc), no copy of the frame
     return dst
 
 
-def compress_reference(tensor: Any, codebook: Any = None, chunk: int | None = None, checksum: bool = True,
-                       dtype: Any = None) -> np.ndarray:
+def compress_reference(tensor: BufferLike, codebook: CodebookLike = None, chunk: Optional[int] = None,
+                       checksum: bool = True, dtype: Optional[DTypeLike] = None) -> np.ndarray:
     """The frame of the library's scalar reference encoder (the oracle; slow). Host tensors only."""
     t = _Tensor(tensor, "tensor")
     if t.device != "cpu":
@@ -331,7 +418,7 @@ def compress_reference(tensor: Any, codebook: Any = None, chunk: int | None = No
     n = t.nbytes // _DTYPE_SIZES[did]
     dst = np.empty(_ext.compress_bound(n, did), dtype=np.uint8)
     status, size = _ext.compress(t.bytes, n, did, _codebook_arg(codebook, did), _chunk_log2(chunk),
-                                 _ext.FLAG_CHECKSUMS if checksum else 0, 1, dst, True)
+                                 _flags(checksum), 1, dst, True)
     check(status, "compress_reference")
     return dst[:size].copy()
 
@@ -340,6 +427,7 @@ def _info_dict(raw: dict) -> dict:
     did = raw["dtype_id"]
     cb = raw["codebook"]
     d = {
+        "type": "frame",
         "version": raw["version"],
         "dtype": _DTYPE_NAMES.get(did, did),
         "n_values": raw["n_values"],
@@ -367,33 +455,63 @@ def _frame_info_host(buf: np.ndarray, what: str = "info") -> dict:
     return raw
 
 
-def info(buffer: Any) -> dict:
-    """What a frame holds: dtype, n_values, decompressed_size, frame_size, chunk, codebook, checksums and, when the
-    whole frame is given, coded_chunks / raw_chunks / escapes / ratio. A device buffer is copied to the host."""
+def _frame_info_whole(buf: np.ndarray, what: str) -> dict:
+    """The header of a frame that buf must hold entirely: checked before anything is allocated from it."""
+    raw = _frame_info_host(buf, what)
+    if raw["frame_size"] > buf.shape[0]:
+        raise error_for(3, f"{what}: the frame header says {raw['frame_size']} bytes, the buffer holds "
+                           f"{buf.shape[0]}")
+    return raw
+
+
+def info(buffer: BufferLike) -> dict:
+    """What a frame holds: type "frame", dtype, n_values, decompressed_size, frame_size, chunk, codebook, checksums
+    and, when the whole frame is given, coded_chunks / raw_chunks / escapes / ratio. For a container: type
+    "container", compressed_size, decompressed_size, ratio and "items", one dict per item (name, kind, dtype, shape,
+    sizes, and for frames the frame's info). A device buffer is copied to the host."""
     t = _Tensor(buffer, "buffer")
-    return _info_dict(_frame_info_host(_host_bytes(t)))
+    host = _host_bytes(t)
+    if _ext.is_container(host):
+        from ._container import Container
+        return Container(host).info()
+    return _info_dict(_frame_info_host(host))
 
 
-def decompress(buffer: Any, out: Any = None, *, threads: int | None = None, status: Any = None):
-    """Decompresses a frame.
+def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Optional[int] = None,
+               status: Optional[Tensor] = None) -> Tensor:
+    """Decompresses a frame, or a container of one frame item (what ``compress(..., keep_shape=True)`` makes).
 
     buffer: the frame, a uint8 array (numpy, torch, cupy) or bytes. Host buffers decode on the CPU, CUDA buffers on
         their GPU.
     out: optional C-contiguous tensor on the buffer's device with room for the values (any shape and element type,
-        at least ``decompressed_size`` bytes): the values are written straight into it (zero-copy) and it is
-        returned. Without it a new 1-D array of the frame's dtype is returned (numpy without ml_dtypes and cupy
-        return bfloat16 / float8 values as uint16 / uint8).
+        at least ``decompressed_size`` bytes, little-endian): the values are written straight into it (zero-copy) and
+        it is returned. Without it a new array of the frame's dtype is returned: 1-D for a frame, in the recorded
+        shape for a container (numpy without ml_dtypes and cupy return bfloat16 / float8 values as uint16 / uint8).
+    threads: CPU threads (default 1; 0: one per hardware thread).
     status: GPU only: an int32 CUDA tensor of one element that receives the decoder's sz_status. With it, the call
         enqueues the decode and returns at once (use :func:`check_status` later); without it the call waits for
         the stream to read the status and raises on error. With ``out=None`` the GPU path also waits once to read
         the 64-byte header (the output size).
+
+    A buffer shorter than the frame its header describes raises SrcTruncatedError before anything is allocated.
+    Of several frames back to back (a file of a long raw input) this decodes the first; :func:`decompress_bytes`
+    decodes them all.
     """
     t = _Tensor(buffer, "buffer")
+    nthreads = _threads(threads)
     if t.device == "cuda":
         return _cuda_decompress(t, out, status)
     if status is not None:
         raise ValueError("status= is for CUDA buffers only")
-    raw = _frame_info_host(t.bytes, "decompress")
+    if _ext.is_container(t.bytes):
+        from ._container import Container
+        c = Container(t.bytes)
+        frames = [it for it in c.items if it.kind == "frame"]
+        if len(c.items) != 1 or len(frames) != 1:
+            raise ValueError(f"decompress: a container of {len(c.items)} items; read them by name with "
+                             f"splitzip.Container(buffer)[name]")
+        return c.read(frames[0].name, out=out, threads=nthreads)
+    raw = _frame_info_whole(t.bytes, "decompress")
     did = raw["dtype_id"]
     if out is None:
         result = np.empty(raw["n_values"], dtype=_numpy_dtype(did))
@@ -404,17 +522,18 @@ def decompress(buffer: Any, out: Any = None, *, threads: int | None = None, stat
             raise ValueError("out: must be in host memory like the buffer")
         _check_out_element(o, did)
         result = out
-    st, _ = _ext.decompress(t.bytes, o.bytes, _threads(threads))
+    st, _ = _ext.decompress(t.bytes, o.bytes, nthreads)
     check(st, "decompress")
     return result
 
 
-def decompress_reference(buffer: Any) -> np.ndarray:
+def decompress_reference(buffer: BufferLike) -> np.ndarray:
     """The values as decoded by the library's scalar reference decoder (the oracle), as a 1-D numpy array."""
     t = _Tensor(buffer, "buffer")
-    raw = _frame_info_host(_host_bytes(t), "decompress_reference")
+    host = _host_bytes(t)
+    raw = _frame_info_whole(host, "decompress_reference")
     result = np.empty(raw["n_values"], dtype=_numpy_dtype(raw["dtype_id"]))
-    st, _ = _ext.decompress(_host_bytes(t), result.reshape(-1).view(np.uint8), 1, True)
+    st, _ = _ext.decompress(host, result.reshape(-1).view(np.uint8), 1, True)
     check(st, "decompress_reference")
     return result
 
@@ -426,7 +545,7 @@ def _check_out_element(o: _Tensor, did: int) -> None:
                          f"(pass a {_DTYPE_NAMES[did]} or same-width integer array)")
 
 
-def check_status(status: Any) -> None:
+def check_status(status: Tensor) -> None:
     """Raises the splitzip.Error for a device status tensor filled by a GPU call (waits for it)."""
     if hasattr(status, "item"):
         value = int(status.reshape(-1)[0].item())
@@ -437,7 +556,12 @@ def check_status(status: Any) -> None:
 
 # ---- pages --------------------------------------------------------------------------------------------------------
 
-def _pages(pages: Any, what: str, writable: bool) -> list[_Tensor]:
+def _pages(pages: Sequence[Tensor], what: str, writable: bool) -> list[_Tensor]:
+    if isinstance(pages, (bytes, bytearray, memoryview, str)) or not hasattr(pages, "__iter__"):
+        raise TypeError(f"{what}: expected a list of tensors, got {type(pages).__name__}")
+    if hasattr(pages, "__dlpack__") or hasattr(pages, "__array_interface__"):
+        raise TypeError(f"{what}: expected a list of tensors, got one {type(pages).__name__} (pass list(x) to "
+                        f"take its first axis as the pages)")
     ts = [_Tensor(p, f"{what}[{i}]", writable=writable) for i, p in enumerate(pages)]
     if not ts:
         raise ValueError(f"{what}: no pages")
@@ -452,8 +576,9 @@ def _pages(pages: Any, what: str, writable: bool) -> list[_Tensor]:
     return ts
 
 
-def compress_pages(pages: Sequence[Any], codebook: Any = None, chunk: int | None = None, threads: int | None = None,
-                   checksum: bool = True, dtype: Any = None):
+def compress_pages(pages: Sequence[Tensor], codebook: CodebookLike = None, chunk: Optional[int] = None,
+                   threads: Optional[int] = None, checksum: bool = True,
+                   dtype: Optional[DTypeLike] = None) -> Tensor:
     """Compresses equal-size pages (for example the KV blocks of one request, ``cache[kv, block]``) into one frame:
     exactly the frame of their concatenation in list order. GPU pages go to the library's batched kernel through a
     device array of page pointers (one launch); host pages are gathered into one buffer and compressed on the CPU.
@@ -461,21 +586,24 @@ def compress_pages(pages: Sequence[Any], codebook: Any = None, chunk: int | None
     ts = _pages(pages, "pages", writable=False)
     did = ts[0].format_dtype(dtype, "pages[0]")
     page_values = ts[0].nbytes // _DTYPE_SIZES[did]
+    nthreads = _threads(threads)
     if ts[0].device == "cuda":
         return _cuda_compress_pages(ts, page_values, did, _codebook_arg(codebook, did), _chunk_log2(chunk),
-                                    _ext.FLAG_CHECKSUMS if checksum else 0)
+                                    _flags(checksum))
     gathered = np.concatenate([p.bytes for p in ts]) if len(ts) > 1 else ts[0].bytes
     return _compress_host(gathered, page_values * len(ts), did, _codebook_arg(codebook, did), _chunk_log2(chunk),
-                          _ext.FLAG_CHECKSUMS if checksum else 0, threads)
+                          _flags(checksum), nthreads)
 
 
-def decompress_pages(buffer: Any, pages: Sequence[Any], *, threads: int | None = None, status: Any = None) -> None:
+def decompress_pages(buffer: BufferLike, pages: Sequence[Tensor], *, threads: Optional[int] = None,
+                     status: Optional[Tensor] = None) -> None:
     """Decompresses a frame of ``len(pages) * page_values`` values into the pages, in list order (zero-copy on the
     GPU: one launch writes every page; on the host the frame is decoded once and scattered). The frame must hold
     exactly that many values: DstTooSmallError if it holds more, InvalidArgumentError if fewer. ``status``: as in
     :func:`decompress`."""
     t = _Tensor(buffer, "buffer")
     ts = _pages(pages, "pages", writable=True)
+    nthreads = _threads(threads)
     if t.device != ts[0].device:
         raise ValueError("pages: must be on the buffer's device")
     if t.device == "cuda":
@@ -493,11 +621,11 @@ def decompress_pages(buffer: Any, pages: Sequence[Any], *, threads: int | None =
         raise error_for(1, f"decompress_pages: the frame holds {raw['decompressed_size']} bytes, "
                            f"the pages {total}")
     if len(ts) == 1:
-        st, _ = _ext.decompress(t.bytes, ts[0].bytes, _threads(threads))
+        st, _ = _ext.decompress(t.bytes, ts[0].bytes, nthreads)
         check(st, "decompress_pages")
         return None
     tmp = np.empty(total, dtype=np.uint8)
-    st, _ = _ext.decompress(t.bytes, tmp, _threads(threads))
+    st, _ = _ext.decompress(t.bytes, tmp, nthreads)
     check(st, "decompress_pages")
     size = ts[0].nbytes
     for i, p in enumerate(ts):
@@ -551,10 +679,13 @@ def _cuda_compress(t: _Tensor, n: int, did: int, cb, log2: int, flags: int):
         return dst[:size]
 
 
-def _cuda_decompress(t: _Tensor, out: Any, status: Any):
+def _cuda_decompress(t: _Tensor, out: Optional[Tensor], status: Optional[Tensor]) -> Tensor:
     if out is None:
         head = _device_to_host(t.bytes[: _ext.FRAME_HEADER_SIZE])
         raw = _frame_info_host(head, "decompress")
+        if raw["frame_size"] > t.nbytes:
+            raise error_for(3, f"decompress: the frame header says {raw['frame_size']} bytes, the buffer holds "
+                               f"{t.nbytes}")
         did = raw["dtype_id"]
         if t.framework == "torch":
             import torch
@@ -631,7 +762,7 @@ def _cuda_compress_pages(ts: list[_Tensor], page_values: int, did: int, cb, log2
         return dst[: int(size_d.get()[0])]
 
 
-def _cuda_decompress_pages(t: _Tensor, ts: list[_Tensor], status: Any):
+def _cuda_decompress_pages(t: _Tensor, ts: list[_Tensor], status: Optional[Tensor]) -> None:
     # The kernel needs the page size in values of the frame's dtype: the pages' element width must be the frame's
     # value width (a wrong one fails on the device with SZ_ERROR_INVALID_ARGUMENT or SZ_ERROR_DST_TOO_SMALL).
     n_pages = len(ts)

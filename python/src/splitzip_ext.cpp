@@ -159,6 +159,75 @@ std::tuple<int, nb::object> frame_info(const InArray& src) {
   return {static_cast<int>(st), nb::object(d)};
 }
 
+// ---- containers (docs/FORMAT.md §6) ------------------------------------------------------------------------------
+
+// Validates a container and returns its items in index order as (kind, dtype, shape, name bytes, original_offset,
+// original_size, data_offset, data_size) tuples. The item array is the only memory the check needs.
+std::tuple<int, nb::list> container_items(const InArray& src) {
+  const Raw s = raw_view(src, "buffer", Where::kHost);
+  nb::list out;
+  uint32_t count = 0;
+  sz_status st = sz_container_items(s.ptr, s.nbytes, nullptr, 0, &count);
+  if (st != SZ_OK) return {static_cast<int>(st), out};
+  std::vector<sz_item> items(count);
+  {
+    nb::gil_scoped_release release;
+    st = sz_container_items(s.ptr, s.nbytes, items.data(), count, &count);
+  }
+  if (st != SZ_OK) return {static_cast<int>(st), out};
+  for (const sz_item& it : items) {
+    nb::list shape;
+    for (unsigned d = 0; d < it.ndim; ++d) shape.append(it.shape[d]);
+    out.append(nb::make_tuple(static_cast<int>(it.kind), static_cast<int>(it.dtype), nb::tuple(shape),
+                              nb::bytes(it.name, it.name_size), it.original_offset, it.original_size,
+                              it.data_offset, it.data_size));
+  }
+  return {static_cast<int>(st), out};
+}
+
+nb::bytes container_header() {
+  uint8_t buf[SZ_CONTAINER_HEADER_SIZE];
+  sz_container_write_header(buf, sizeof buf);
+  return nb::bytes(reinterpret_cast<const char*>(buf), sizeof buf);
+}
+
+// Index and footer for items given as the tuples container_items returns, the index starting at index_offset.
+std::tuple<int, nb::bytes> container_index(const std::vector<nb::tuple>& entries, uint64_t index_offset) {
+  std::vector<sz_item> items(entries.size());
+  std::vector<std::string> names(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const nb::tuple& e = entries[i];
+    if (e.size() != 8) throw nb::value_error("container item: expected 8 fields");
+    sz_item& it = items[i];
+    it = sz_item{};
+    it.kind = static_cast<uint8_t>(nb::cast<unsigned>(e[0]));
+    it.dtype = static_cast<uint8_t>(nb::cast<unsigned>(e[1]));
+    const auto shape = nb::cast<std::vector<uint64_t>>(e[2]);
+    if (shape.size() > SZ_MAX_NDIM) throw nb::value_error("container item: more than 8 dimensions");
+    it.ndim = static_cast<uint8_t>(shape.size());
+    for (size_t d = 0; d < shape.size(); ++d) it.shape[d] = shape[d];
+    const nb::bytes name = nb::cast<nb::bytes>(e[3]);
+    names[i].assign(name.c_str(), name.size());
+    if (names[i].size() > SZ_MAX_NAME) throw nb::value_error("container item: name longer than 4096 bytes");
+    it.name = names[i].data();
+    it.name_size = static_cast<uint16_t>(names[i].size());
+    it.original_offset = nb::cast<uint64_t>(e[4]);
+    it.original_size = nb::cast<uint64_t>(e[5]);
+    it.data_offset = nb::cast<uint64_t>(e[6]);
+    it.data_size = nb::cast<uint64_t>(e[7]);
+  }
+  if (items.size() > UINT32_MAX) throw nb::value_error("container: too many items");
+  uint64_t size = 0;
+  sz_status st = sz_container_index_size(items.data(), static_cast<uint32_t>(items.size()), &size);
+  if (st != SZ_OK) return {static_cast<int>(st), nb::bytes("", 0)};
+  std::string buf(static_cast<size_t>(size), '\0');
+  size_t written = 0;
+  st = sz_container_write_index(items.data(), static_cast<uint32_t>(items.size()), index_offset, buf.data(),
+                                buf.size(), &written);
+  if (st != SZ_OK) return {static_cast<int>(st), nb::bytes("", 0)};
+  return {static_cast<int>(st), nb::bytes(buf.data(), written)};
+}
+
 // ---- codebooks and calibration ----------------------------------------------------------------------------------
 
 std::tuple<int, nb::object> default_codebook(int dtype, int kind) {
@@ -364,6 +433,16 @@ NB_MODULE(_splitzip, m) {
   m.def("decompress", &decompress, nb::arg("src").noconvert(), nb::arg("dst").noconvert(), nb::arg("threads"),
         nb::arg("reference") = false);
   m.def("frame_info", &frame_info, nb::arg("src").noconvert());
+  m.attr("CONTAINER_HEADER_SIZE") = SZ_CONTAINER_HEADER_SIZE;
+  m.attr("CONTAINER_ALIGN") = SZ_CONTAINER_ALIGN;
+  m.attr("MAX_NDIM") = SZ_MAX_NDIM;
+  m.def("container_items", &container_items, nb::arg("src").noconvert());
+  m.def("is_container", [](const InArray& src) {
+    const Raw s = raw_view(src, "buffer", Where::kHost);
+    return sz_is_container(s.ptr, s.nbytes) != 0;
+  }, nb::arg("src").noconvert());
+  m.def("container_header", &container_header);
+  m.def("container_index", &container_index, nb::arg("entries"), nb::arg("index_offset"));
 
   m.def("default_codebook", &default_codebook);
   m.def("codebook_validate", &codebook_validate);

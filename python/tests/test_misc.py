@@ -42,3 +42,13 @@ def test_concurrent_calls_from_threads():
                               [np.frombuffer(w, np.uint8) for w in want]))
     for x, y in zip(inputs, backs):
         np.testing.assert_array_equal(x, y)
+
+
+def test_installed_distribution_carries_readme_and_licence():
+    from importlib import metadata
+    meta = metadata.metadata("splitzip")
+    assert meta["Description-Content-Type"] == "text/markdown"
+    assert (meta.get_payload() or meta["Description"] or "").lstrip().startswith("# splitzip")
+    licences = [f for f in metadata.files("splitzip") if f.name == "LICENSE"]
+    assert licences, "no LICENSE in the installed distribution"
+    assert "Apache License" in licences[0].read_text() and "Version 2.0" in licences[0].read_text()

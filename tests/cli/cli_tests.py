@@ -231,8 +231,9 @@ def case_help(r, ctx):
         check(word in top, "--help mentions %r" % word)
     options = {
         "compress": ("--output", "--stdout", "--force", "--keep", "--rm", "--threads", "--chunk-log2", "--no-checksum",
-                     "--codebook", "--dtype", "--kind", "--format", "the default, as in zstd"),
-        "decompress": ("--output", "--stdout", "--force", "--keep", "--rm", "--threads", "--test"),
+                     "--codebook", "--dtype", "--kind", "--format", "the default, as in zstd", "--quiet", "--verbose"),
+        "decompress": ("--output", "--stdout", "--force", "--keep", "--rm", "--threads", "--test", "--quiet",
+                       "--verbose"),
         "info": ("--json",),
         "calibrate": ("--output", "--dtype", "--force"),
         "bench": ("--dtype", "--threads", "--iters", "--gpu", "--cpu", "--codebook", "--chunk-log2"),
@@ -363,6 +364,9 @@ def case_npy_errors(r, ctx):
         ("badhdr.npy", b"\x93NUMPY\x01\x00\x10\x00{'descr': <f2'}\n", []),
         ("trunc.npy", b"\x93NUMPY\x01\x00\xff\x00{'descr'", []),
         ("v9.npy", b"\x93NUMPY\x09\x00" + b"\0" * 20, []),
+        # 2^62 values of 4 bytes: the byte size wraps to 0 in 64 bits, which once passed as "no data needed"
+        ("wrap.npy", npy_bytes("<f4", (1 << 62,), b""), []),
+        ("wrap2.npy", npy_bytes("<f2", (1 << 31, 1 << 31, 4), b""), []),
     ]
     for name, data, extra in cases:
         r.write(name, data)
@@ -401,6 +405,145 @@ def case_safetensors(r, ctx):
     check(r.read("model.bin.spz") == r.read("m.safetensors.spz"), "sniffed safetensors gives the same container")
 
 
+def case_info_names(r, ctx):
+    """Item names are data: info prints control characters (C0, C1, DEL) and backslashes in them as \\xNN escapes,
+    so a name cannot drive the terminal; --json keeps the names exactly."""
+    names = ["plain", "esc\x1b]0;title\x07", "csi\x1b[31mred", "c1\u009b31m", "del\x7f", "back\\slash",
+             "caf\u00e9 \u4e2d", "nl\nline"]
+    tensors = [(n, "F16", (2,), gen_values("fp16", 2, i)) for i, n in enumerate(names)]
+    r.write("names.safetensors", safetensors_bytes(tensors))
+    r.ok(["compress", "-q", "names.safetensors"])
+    text = r.ok(["info", "names.safetensors.spz"])
+    check("\x1b" not in text and "\x07" not in text and "\x7f" not in text and "\u009b" not in text,
+          "a control character reached the output")
+    check("caf\u00e9 \u4e2d" in text, "valid UTF-8 names print as they are")
+    info = json.loads(r.ok(["info", "--json", "names.safetensors.spz"], record=False))
+    check(sorted(it["name"] for it in info["item_list"]) == sorted(names + ["__header__"]), "json names exact")
+
+
+FRAME_VALUES = 1 << 22  # kStreamFrameValues of cli/codec.h: raw inputs are cut into frames of this many values
+
+
+def run_measured(exe, args, cwd, stdin_path):
+    """Runs the tool; returns (exit code, stderr text, its peak RSS in MB). The peak is the high-water mark VmHWM of
+    the tool's own address space, read from /proc while it runs (ru_maxrss would include this script's RSS, which a
+    child inherits as its starting mark across fork and exec)."""
+    err_path = os.path.join(cwd, ".stderr")
+    peak_kb = 0
+    with open(stdin_path or os.devnull, "rb") as fin, open(err_path, "wb") as ferr:
+        proc = subprocess.Popen([exe] + args, cwd=cwd, stdin=fin, stdout=subprocess.DEVNULL, stderr=ferr)
+        status_path = "/proc/%d/status" % proc.pid
+        while proc.poll() is None:
+            try:
+                with open(status_path) as f:
+                    for line in f:
+                        if line.startswith("VmHWM:"):
+                            peak_kb = max(peak_kb, int(line.split()[1]))
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.005)
+    with open(err_path, "rb") as f:
+        err = f.read().decode("utf-8", "replace")
+    os.unlink(err_path)
+    return proc.returncode, err, peak_kb / 1024.0
+
+
+def case_stream(r, ctx):
+    """Raw inputs stream as frames of 4 Mi values back to back; files of concatenated frames decompress to the
+    concatenation (zstd semantics) and info lists them; trailing garbage and truncation are errors; a bad file in a
+    list is reported and the others still done; the input's times are kept; memory stays bounded."""
+    # 2.5 frames of fp8 plus a few values: three frames.
+    n = 2 * FRAME_VALUES + FRAME_VALUES // 2 + 3
+    chunk = gen_values("fp8_e4m3", 4096, 31)
+    data = (chunk * (n // 4096 + 1))[:n]
+    r.write("big.bin", data)
+    os.utime(r.path("big.bin"), (1000000000, 1000000000))
+    r.ok(["compress", "-q", "--dtype", "fp8_e4m3", "big.bin"])
+    check(os.stat(r.path("big.bin.spz")).st_mtime == 1000000000, "compress keeps the input's mtime")
+    r.ok(["info", "big.bin.spz"])
+    info = json.loads(r.ok(["info", "--json", "big.bin.spz"], record=False))
+    check(info["type"] == "frames" and info["frames"] == 3 and info["values"] == n, "info counts the frames")
+    check([f["values"] for f in info["frame_list"]] == [FRAME_VALUES, FRAME_VALUES, n - 2 * FRAME_VALUES],
+          "frames of 4 Mi values")
+    check(info["compressed_size"] == os.path.getsize(r.path("big.bin.spz")), "info's total is the file size")
+    os.rename(r.path("big.bin"), r.path("orig.bin"))
+    r.ok(["decompress", "-q", "big.bin.spz"])
+    same_bytes(r, "big.bin", "orig.bin")
+    check(os.stat(r.path("big.bin")).st_mtime == 1000000000, "decompress keeps the input's mtime")
+    r.ok(["decompress", "-t", "big.bin.spz"])
+    # stdin to stdout: the same bytes as file to file
+    out = r.ok(["compress", "--dtype", "fp8_e4m3", "-c", "-"], stdin=data, binary_stdout=True)
+    check(out == r.read("big.bin.spz"), "streamed stdin gives the file's frames")
+    back = r.ok(["decompress", "-c", "-"], stdin=out, binary_stdout=True)
+    check(back == data, "stdin decompresses")
+    # concatenated files: frames of two dtypes back to back decompress to the concatenation
+    r.write("a.bin", gen_values("bf16", 1000, 32))
+    r.write("b.bin", gen_values("fp16", 777, 33))
+    r.ok(["compress", "-q", "--dtype", "bf16", "a.bin"])
+    r.ok(["compress", "-q", "--dtype", "fp16", "b.bin"])
+    r.write("ab.spz", r.read("a.bin.spz") + r.read("b.bin.spz"))
+    r.ok(["decompress", "-q", "ab.spz"])
+    check(r.read("ab") == r.read("a.bin") + r.read("b.bin"), "concatenated frames decompress to the concatenation")
+    r.ok(["info", "ab.spz"])
+    # errors: garbage after a frame, a truncated frame; no output left behind
+    r.write("junk.spz", r.read("a.bin.spz") + b"junk")
+    r.fails(["decompress", "junk.spz"])
+    r.fails(["info", "junk.spz"])
+    r.write("cut.spz", r.read("ab.spz")[:-1])
+    r.fails(["decompress", "cut.spz"])
+    check(not os.path.exists(r.path("junk")) and not os.path.exists(r.path("cut")), "no partial output")
+    # a list with a bad file in the middle: reported, the others done, exit 1
+    r.write("odd.bin", b"\x01\x02\x03")
+    for f in ("a.bin.spz", "b.bin.spz"):
+        os.unlink(r.path(f))
+    r.fails(["compress", "--dtype", "bf16", "-q", "a.bin", "odd.bin", "b.bin"])
+    check(os.path.exists(r.path("a.bin.spz")) and os.path.exists(r.path("b.bin.spz")), "the good files are done")
+    check(not os.path.exists(r.path("odd.bin.spz")), "the bad one leaves nothing")
+
+
+def case_stream_memory(r, ctx):
+    """Compressing and decompressing a 256 MiB raw file, from a file and through pipes, stays under 64 MB of RSS."""
+    size = 256 << 20
+    block = gen_values("bf16", 1 << 15, 41)
+    with open(r.path("big.bin"), "wb") as f:
+        for _ in range(size // len(block)):
+            f.write(block)
+    limit = 64.0
+    steps = [
+        (["compress", "-q", "--dtype", "bf16", "big.bin"], None),
+        (["decompress", "-q", "-f", "big.bin.spz", "-o", "back.bin"], None),
+        (["decompress", "-t", "-q", "big.bin.spz"], None),
+        (["info", "big.bin.spz"], None),
+        (["compress", "-q", "--dtype", "bf16", "-c", "-"], "big.bin"),
+        (["decompress", "-q", "-c", "-"], "big.bin.spz"),
+    ]
+    for args, stdin_file in steps:
+        rc, err, rss = run_measured(r.exe, args, r.work, r.path(stdin_file) if stdin_file else None)
+        check(rc == 0, "splitzip %s failed: %s" % (" ".join(args), err))
+        check(rss <= limit, "splitzip %s: max RSS %.1f MB > %.0f MB" % (" ".join(args), rss, limit))
+    same_bytes(r, "big.bin", "back.bin")
+    r.note("max RSS of every step under %.0f MB" % limit)
+
+
+def case_many_items(r, ctx):
+    """A .safetensors file of 30,000 tensors (names not in index order): compress, info and decompress each take
+    time about linear in the number of items (a pairwise index check took tens of seconds per command)."""
+    n = 30000
+    tensors = [("t%05d" % ((i * 7919) % n), "BF16", (1,), gen_values("bf16", 1, 0)) for i in range(n)]
+    r.write("many.safetensors", safetensors_bytes(tensors))
+    limit = 20.0
+    for args in (["compress", "-q", "many.safetensors"], ["info", "--json", "many.safetensors.spz"],
+                 ["decompress", "-q", "-f", "many.safetensors.spz", "-o", "back.safetensors"]):
+        t0 = time.monotonic()
+        out = r.ok(args, record=False)
+        seconds = time.monotonic() - t0
+        check(seconds < limit, "splitzip %s took %.1f s for %d items (limit %.0f s)" % (" ".join(args), seconds, n,
+                                                                                      limit))
+        if args[0] == "info":
+            check(json.loads(out)["items"] == n + 1, "info counts every tensor and the header")
+    same_bytes(r, "many.safetensors", "back.safetensors")
+
+
 def case_safetensors_errors(r, ctx):
     base = sorted(os.listdir(r.work))
     good = gen_values("bf16", 8, 1)
@@ -417,6 +560,10 @@ def case_safetensors_errors(r, ctx):
         ("json.safetensors", struct.pack("<Q", 5) + b"{'a':" + good),
         ("hlen.safetensors", struct.pack("<Q", 1000) + b"{}"),
         ("tiny.safetensors", b"\x01\x02"),
+        # shapes whose byte size wraps to 0 in 64 bits: a stored tensor once kept the bogus shape
+        ("wrap.safetensors", raw_st({"a": {"dtype": "I32", "shape": [1 << 62], "data_offsets": [0, 0]}}, good)),
+        ("wrapf.safetensors", raw_st({"a": {"dtype": "F32", "shape": [1 << 31, 1 << 31], "data_offsets": [0, 0]}},
+                                     good)),
     ]
     for name, data in cases:
         r.write(name, data)
@@ -623,6 +770,10 @@ CASES = {
     "npy_errors": case_npy_errors,
     "safetensors": case_safetensors,
     "safetensors_errors": case_safetensors_errors,
+    "many_items": case_many_items,
+    "stream": case_stream,
+    "stream_memory": case_stream_memory,
+    "info_names": case_info_names,
     "errors": case_errors,
     "corrupt": case_corrupt,
     "interrupt": case_interrupt,
