@@ -83,6 +83,8 @@ sz_status check_item(const sz_item& x, uint64_t index_offset, sz_status bad) {
     if (!dtype_known(x.dtype)) return bad;
   } else if (x.kind == SZ_ITEM_STORED) {
     if (x.dtype != 0 || x.data_size != x.original_size) return bad;
+  } else if (x.kind == SZ_ITEM_BOOK) {  // not part of the original file (§6.3)
+    if (x.dtype != 0 || x.ndim != 0 || x.original_offset != 0 || x.original_size != 0) return bad;
   } else {
     return bad;
   }
@@ -218,8 +220,15 @@ sz_status open_layout(const void* src, size_t src_size, Layout* l) {
   return SZ_OK;
 }
 
-// A frame item's header must agree with its entry: dtype, frame size, number of values.
+// A frame item's header must agree with its entry: dtype, frame size, number of values. A channel book item must
+// be a valid book file of exactly its size.
 sz_status check_frame_entry(const Layout& l, const sz_item& x) {
+  if (x.kind == SZ_ITEM_BOOK) {
+    sz_channel_book b;
+    const sz_status s = sz_channel_book_parse(l.base + x.data_offset, (size_t)x.data_size, &b);
+    if (s != SZ_OK) return s;
+    return sz_channel_book_file_size(&b) == x.data_size ? SZ_OK : SZ_ERROR_CORRUPT;
+  }
   if (x.kind != SZ_ITEM_FRAME) return SZ_OK;
   detail::FrameHeader h;
   const sz_status s = detail::parse_frame_header_only(l.base + x.data_offset, (size_t)x.data_size, &h);

@@ -7,6 +7,9 @@
 #include "layout.h"
 #include "splitzip/splitzip.h"
 
+static_assert(splitzip::layout::kFlagChecksums == SZ_FLAG_CHECKSUMS && splitzip::layout::kFlagChannels == SZ_FLAG_CHANNELS,
+              "the public frame flags are the format's");
+
 namespace splitzip {
 namespace detail {
 

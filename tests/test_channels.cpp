@@ -275,3 +275,85 @@ TEST(Channels, RealKvRatioAboveGlobalCodebook) {
 }
 
 }  // namespace
+
+// A container of a channel book (item kind 3) and a version 2 frame (§6.3): accepted and decodable with the book it
+// holds; a book item that claims original bytes, a shape or a dtype is refused by the writer and the reader; a book
+// item whose bytes are not a book is refused by the reader.
+TEST(Channels, ContainerHoldsTheBookItsFramesUse) {
+  const uint32_t period = 64, tensors = 2;
+  const uint64_t tokens = 100, n = tokens * period;
+  const std::vector<uint8_t> values = sztest::channel_values(SZ_DTYPE_BF16, tensors, tokens, period, 9);
+  const Book b = calibrated(values, SZ_DTYPE_BF16, tensors, tokens, period, 3);
+  std::vector<uint8_t> file(sz_channel_book_file_size(&b.book));
+  size_t fs = 0;
+  ASSERT_EQ(sz_channel_book_serialize(&b.book, file.data(), file.size(), &fs), SZ_OK);
+  sz_status s;
+  const std::vector<uint8_t> frame =
+      compress_ch(false, values.data() + n * 2, n, SZ_DTYPE_BF16, b.book, 1, sz_params_default(), &s);
+  ASSERT_EQ(s, SZ_OK);
+
+  auto build = [&](const sz_item& book_item, std::vector<uint8_t>* c) {
+    const uint64_t frame_at = (64 + file.size() + 63) / 64 * 64;
+    std::vector<sz_item> items(2, sz_item{});
+    items[0] = book_item;
+    items[0].data_offset = 64;
+    items[0].data_size = file.size();
+    items[1].kind = SZ_ITEM_FRAME;
+    items[1].dtype = SZ_DTYPE_BF16;
+    items[1].name = "layer0.v";
+    items[1].name_size = 8;
+    items[1].original_size = n * 2;
+    items[1].data_offset = frame_at;
+    items[1].data_size = frame.size();
+    const uint64_t index_offset = frame_at + frame.size();
+    uint64_t tail = 0;
+    sz_status st = sz_container_index_size(items.data(), 2, &tail);
+    if (st != SZ_OK) return st;
+    c->assign(index_offset + tail, 0);
+    EXPECT_EQ(sz_container_write_header(c->data(), c->size()), SZ_OK);
+    memcpy(c->data() + 64, file.data(), file.size());
+    memcpy(c->data() + frame_at, frame.data(), frame.size());
+    size_t w = 0;
+    return sz_container_write_index(items.data(), 2, index_offset, c->data() + index_offset, (size_t)tail, &w);
+  };
+  sz_item bi{};
+  bi.kind = SZ_ITEM_BOOK;
+  bi.name = "channel_book";
+  bi.name_size = 12;
+  std::vector<uint8_t> c;
+  ASSERT_EQ(build(bi, &c), SZ_OK);
+  uint32_t count = 0;
+  ASSERT_EQ(sz_container_open(c.data(), c.size(), &count), SZ_OK);
+  ASSERT_EQ(count, 2u);
+  sz_item items[2];
+  ASSERT_EQ(sz_container_items(c.data(), c.size(), items, 2, &count), SZ_OK);
+  EXPECT_EQ(items[0].kind, SZ_ITEM_BOOK);
+  sz_channel_book in;
+  ASSERT_EQ(sz_channel_book_parse(c.data() + items[0].data_offset, (size_t)items[0].data_size, &in), SZ_OK);
+  EXPECT_EQ(in.id, b.book.id);
+  std::vector<uint8_t> out(n * 2);
+  size_t got = 0;
+  EXPECT_EQ(sz_decompress(c.data() + items[1].data_offset, (size_t)items[1].data_size, out.data(), out.size(), &got, 1),
+            SZ_ERROR_BOOK_MISMATCH);
+  ASSERT_EQ(sz_decompress_book(c.data() + items[1].data_offset, (size_t)items[1].data_size, &in, out.data(),
+                               out.size(), &got, 1),
+            SZ_OK);
+  EXPECT_EQ(memcmp(out.data(), values.data() + n * 2, out.size()), 0);
+
+  // Writer: a book item is not part of the original file.
+  for (int field = 0; field < 3; ++field) {
+    sz_item bad = bi;
+    if (field == 0) bad.original_size = 1;
+    if (field == 1) bad.ndim = 1, bad.shape[0] = 1;
+    if (field == 2) bad.dtype = SZ_DTYPE_BF16;
+    std::vector<uint8_t> x;
+    EXPECT_EQ(build(bad, &x), SZ_ERROR_INVALID_ARGUMENT) << "field " << field;
+  }
+  // Reader: a book item whose bytes no longer parse as a book.
+  {
+    std::vector<uint8_t> x = c;
+    x[64 + 5] = 99;  // the book's dtype byte: the book no longer parses
+    EXPECT_NE(sz_container_open(x.data(), x.size(), &count), SZ_OK);
+    EXPECT_NE(sz_container_items(x.data(), x.size(), items, 2, &count), SZ_OK);
+  }
+}

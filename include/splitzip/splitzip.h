@@ -225,6 +225,9 @@ SZ_API sz_status sz_channel_calibrate(const uint32_t* counts, sz_dtype dtype, ui
 
 /** Frame flag: per-chunk XXH3 checksums of the uncompressed data (docs/FORMAT.md §4.6). */
 #define SZ_FLAG_CHECKSUMS 1u
+/** Frame flag set in exactly the version 2 frames (channel windows, §4.9); written by the codec, never passed in
+ *  sz_params.flags. */
+#define SZ_FLAG_CHANNELS 2u
 
 /** Upper bound of a frame's size for n values (docs/FORMAT.md §4.8), valid for every chunk size >= 2^8.
  *  Also a macro for static buffers (valid for n < 2^48). Returns 0 for an unknown dtype and for n >= 2^48, a
@@ -355,11 +358,13 @@ SZ_API sz_status sz_decompress_dctx(sz_dctx* dctx, const void* src, size_t src_s
 #define SZ_MAX_NDIM 8
 #define SZ_MAX_NAME 4096
 
-typedef enum sz_item_kind { SZ_ITEM_FRAME = 1, SZ_ITEM_STORED = 2 } sz_item_kind;
+/** FRAME: a frame of the original file's values; STORED: original bytes kept as they are; BOOK: a channel book
+ *  file (§5.2) that later version 2 frames of the container refer to (not part of the original file). */
+typedef enum sz_item_kind { SZ_ITEM_FRAME = 1, SZ_ITEM_STORED = 2, SZ_ITEM_BOOK = 3 } sz_item_kind;
 
 typedef struct sz_item {
   uint8_t kind;  /* sz_item_kind */
-  uint8_t dtype; /* kind FRAME: the frame's dtype; STORED: 0 */
+  uint8_t dtype; /* kind FRAME: the frame's dtype; STORED, BOOK: 0 */
   uint8_t ndim;
   uint8_t reserved;
   uint16_t name_size;
