@@ -1,5 +1,6 @@
 // cmd_calibrate.cpp — `splitzip calibrate SAMPLES... -o CODEBOOK`: one exponent histogram over all samples, then
-// the library's calibration (sz_calibrate), written as a codebook file (docs/FORMAT.md §5).
+// the library's calibration (sz_calibrate), written as a codebook file (docs/FORMAT.md §5). With --kv-shape the
+// samples are raw KV caches and the output is a channel book (§5.2): per-channel histograms, sz_channel_calibrate.
 #include "codec.h"
 #include "commands.h"
 #include "common.h"
@@ -7,13 +8,64 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
+#include <vector>
 
 namespace splitzip_cli {
+
+namespace {
+
+template <class Options>
+int calibrate_channels(const Options& o, std::optional<sz_dtype> dtype) {
+  if (!dtype) throw CliError("--kv-shape needs --dtype (the samples are raw KV caches)");
+  if (o.format != "auto" && o.format != "raw") throw CliError("--kv-shape reads raw KV files, not --format " + o.format);
+  if (o.code_bits > 4) throw CliError("--code-bits must be 0..4");
+  const KvShape shape = parse_kv_shape(o.kv_shape);
+  const uint32_t tensors = shape.tensors(), period = shape.period();
+  const size_t hist_size = sz_channel_histogram_size(*dtype, tensors, period);
+  if (hist_size == 0) throw CliError(std::string("no channel book for ") + sz_dtype_name(*dtype) + " of this shape");
+  std::vector<uint32_t> counts(hist_size / sizeof(uint32_t), 0u);
+  OutputFile out(o.output, o.force);
+  Progress progress(!o.quiet);
+  uint64_t values = 0;
+  for (const std::string& path : o.samples) {
+    const std::string file = display_name(path);
+    Buffer data = read_input(path, &progress);
+    const uint64_t tokens = shape.tokens_of(data.size(), *dtype, file);
+    check_status(sz_channel_histogram_add(counts.data(), *dtype, tensors, period, data.data(), tokens), file);
+    values += data.size() / sz_dtype_size(*dtype);
+  }
+  progress.finish();
+  std::vector<uint8_t> bases(size_t(tensors) * period);
+  unsigned k = 0;
+  double bits = 0;
+  check_status(sz_channel_calibrate(counts.data(), *dtype, tensors, period, o.code_bits, bases.data(), &k, &bits),
+               "calibration");
+  sz_channel_book book;
+  check_status(sz_channel_book_init(&book, *dtype, k, period, tensors, bases.data()), "channel book");
+  Buffer bytes{sz_channel_book_file_size(&book)};
+  size_t size = 0;
+  check_status(sz_channel_book_serialize(&book, bytes.data(), bytes.size(), &size), "channel book");
+  out.write(bytes.data(), size);
+  out.commit();
+  if (!o.quiet) {
+    const unsigned width = unsigned(sz_dtype_size(*dtype) * 8), rest = width - sz_dtype_exponent_bits(*dtype);
+    std::fprintf(stderr,
+                 "%s: %s channel book from %llu values: %u tensors x %u channels, k=%u, id %016llx; predicted %.4f "
+                 "exponent bits/value, ratio %.4f\n",
+                 o.output.c_str(), sz_dtype_name(*dtype), (unsigned long long)values, tensors, period, k,
+                 (unsigned long long)book.id, bits, double(width) / (rest + bits));
+  }
+  return 0;
+}
+
+}  // namespace
 
 Command add_calibrate_command(CLI::App& app) {
   struct Options {
     std::vector<std::string> samples;
-    std::string output, dtype, format = "auto";
+    std::string output, dtype, format = "auto", kv_shape;
+    unsigned code_bits = 0;
     bool force = false;
     bool quiet = false;
   };
@@ -26,12 +78,19 @@ Command add_calibrate_command(CLI::App& app) {
   sub->add_option("-o,--output", o->output, "Codebook file to write")->required();
   sub->add_option("--dtype,-d", o->dtype, "bf16|fp16|fp32|fp8_e4m3|fp8_e5m2");
   sub->add_option("--format", o->format, "Input format: auto, raw, npy, safetensors")->default_val("auto");
+  sub->add_option("--kv-shape", o->kv_shape,
+                  "L,2,T,H,D: the samples are raw KV caches [layers][K, V][tokens][kv_heads][head_dim] (T may be *: "
+                  "each file's own); writes a channel book with a window per (layer, K/V, head, dim)");
+  sub->add_option("--code-bits,-k", o->code_bits, "With --kv-shape: code width 1..4 (0: the best for the samples)")
+      ->default_val(0);
   sub->add_flag("-f,--force", o->force, "Overwrite an existing codebook file");
   sub->add_flag("-q,--quiet", o->quiet, "Print no summary");
 
   auto run = [o]() -> int {
     std::optional<sz_dtype> dtype;
     if (!o->dtype.empty()) dtype = parse_dtype(o->dtype);
+    if (!o->kv_shape.empty()) return calibrate_channels(*o, dtype);
+    if (o->code_bits != 0) throw CliError("--code-bits is for channel books (--kv-shape)");
     InputFormat format = parse_format(o->format);
     OutputFile out(o->output, o->force);
     std::optional<sz_dtype> hist_dtype = dtype;

@@ -118,7 +118,7 @@ double since(std::chrono::steady_clock::time_point t0) {
 
 Command add_compress_command(CLI::App& app) {
   struct Options : CommonOptions {
-    std::string dtype, codebook, kind = "generic", format = "auto";
+    std::string dtype, codebook, kind = "generic", format = "auto", kv_shape;
     unsigned chunk_log2 = SZ_DEFAULT_CHUNK_LOG2;
     bool no_checksum = false;
   };
@@ -132,7 +132,11 @@ Command add_compress_command(CLI::App& app) {
   sub->add_option("--dtype,-d", o->dtype, "Value type of raw input: bf16|fp16|fp32|fp8_e4m3|fp8_e5m2");
   sub->add_option("--format", o->format, "Input format: auto (by extension, then magic), raw, npy, safetensors")
       ->default_val("auto");
-  sub->add_option("--codebook", o->codebook, "Codebook file from `splitzip calibrate` (else the default codebook)");
+  sub->add_option("--codebook", o->codebook,
+                  "Codebook or channel book file from `splitzip calibrate` (else the default codebook)");
+  sub->add_option("--kv-shape", o->kv_shape,
+                  "L,2,T,H,D: the input is a raw KV cache [layers][K, V][tokens][kv_heads][head_dim] (T may be *); "
+                  "with a channel book (--codebook) it becomes a container of the book and one frame per tensor");
   sub->add_option("--kind", o->kind, "Default codebook to use: k, v or generic")->default_val("generic");
   sub->add_option("--chunk-log2", o->chunk_log2, "Chunk size as log2 of values, 8..16")
       ->default_val(SZ_DEFAULT_CHUNK_LOG2);
@@ -148,7 +152,17 @@ Command add_compress_command(CLI::App& app) {
     InputFormat format = parse_format(o->format);
     CodebookChoice codebooks;
     codebooks.kind = parse_kind(o->kind);
-    if (!o->codebook.empty()) codebooks.user = load_codebook_file(o->codebook);
+    std::optional<LoadedBook> book;
+    std::optional<KvShape> kv;
+    if (!o->kv_shape.empty()) kv = parse_kv_shape(o->kv_shape);
+    if (!o->codebook.empty()) {
+      Buffer bytes = read_input(o->codebook);
+      if (is_channel_book_file(bytes)) book = load_channel_book(std::move(bytes), display_name(o->codebook));
+      else codebooks.user = load_codebook_file(o->codebook);
+    }
+    if (book && !kv) throw CliError("a channel book needs --kv-shape (which tensor and channel each value is)");
+    if (kv && !book) throw CliError("--kv-shape needs a channel book (--codebook FILE from `splitzip calibrate --kv-shape`)");
+    if (kv && !dtype) throw CliError("--kv-shape needs --dtype (the input is a raw KV cache)");
     sz_params params = sz_params_default();
     params.chunk_log2 = o->chunk_log2;
     params.threads = o->threads;
@@ -172,7 +186,18 @@ Command add_compress_command(CLI::App& app) {
         OutputFile out(output, o->force, input);
         Progress progress(!o->quiet);
         StreamResult r;
-        if (fmt == InputFormat::kRaw) {
+        if (kv) {
+          if (fmt != InputFormat::kRaw) throw CliError(display_name(input) + ": --kv-shape takes a raw KV file");
+          check_raw_input(head.data(), head.size(), input, format == InputFormat::kAuto, dtype);
+          progress.phase("reading", display_name(input), in.size_hint());
+          Buffer data = in.read_all(&progress);
+          Compressed result = compress_kv(data.data(), data.size(), *dtype, *kv, *book, params, display_name(input),
+                                          &progress);
+          progress.phase("writing", output == "-" ? std::string("stdout") : display_name(output), result.size());
+          for (const Buffer& part : result.parts) out.write(part.data(), part.size(), &progress);
+          r.in = data.size();
+          r.out = result.size();
+        } else if (fmt == InputFormat::kRaw) {
           check_raw_input(head.data(), head.size(), input, format == InputFormat::kAuto, dtype);
           progress.phase("compressing", display_name(input), in.size_hint());
           r = compress_raw_stream(in, &out, *dtype, codebooks, params, display_name(input), &progress);

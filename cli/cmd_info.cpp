@@ -31,6 +31,32 @@ std::string codebook_text(const sz_codebook& cb) {
   return "k=" + std::to_string(cb.code_bits) + ", " + std::to_string(cb.count) + " entries: " + codebook_values(cb);
 }
 
+// How a frame maps exponents to codes: its codebook (version 1) or channel windows from a channel book (version 2).
+std::string mapping_text(const sz_frame_info& f) {
+  if (f.version >= SZ_FORMAT_VERSION_CHANNELS)
+    return "channel windows, k=" + std::to_string(f.codebook.code_bits);
+  return "codebook " + codebook_text(f.codebook);
+}
+
+std::string book_text(const sz_channel_book& b) {
+  char id[17];
+  std::snprintf(id, sizeof id, "%016llx", (unsigned long long)b.id);
+  return std::string(sz_dtype_name(sz_dtype(b.dtype))) + ", k=" + std::to_string(b.code_bits) + ", " +
+         std::to_string(b.tensors) + " tensors x " + std::to_string(b.period) + " channels, id " + id;
+}
+
+ordered_json book_json(const sz_channel_book& b) {
+  ordered_json j;
+  j["dtype"] = sz_dtype_name(sz_dtype(b.dtype));
+  j["code_bits"] = b.code_bits;
+  j["tensors"] = b.tensors;
+  j["period"] = b.period;
+  char id[17];
+  std::snprintf(id, sizeof id, "%016llx", (unsigned long long)b.id);
+  j["id"] = id;
+  return j;
+}
+
 ordered_json codebook_json(const sz_codebook& cb) {
   ordered_json j;
   j["dtype"] = dtype_str(cb.dtype);
@@ -44,7 +70,8 @@ ordered_json codebook_json(const sz_codebook& cb) {
 std::string flags_text(uint32_t flags) {
   std::string s;
   if (flags & SZ_FLAG_CHECKSUMS) s = "checksums";
-  if (flags & ~SZ_FLAG_CHECKSUMS) s += (s.empty() ? "" : ", ") + std::string("unknown bits");
+  if (flags & SZ_FLAG_CHANNELS) s += (s.empty() ? "" : ", ") + std::string("channels");
+  if (flags & ~(SZ_FLAG_CHECKSUMS | SZ_FLAG_CHANNELS)) s += (s.empty() ? "" : ", ") + std::string("unknown bits");
   return s.empty() ? "none" : s;
 }
 
@@ -64,7 +91,13 @@ ordered_json frame_json(const sz_frame_info& f) {
   j["coded_chunks"] = f.coded_chunks;
   j["raw_chunks"] = f.raw_chunks;
   j["checksums"] = (f.flags & SZ_FLAG_CHECKSUMS) != 0;
-  j["codebook"] = codebook_json(f.codebook);
+  if (f.version >= SZ_FORMAT_VERSION_CHANNELS) {
+    ordered_json w;
+    w["code_bits"] = f.codebook.code_bits;
+    j["channel_windows"] = w;
+  } else {
+    j["codebook"] = codebook_json(f.codebook);
+  }
   return j;
 }
 
@@ -128,7 +161,7 @@ void info_frames(const std::string& file, const std::vector<sz_frame_info>& fram
   std::vector<std::string> seen;
   for (const sz_frame_info& f : frames) {
     std::string line = "frames: chunk " + std::to_string(uint64_t(1) << f.chunk_log2) + " values, flags " +
-                       flags_text(f.flags) + ", " + dtype_str(f.dtype) + " codebook " + codebook_text(f.codebook);
+                       flags_text(f.flags) + ", " + dtype_str(f.dtype) + " " + mapping_text(f);
     if (std::find(seen.begin(), seen.end(), line) != seen.end()) continue;
     seen.push_back(line);
     text << "  " << line << "\n";
@@ -167,7 +200,8 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
          << "  chunks        " << f.n_chunks << " of " << (uint64_t(1) << f.chunk_log2) << " values: "
          << f.coded_chunks << " coded, " << f.raw_chunks << " raw\n"
          << "  flags         " << flags_text(f.flags) << "\n"
-         << "  codebook      " << codebook_text(f.codebook) << "\n";
+         << "  codebook      "
+         << (f.version >= SZ_FORMAT_VERSION_CHANNELS ? mapping_text(f) : codebook_text(f.codebook)) << "\n";
     return;
   }
   Buffer data = in.read_all();
@@ -180,8 +214,11 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
     const uint32_t count = uint32_t(items.size());
     uint64_t original = 0;
     std::vector<sz_frame_info> frames(count);
+    std::vector<sz_channel_book> books(count);
     for (uint32_t i = 0; i < count; ++i) {
       original += items[i].original_size;
+      if (items[i].kind == SZ_ITEM_BOOK)  // validated by read_container_index
+        check_status(sz_channel_book_parse(p + items[i].data_offset, size_t(items[i].data_size), &books[i]), file);
       if (items[i].kind == SZ_ITEM_FRAME) {
         std::string what = file + ": item '" + printable_name(std::string(items[i].name, items[i].name_size)) + "'";
         check_status(sz_frame_info_get(p + items[i].data_offset, size_t(items[i].data_size), &frames[i]), what);
@@ -198,7 +235,7 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
       const sz_item& it = items[i];
       ordered_json e;
       e["name"] = std::string(it.name, it.name_size);
-      e["kind"] = it.kind == SZ_ITEM_FRAME ? "frame" : "stored";
+      e["kind"] = it.kind == SZ_ITEM_FRAME ? "frame" : it.kind == SZ_ITEM_BOOK ? "book" : "stored";
       std::vector<uint64_t> shape(it.shape, it.shape + it.ndim);
       e["shape"] = shape;
       e["original_offset"] = it.original_offset;
@@ -208,6 +245,8 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
       if (it.kind == SZ_ITEM_FRAME) {
         ordered_json fj = frame_json(frames[i]);
         for (auto f = fj.begin(); f != fj.end(); ++f) e[f.key()] = f.value();
+      } else if (it.kind == SZ_ITEM_BOOK) {
+        e["channel_book"] = book_json(books[i]);
       }
       list.push_back(e);
     }
@@ -231,26 +270,41 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
         esc = format_fixed(f.n_values ? 100.0 * double(f.escapes) / double(f.n_values) : 0.0, 3) + "%";
         chunks = std::to_string(f.coded_chunks) + "/" + std::to_string(f.raw_chunks);
       }
-      text << "  " << pad(std::to_string(i), 3, true) << "  " << pad(frame ? "frame" : "stored", 6) << "  "
+      const char* kind = frame ? "frame" : it.kind == SZ_ITEM_BOOK ? "book" : "stored";
+      text << "  " << pad(std::to_string(i), 3, true) << "  " << pad(kind, 6) << "  "
            << pad(frame ? dtype_str(it.dtype) : "-", 8) << "  " << pad(shape_text(it), 16) << "  "
            << pad(std::to_string(it.original_size), 10, true) << "  " << pad(std::to_string(it.data_size), 10, true)
            << "  " << pad(format_fixed(ratio(it.original_size, it.data_size), 4), 7, true) << "  "
            << pad(esc, 9, true) << "  " << pad(chunks, 11) << "  " << printable_name(std::string(it.name, it.name_size))
            << "\n";
     }
+    for (uint32_t i = 0; i < count; ++i)
+      if (items[i].kind == SZ_ITEM_BOOK) text << "  channel book: " << book_text(books[i]) << "\n";
     // Frame parameters, stated once for each distinct combination (per item in --json).
     std::vector<std::string> seen;
     for (uint32_t i = 0; i < count; ++i) {
       if (items[i].kind != SZ_ITEM_FRAME) continue;
       const sz_frame_info& f = frames[i];
       std::string line = "frames: chunk " + std::to_string(uint64_t(1) << f.chunk_log2) + " values, flags " +
-                         flags_text(f.flags) + ", " + dtype_str(f.dtype) + " codebook " + codebook_text(f.codebook);
+                         flags_text(f.flags) + ", " + dtype_str(f.dtype) + " " + mapping_text(f);
       bool dup = false;
       for (const std::string& l : seen) dup = dup || l == line;
       if (dup) continue;
       seen.push_back(line);
       text << "  " << line << "\n";
     }
+    return;
+  }
+  if (size >= 4 && p[0] == 'S' && p[1] == 'P' && p[2] == 'Z' && p[3] == 'K') {
+    sz_channel_book b;
+    check_status(sz_channel_book_parse(p, size, &b), file);
+    j["type"] = "channel_book";
+    j["channel_book"] = book_json(b);
+    if (json) {
+      *out = j;
+      return;
+    }
+    text << file << ": SplitZip channel book\n  " << book_text(b) << "\n";
     return;
   }
   if (size >= 4 && p[0] == 'S' && p[1] == 'P' && p[2] == 'Z' && p[3] == 'B') {

@@ -142,6 +142,134 @@ Compressed compress_plan(const uint8_t* data, size_t size, const InputPlan& plan
   return out;
 }
 
+KvShape parse_kv_shape(const std::string& text) {
+  std::vector<std::string> parts;
+  for (size_t p = 0;;) {
+    const size_t q = text.find(',', p);
+    parts.push_back(text.substr(p, q == std::string::npos ? std::string::npos : q - p));
+    if (q == std::string::npos) break;
+    p = q + 1;
+  }
+  const std::string bad = "--kv-shape '" + text + "': ";
+  if (parts.size() != 5) throw CliError(bad + "expected L,2,T,H,D (layers, K and V, tokens or *, kv_heads, head_dim)");
+  auto number = [&](const std::string& x, const char* what) -> uint64_t {
+    if (x.empty() || x.size() > 9 || x.find_first_not_of("0123456789") != std::string::npos || std::stoull(x) == 0)
+      throw CliError(bad + what + " must be a positive integer below 10^9, not '" + x + "'");
+    return std::stoull(x);
+  };
+  KvShape k;
+  k.layers = number(parts[0], "L");
+  if (parts[1] != "2") throw CliError(bad + "the second dimension is K and V: it must be 2");
+  k.tokens = parts[2] == "*" ? 0 : number(parts[2], "T");
+  k.heads = number(parts[3], "H");
+  k.dims = number(parts[4], "D");
+  if (2 * k.layers > SZ_MAX_TENSORS || k.heads * k.dims > SZ_MAX_PERIOD ||
+      2 * k.layers * k.heads * k.dims > (uint64_t(1) << 26))
+    throw CliError(bad + "a channel book holds at most " + std::to_string(SZ_MAX_TENSORS) + " tensors (2 L) of at most " +
+                   std::to_string(SZ_MAX_PERIOD) + " channels (H D), 2^26 channels in all");
+  return k;
+}
+
+uint64_t KvShape::tokens_of(uint64_t bytes, sz_dtype dtype, const std::string& file) const {
+  const uint64_t token_bytes = 2 * layers * heads * dims * sz_dtype_size(dtype);
+  if (bytes == 0 || bytes % token_bytes != 0)
+    throw CliError(file + ": " + std::to_string(bytes) + " bytes are not whole tokens of the --kv-shape (" +
+                   std::to_string(token_bytes) + " bytes of " + sz_dtype_name(dtype) + " per token)");
+  const uint64_t t = bytes / token_bytes;
+  if (tokens != 0 && t != tokens)
+    throw CliError(file + ": holds " + std::to_string(t) + " tokens but --kv-shape says " + std::to_string(tokens) +
+                   " (use * for files of different lengths)");
+  return t;
+}
+
+bool is_channel_book_file(const Buffer& bytes) {
+  static const uint8_t magic[4] = {'S', 'P', 'Z', 'K'};
+  return bytes.size() >= 4 && std::memcmp(bytes.data(), magic, 4) == 0;
+}
+
+LoadedBook load_channel_book(Buffer bytes, const std::string& file) {
+  LoadedBook b{std::move(bytes), {}};
+  const sz_status st = sz_channel_book_parse(b.bytes.data(), b.bytes.size(), &b.book);
+  if (st != SZ_OK) throw CliError(file + ": not a valid channel book file: " + status_text(st));
+  if (sz_channel_book_file_size(&b.book) != b.bytes.size())
+    throw CliError(file + ": not a valid channel book file: bytes after the book");
+  return b;
+}
+
+Compressed compress_kv(const uint8_t* data, size_t size, sz_dtype dtype, const KvShape& shape, const LoadedBook& lb,
+                       const sz_params& params, const std::string& file, Progress* progress) {
+  const sz_channel_book& book = lb.book;
+  if (book.dtype != uint8_t(dtype))
+    throw CliError(file + ": the channel book is for " + sz_dtype_name(sz_dtype(book.dtype)) + " but --dtype is " +
+                   sz_dtype_name(dtype));
+  if (book.tensors != shape.tensors() || book.period != shape.period())
+    throw CliError(file + ": the channel book has " + std::to_string(book.tensors) + " tensors of " +
+                   std::to_string(book.period) + " channels, --kv-shape gives " + std::to_string(shape.tensors()) +
+                   " of " + std::to_string(shape.period()));
+  const uint64_t tokens = shape.tokens_of(size, dtype, file);
+  const uint64_t n = tokens * shape.period(), tensor_bytes = n * sz_dtype_size(dtype);
+  if (progress) progress->phase("compressing", file, size);
+  const uint64_t bound = sz_compress_bound(n, dtype);
+  uint64_t capacity = align64(SZ_CONTAINER_HEADER_SIZE) + align64(lb.bytes.size()) + book.tensors * align64(bound);
+  Buffer body{size_t(capacity)};
+  std::memset(body.data(), 0, body.size());  // the padding between items
+  check_status(sz_container_write_header(body.data(), body.size()), file);
+  std::vector<sz_item> items;
+  std::vector<std::string> names;
+  names.reserve(book.tensors + 1);
+  names.push_back("channel_book");
+  for (uint32_t t = 0; t < book.tensors; ++t)
+    names.push_back("layer" + std::to_string(t / 2) + (t % 2 ? ".v" : ".k"));
+  uint64_t pos = align64(SZ_CONTAINER_HEADER_SIZE);
+  sz_item it;
+  std::memset(&it, 0, sizeof it);
+  it.kind = SZ_ITEM_BOOK;
+  it.name = names[0].data();
+  it.name_size = uint16_t(names[0].size());
+  it.data_offset = pos;
+  it.data_size = lb.bytes.size();
+  std::memcpy(body.data() + pos, lb.bytes.data(), lb.bytes.size());
+  items.push_back(it);
+  pos = align64(pos + it.data_size);
+  for (uint32_t t = 0; t < book.tensors; ++t) {
+    std::memset(&it, 0, sizeof it);
+    it.kind = SZ_ITEM_FRAME;
+    it.dtype = uint8_t(dtype);
+    it.ndim = 3;
+    it.shape[0] = tokens;
+    it.shape[1] = shape.heads;
+    it.shape[2] = shape.dims;
+    it.name = names[t + 1].data();
+    it.name_size = uint16_t(names[t + 1].size());
+    it.original_offset = t * tensor_bytes;
+    it.original_size = tensor_bytes;
+    it.data_offset = pos;
+    size_t written = 0;
+    check_status(sz_compress_channels(data + t * tensor_bytes, n, dtype, &book, t, &params, body.data() + pos,
+                                      size_t(capacity - pos), &written),
+                 file + ": tensor '" + names[t + 1] + "'");
+    it.data_size = written;
+    items.push_back(it);
+    pos = align64(pos + written);
+    if (progress) progress->advance(tensor_bytes);
+  }
+  // The last item ends the body (the index follows it directly).
+  pos = items.back().data_offset + items.back().data_size;
+  body.shrink(size_t(pos));
+  uint64_t index_size = 0;
+  check_status(sz_container_index_size(items.data(), uint32_t(items.size()), &index_size), file + ": container index");
+  Buffer index{size_t(index_size)};
+  size_t written = 0;
+  check_status(sz_container_write_index(items.data(), uint32_t(items.size()), pos, index.data(), index.size(),
+                                        &written),
+               file + ": container index");
+  index.shrink(written);
+  Compressed out;
+  out.parts.push_back(std::move(body));
+  out.parts.push_back(std::move(index));
+  return out;
+}
+
 std::vector<sz_item> read_container_index(const uint8_t* data, size_t size, const std::string& file) {
   uint32_t count = 0;
   check_status(sz_container_items(data, size, nullptr, 0, &count), file);
@@ -272,6 +400,14 @@ Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const 
   }
   if (sz_is_container(data, size)) {
     std::vector<sz_item> items = read_container_index(data, size, file);
+    // Channel books (validated by read_container_index), found by the id that version 2 frames name.
+    std::vector<sz_channel_book> books;
+    for (const sz_item& it : items) {
+      if (it.kind != SZ_ITEM_BOOK) continue;
+      sz_channel_book b;
+      check_status(sz_channel_book_parse(data + it.data_offset, size_t(it.data_size), &b), file);
+      books.push_back(b);
+    }
     Dctx ctx(threads);
     const uint32_t count = uint32_t(items.size());
     uint64_t total = 0;
@@ -286,7 +422,9 @@ Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const 
         check_status(SZ_ERROR_CORRUPT, what);
       const uint8_t* src = data + it.data_offset;
       uint8_t* dst = out.data() + it.original_offset;
-      if (it.kind == SZ_ITEM_STORED) {
+      if (it.kind == SZ_ITEM_BOOK) {
+        continue;  // not part of the original file
+      } else if (it.kind == SZ_ITEM_STORED) {
         if (it.data_size != it.original_size) check_status(SZ_ERROR_CORRUPT, what);
         if (it.data_size) std::memcpy(dst, src, size_t(it.data_size));
       } else {
@@ -296,8 +434,19 @@ Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const 
             info.decompressed_size != it.original_size)
           check_status(SZ_ERROR_CORRUPT, what);
         size_t written = 0;
-        check_status(sz_decompress_dctx(ctx.p, src, size_t(it.data_size), dst, size_t(it.original_size), &written),
-                     what);
+        uint64_t book_id = 0;
+        if (sz_frame_book_ref(src, size_t(it.data_size), &book_id, nullptr, nullptr) == SZ_OK) {
+          const sz_channel_book* book = nullptr;
+          for (const sz_channel_book& b : books)
+            if (b.id == book_id) book = &b;
+          if (book == nullptr) check_status(SZ_ERROR_BOOK_MISMATCH, what + " (its channel book is not in the container)");
+          check_status(sz_decompress_book(src, size_t(it.data_size), book, dst, size_t(it.original_size), &written,
+                                          threads),
+                       what);
+        } else {
+          check_status(sz_decompress_dctx(ctx.p, src, size_t(it.data_size), dst, size_t(it.original_size), &written),
+                       what);
+        }
         if (written != it.original_size) check_status(SZ_ERROR_CORRUPT, what);
       }
       if (progress) progress->advance(it.original_size);

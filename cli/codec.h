@@ -75,6 +75,34 @@ class FrameReader {
   uint64_t frames_ = 0, consumed_ = 0;
 };
 
+// The layout of a raw KV cache file as ../shared/data has it: [layers][2 (K, V)][tokens][kv_heads][head_dim] values.
+// tokens 0: any (each file's own, from its size). A channel book has 2 * layers tensors of kv_heads * head_dim
+// channels; tensor 2 l + j is layer l's K (j = 0) or V (j = 1), tokens * period values starting at its offset.
+struct KvShape {
+  uint64_t layers = 0, tokens = 0, heads = 0, dims = 0;
+  uint32_t tensors() const { return uint32_t(2 * layers); }
+  uint32_t period() const { return uint32_t(heads * dims); }
+  // The tokens of a file of `bytes` bytes of `dtype`; throws CliError naming `file` when it holds no whole tokens
+  // or another number than the shape says.
+  uint64_t tokens_of(uint64_t bytes, sz_dtype dtype, const std::string& file) const;
+};
+// Parses "L,2,T,H,D" (T may be "*": any); throws CliError.
+KvShape parse_kv_shape(const std::string& text);
+
+// A channel book file (docs/FORMAT.md §5.2) and the bytes its bases point into.
+struct LoadedBook {
+  Buffer bytes;
+  sz_channel_book book;
+};
+// Is this file's content a channel book (by its magic)?
+bool is_channel_book_file(const Buffer& bytes);
+LoadedBook load_channel_book(Buffer bytes, const std::string& file);
+
+// Compresses a raw KV file with a channel book: a container of the book (kind 3) and one version 2 frame per
+// tensor, named "layer<l>.k" / "layer<l>.v" with shape [tokens, kv_heads, head_dim], that restores the file.
+Compressed compress_kv(const uint8_t* data, size_t size, sz_dtype dtype, const KvShape& shape, const LoadedBook& book,
+                       const sz_params& params, const std::string& file, Progress* progress);
+
 // Validates a container and returns its items in index order (one pass; names point into data).
 std::vector<sz_item> read_container_index(const uint8_t* data, size_t size, const std::string& file);
 

@@ -696,6 +696,66 @@ def case_calibrate(r, ctx):
     no_leftovers(r, ["s1.bin", "s2.npy", "s3.safetensors", "e4m3.spzb", "d.bin", "d.bin.spz"])
 
 
+def kv_tokens(data, layers, tokens, period, first, count, wb=2):
+    """Tokens [first, first + count) of every (layer, K/V) tensor of a raw KV file [layers][2][tokens][period]."""
+    row = period * wb
+    out = bytearray()
+    for t in range(2 * layers):
+        base = (t * tokens + first) * row
+        out += data[base:base + count * row]
+    return bytes(out)
+
+
+def case_channel_book(r, ctx):
+    """Channel books on real KV (data/kv_code_bf16_slice.bin, [8][2][224][4][64]): calibrate on two files of
+    different lengths (T = *), compress held-out tokens into a container of the book and one frame per tensor,
+    which restores the file and codes smaller than the global codebook; shape, dtype and book mismatches fail."""
+    path = os.path.join(REPO, "data", "kv_code_bf16_slice.bin")
+    if not os.path.exists(path):
+        raise Skip("data/kv_code_bf16_slice.bin is absent")
+    with open(path, "rb") as f:
+        kv = f.read()
+    r.write("calib_a.bin", kv_tokens(kv, 8, 224, 256, 0, 64))
+    r.write("calib_b.bin", kv_tokens(kv, 8, 224, 256, 64, 48))
+    r.write("held.bin", kv_tokens(kv, 8, 224, 256, 112, 112))
+    shape = "8,2,*,4,64"
+    r.ok(["calibrate", "--dtype", "bf16", "--kv-shape", shape, "calib_a.bin", "calib_b.bin", "-o", "kv.book"])
+    r.ok(["info", "kv.book"])
+    r.ok(["compress", "--dtype", "bf16", "--kv-shape", "8,2,112,4,64", "--codebook", "kv.book", "held.bin"])
+    r.ok(["info", "held.bin.spz"])
+    info = json.loads(r.ok(["info", "--json", "held.bin.spz"], record=False))
+    kinds = [it["kind"] for it in info["item_list"]]
+    check(kinds == ["book"] + ["frame"] * 16, "a book, then one frame per tensor: %s" % kinds)
+    check([it["name"] for it in info["item_list"][1:3]] == ["layer0.k", "layer0.v"], "tensor names")
+    os.rename(r.path("held.bin"), r.path("held.orig"))
+    r.ok(["decompress", "held.bin.spz"])
+    same_bytes(r, "held.bin", "held.orig")
+    r.ok(["decompress", "-t", "held.bin.spz"])
+    r.ok(["compress", "--dtype", "bf16", "held.bin", "-o", "global.spz"])
+    channel_size, global_size = os.path.getsize(r.path("held.bin.spz")), os.path.getsize(r.path("global.spz"))
+    r.note("channel book %d bytes, global codebook %d bytes" % (channel_size, global_size))
+    check(channel_size < global_size, "the channel book codes smaller than the global codebook")
+    r.fails(["compress", "--dtype", "bf16", "--kv-shape", "8,2,100,4,64", "--codebook", "kv.book", "held.bin",
+             "-o", "x.spz"])                                                           # not 100 tokens
+    r.fails(["compress", "--dtype", "bf16", "--kv-shape", "4,2,*,8,64", "--codebook", "kv.book", "held.bin",
+             "-o", "x.spz"])                                                           # other period
+    r.fails(["compress", "--dtype", "fp16", "--kv-shape", shape, "--codebook", "kv.book", "held.bin", "-o", "x.spz"])
+    r.fails(["compress", "--dtype", "bf16", "--codebook", "kv.book", "held.bin", "-o", "x.spz"])   # no --kv-shape
+    r.fails(["compress", "--dtype", "bf16", "--kv-shape", shape, "held.bin", "-o", "x.spz"])        # no book
+    r.fails(["compress", "--dtype", "bf16", "--kv-shape", "8,3,*,4,64", "--codebook", "kv.book", "held.bin",
+             "-o", "x.spz"])
+    r.fails(["calibrate", "--dtype", "bf16", "--kv-shape", "8,2,*,4,64", "held.bin", "calib_odd.bin", "-o", "y.book"])
+    r.write("calib_odd.bin", kv[:1000])
+    r.fails(["calibrate", "--dtype", "bf16", "--kv-shape", shape, "calib_odd.bin", "-o", "y.book"])  # no whole tokens
+    # A frame whose book is not in the container: drop the book item's bytes' magic -> the container is rejected.
+    data = bytearray(r.read("held.bin.spz"))
+    data[64] ^= 0xFF
+    r.write("bad.spz", bytes(data))
+    r.fails(["decompress", "bad.spz", "-o", "bad.out"])
+    no_leftovers(r, ["calib_a.bin", "calib_b.bin", "calib_odd.bin", "held.orig", "held.bin", "held.bin.spz",
+                     "global.spz", "kv.book", "bad.spz"])
+
+
 def bench_rows(out):
     rows = [l for l in out.splitlines() if " cpu x" in l or " gpu" in l]
     check(rows, "bench printed rows:\n" + out)
@@ -778,6 +838,7 @@ CASES = {
     "corrupt": case_corrupt,
     "interrupt": case_interrupt,
     "calibrate": case_calibrate,
+    "channel_book": case_channel_book,
     "bench_repo_data": case_bench_repo_data,
     "bench_formats": case_bench_formats,
     "bench_shared_data": case_bench_shared_data,
