@@ -7,14 +7,17 @@
     box = splitzip.compress(kv, keep_shape=True)   # a container that records kv's shape: decompress(box) has it
     splitzip.Container("model.safetensors.spz")["model.layers.0.k"]   # the CLI's containers, items by name
     splitzip.compress_file("kv.npy")         # kv.npy.spz, as `splitzip compress kv.npy` writes it
+    book = splitzip.calibrate_channels(sample_kv)   # per-channel windows from [L, 2, T, H, D] sample KV
+    box = splitzip.compress_kv(kv, book)     # the book + one version 2 frame per (layer, K/V): more ratio
 
-Frames follow docs/FORMAT.md (format v1) and are byte-identical to the C library's and the CLI's.
+Frames follow docs/FORMAT.md (format v1; v2 with channel books) and are byte-identical to the C library's and the CLI's.
 Errors raise a subclass of splitzip.Error named after the library status (CorruptError, ChecksumError, ...).
 """
 
 import sys as _sys
 
 from . import _splitzip
+from ._channels import ChannelBook, calibrate_channels, compress_kv
 from ._container import Container, Item, compress_container
 from ._core import (
     DTYPE_IDS,
@@ -70,9 +73,9 @@ if "torch" in _sys.modules:
         pass
 
 __all__ = [
-    "BufferLike", "Codebook", "CodebookLike", "Container", "DTYPE_IDS", "DTypeLike", "FORMAT_VERSION", "Item",
-    "Tensor", "calibrate", "check_status", "compress", "compress_bound", "compress_bytes", "compress_container",
-    "compress_file", "compress_pages", "compress_reference", "cuda_available", "decompress", "decompress_bytes",
+    "BufferLike", "ChannelBook", "Codebook", "CodebookLike", "Container", "DTYPE_IDS", "DTypeLike", "FORMAT_VERSION", "Item",
+    "Tensor", "calibrate", "calibrate_channels", "check_status", "compress", "compress_bound", "compress_bytes", "compress_container",
+    "compress_file", "compress_kv", "compress_pages", "compress_reference", "cuda_available", "decompress", "decompress_bytes",
     "decompress_file", "decompress_pages", "decompress_reference", "dtype_name", "info", "register_torch_ops",
     *_error_names,
 ]

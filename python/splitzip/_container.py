@@ -40,7 +40,7 @@ from ._core import (
 )
 from ._errors import check, error_for
 
-_KIND_NAMES = {1: "frame", 2: "stored"}
+_KIND_NAMES = {1: "frame", 2: "stored", 3: "book"}
 
 #: An item to write: a tensor (a frame when its element type is bf16 / fp16 / fp32 / fp8, else its bytes stored),
 #: bytes (stored), or (tensor, dtype) to compress a tensor of another element type (uint16 bit patterns, bytes).
@@ -51,7 +51,8 @@ ItemValue = Union[Tensor, bytes, bytearray, memoryview, Tuple[BufferLike, DTypeL
 class Item:
     """One entry of a container index (docs/FORMAT.md §6.3).
 
-    kind: "frame" or "stored". dtype: the frame's dtype name ("bf16", ...), None for stored bytes. shape: the
+    kind: "frame", "stored" or "book" (a channel book that the container's version 2 frames use; not part of the
+    original file). dtype: the frame's dtype name ("bf16", ...), None for stored bytes. shape: the
     recorded shape, () when none is recorded (ndim 0: a scalar, or a shape that was not recorded). The offsets and
     sizes are in bytes: original_* in the original file, data_* in the container.
     """
@@ -106,6 +107,28 @@ class Container:
                               int(ooff), int(osize), int(doff), int(dsize)))
         self.items: Tuple[Item, ...] = tuple(items)
         self._by_name = {it.name: it for it in items}
+        from ._channels import ChannelBook
+        self._books = {}  # id -> ChannelBook of the book items (validated with the index)
+        for it in items:
+            if it.kind == "book":
+                b = ChannelBook.from_bytes(self._buf[it.data_offset:it.data_offset + it.data_size])
+                self._books[b.id] = b
+
+    @property
+    def books(self) -> list:
+        """The channel books the container holds (its book items)."""
+        return list(self._books.values())
+
+    def _book_of(self, frame: np.ndarray, what: str):
+        """The container's book for a version 2 frame, None for a version 1 frame."""
+        from ._channels import frame_book_id
+        ref = frame_book_id(frame)
+        if ref is None:
+            return None
+        book = self._books.get(ref[0])
+        if book is None:
+            raise error_for(17, f"{what}: its channel book (id 0x{ref[0]:016x}) is not in the container")
+        return book
 
     @property
     def names(self) -> list[str]:
@@ -151,10 +174,14 @@ class Container:
 
     def read(self, name: str, out: Optional[np.ndarray] = None, *, threads: Optional[int] = None) -> np.ndarray:
         """A frame item's values in its recorded shape (1-D when none is recorded), or into ``out`` (any host
-        array with room for them, as in :func:`splitzip.decompress`); a stored item's bytes (a uint8 array)."""
+        array with room for them, as in :func:`splitzip.decompress`; version 2 frames with the container's channel
+        book); a stored item's bytes (a uint8 array); a book item's :class:`ChannelBook`."""
         it = self.item(name)
         nthreads = _threads(threads)
         data = self.data(name)
+        if it.kind == "book":
+            from ._channels import ChannelBook
+            return ChannelBook.from_bytes(data)
         if it.kind == "stored":
             if out is None:
                 return data.copy()
@@ -174,8 +201,8 @@ class Container:
                 raise ValueError("out: must be in host memory like the container")
             _check_out_element(o, raw["dtype_id"])
             result = out
-        st, _ = _ext.decompress(data, o.bytes, nthreads)
-        check(st, f"item {name!r}")
+        from ._channels import decompress_into
+        decompress_into(data, self._book_of(data, f"item {name!r}"), o.bytes, nthreads, f"item {name!r}")
         return result
 
     def original(self, *, threads: Optional[int] = None) -> bytes:
@@ -188,11 +215,13 @@ class Container:
             if it.kind == "stored":
                 dst[...] = src
                 continue
+            if it.kind == "book":
+                continue  # not part of the original file
             raw = _frame_info_whole(src, f"item {it.name!r}")
             if raw["decompressed_size"] != it.original_size:
                 raise error_for(7, f"item {it.name!r}")
-            st, _ = _ext.decompress(src, dst, nthreads)
-            check(st, f"item {it.name!r}")
+            from ._channels import decompress_into
+            decompress_into(src, self._book_of(src, f"item {it.name!r}"), dst, nthreads, f"item {it.name!r}")
         return out.tobytes()
 
     def info(self) -> dict:
@@ -205,7 +234,9 @@ class Container:
             if it.kind == "frame":
                 status, raw = _ext.frame_info(self.data(it.name))
                 check(status, f"item {it.name!r}")
-                d["frame"] = _info_dict(raw)
+                d["frame"] = _info_dict(raw, self.data(it.name))
+            elif it.kind == "book":
+                d["book"] = self.read(it.name)
             items.append(d)
         size = self.nbytes
         return {"type": "container", "n_items": len(items), "compressed_size": size,

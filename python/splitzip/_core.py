@@ -359,16 +359,17 @@ def _flags(checksum: bool) -> int:
     return _ext.FLAG_CHECKSUMS if checksum else 0
 
 
-def compress(tensor: BufferLike, codebook: CodebookLike = None, chunk: Optional[int] = None,
+def compress(tensor: BufferLike, codebook: Union[CodebookLike, "ChannelBook"] = None, chunk: Optional[int] = None,
              threads: Optional[int] = None, checksum: bool = True, dtype: Optional[DTypeLike] = None, *,
-             keep_shape: bool = False) -> Tensor:
+             keep_shape: bool = False, book_tensor: Optional[int] = None) -> Tensor:
     """Compresses one tensor into a SplitZip frame (docs/FORMAT.md §4).
 
     tensor: a C-contiguous numpy array (bfloat16 / float8 from ml_dtypes, float16, float32), torch tensor (CPU or
         CUDA) or cupy array; any other element type of the right width (uint16, int8, ...) with ``dtype=``; bytes
         (or a uint8 array) with ``dtype=``. A big-endian numpy array is converted to little-endian first (a copy).
     codebook: None (the library's default for the dtype), a :class:`Codebook`, a codebook file path, or "key" /
-        "value" / "generic" for a default codebook of that kind.
+        "value" / "generic" for a default codebook of that kind; or a :class:`ChannelBook` with ``book_tensor``
+        (which of its tensors this is: 2 * layer, + 1 for V) for a version 2 frame (host tensors).
     chunk: values per chunk, a power of two from 256 to 65536 (default 4096).
     threads: CPU threads (default 1, as in the C API and the CLI; 0: one per hardware thread); never changes the
         bytes.
@@ -384,6 +385,16 @@ def compress(tensor: BufferLike, codebook: CodebookLike = None, chunk: Optional[
     """
     if not isinstance(keep_shape, (bool, np.bool_)):
         raise TypeError(f"keep_shape must be True or False, got {type(keep_shape).__name__}")
+    from ._channels import ChannelBook, compress_channels
+    if isinstance(codebook, ChannelBook):
+        if book_tensor is None:
+            raise ValueError("compress: a ChannelBook needs book_tensor= (which of its tensors this is)")
+        if keep_shape:
+            raise ValueError("compress: keep_shape with a ChannelBook: use compress_kv for a container")
+        return compress_channels(tensor, codebook, book_tensor, chunk=chunk, threads=threads, checksum=checksum,
+                                 dtype=dtype)
+    if book_tensor is not None:
+        raise ValueError("compress: book_tensor= is for a ChannelBook codebook")
     if keep_shape:
         from ._container import compress_container
         return compress_container({"tensor": tensor if dtype is None else (tensor, dtype)}, codebook=codebook,
@@ -423,9 +434,10 @@ def compress_reference(tensor: BufferLike, codebook: CodebookLike = None, chunk:
     return dst[:size].copy()
 
 
-def _info_dict(raw: dict) -> dict:
+def _info_dict(raw: dict, frame: Optional[np.ndarray] = None) -> dict:
     did = raw["dtype_id"]
     cb = raw["codebook"]
+    channels = raw["version"] == _ext.FORMAT_VERSION_CHANNELS
     d = {
         "type": "frame",
         "version": raw["version"],
@@ -438,9 +450,15 @@ def _info_dict(raw: dict) -> dict:
         "n_chunks": raw["n_chunks"],
         "flags": raw["flags"],
         "checksums": bool(raw["flags"] & _ext.FLAG_CHECKSUMS),
-        "codebook": Codebook._from_tuple(cb),
+        "codebook": None if channels else Codebook._from_tuple(cb),
         "stats_valid": raw["stats_valid"],
     }
+    if channels:  # version 2: channel windows of a channel book (docs/FORMAT.md §4.9)
+        d["code_bits"] = cb[1]
+        if frame is not None:
+            st, book_id, tensor, period = _ext.frame_book_ref(frame)
+            check(st, "info")
+            d.update(book_id=book_id, book_tensor=tensor, period=period)
     if raw["stats_valid"]:
         d["coded_chunks"] = raw["coded_chunks"]
         d["raw_chunks"] = raw["raw_chunks"]
@@ -474,11 +492,11 @@ def info(buffer: BufferLike) -> dict:
     if _ext.is_container(host):
         from ._container import Container
         return Container(host).info()
-    return _info_dict(_frame_info_host(host))
+    return _info_dict(_frame_info_host(host), host)
 
 
 def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Optional[int] = None,
-               status: Optional[Tensor] = None) -> Tensor:
+               status: Optional[Tensor] = None, book: Optional["ChannelBook"] = None) -> Tensor:
     """Decompresses a frame, or a container of one frame item (what ``compress(..., keep_shape=True)`` makes).
 
     buffer: the frame, a uint8 array (numpy, torch, cupy) or bytes. Host buffers decode on the CPU, CUDA buffers on
@@ -493,12 +511,21 @@ def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Opt
         the stream to read the status and raises on error. With ``out=None`` the GPU path also waits once to read
         the 64-byte header (the output size).
 
+    book: the :class:`ChannelBook` of a version 2 frame (host buffers); without it such a frame raises
+        BookMismatchError, and so does a book other than the frame's.
+
     A buffer shorter than the frame its header describes raises SrcTruncatedError before anything is allocated.
     Of several frames back to back (a file of a long raw input) this decodes the first; :func:`decompress_bytes`
     decodes them all.
     """
     t = _Tensor(buffer, "buffer")
     nthreads = _threads(threads)
+    if book is not None:
+        from ._channels import _book_arg
+        book = _book_arg(book)
+        if t.device == "cuda":
+            raise ValueError("decompress: channel books: the Python module decodes host buffers (the C API has "
+                             "sz_cuda_decompress_book for device memory)")
     if t.device == "cuda":
         return _cuda_decompress(t, out, status)
     if status is not None:
@@ -507,7 +534,7 @@ def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Opt
         from ._container import Container
         c = Container(t.bytes)
         frames = [it for it in c.items if it.kind == "frame"]
-        if len(c.items) != 1 or len(frames) != 1:
+        if len(c.items) != 1 or len(frames) != 1 or book is not None:
             raise ValueError(f"decompress: a container of {len(c.items)} items; read them by name with "
                              f"splitzip.Container(buffer)[name]")
         return c.read(frames[0].name, out=out, threads=nthreads)
@@ -522,7 +549,10 @@ def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Opt
             raise ValueError("out: must be in host memory like the buffer")
         _check_out_element(o, did)
         result = out
-    st, _ = _ext.decompress(t.bytes, o.bytes, nthreads)
+    if book is None:
+        st, _ = _ext.decompress(t.bytes, o.bytes, nthreads)
+    else:
+        st, _ = _ext.decompress_book(t.bytes, book._as_tuple(), o.bytes, nthreads)
     check(st, "decompress")
     return result
 

@@ -85,12 +85,17 @@ class InternalError(Error, RuntimeError):
     status = 16
 
 
+class BookMismatchError(Error, ValueError):
+    """A version 2 (channel window) frame decoded without its channel book, or with another one."""
+    status = 17
+
+
 _BY_STATUS = {
     cls.status: cls
     for cls in (
         InvalidArgumentError, DstTooSmallError, SrcTruncatedError, BadMagicError, UnsupportedVersionError,
         UnsupportedDtypeError, CorruptError, ChecksumError, BadCodebookError, OutOfMemoryError, IoError,
-        NotFoundError, CudaError, NotSupportedError, WorkspaceTooSmallError, InternalError,
+        NotFoundError, CudaError, NotSupportedError, WorkspaceTooSmallError, InternalError, BookMismatchError,
     )
 }
 

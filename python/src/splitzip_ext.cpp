@@ -296,6 +296,129 @@ std::tuple<int, nb::object, double, std::vector<uint64_t>> calibrate(const std::
   return {static_cast<int>(st), nb::object(codebook_to(cb)), bits, counts};
 }
 
+// ---- channel books (docs/FORMAT.md §4.9, §5.2): CPU codec ------------------------------------------------------
+
+// A book crosses as (dtype id, code_bits, period, tensors, bases: a host uint8 array of tensors * period bytes);
+// sz_channel_book_init checks the fields and computes the id. *status gets its status.
+sz_channel_book book_from(nb::handle obj, sz_status* status) {
+  auto t = nb::cast<std::tuple<int, int, uint32_t, uint32_t, InArray>>(obj);
+  const Raw b = raw_view(std::get<4>(t), "book bases", Where::kHost);
+  sz_channel_book book{};
+  const uint32_t period = std::get<2>(t), tensors = std::get<3>(t);
+  if ((uint64_t)period * tensors != b.nbytes) {
+    *status = SZ_ERROR_INVALID_ARGUMENT;
+    return book;
+  }
+  *status = sz_channel_book_init(&book, static_cast<sz_dtype>(std::get<0>(t)), static_cast<unsigned>(std::get<1>(t)),
+                                 period, tensors, static_cast<const uint8_t*>(b.ptr));
+  return book;
+}
+
+// Per-channel histograms over raw KV caches (each array: tensors tensors of whole tokens of period values), then
+// the windows: (status, code_bits, expected bits per value, bases bytes).
+std::tuple<int, int, double, nb::bytes> channel_calibrate(const std::vector<InArray>& arrays, int dtype,
+                                                          uint32_t tensors, uint32_t period, unsigned code_bits) {
+  const sz_dtype dt = static_cast<sz_dtype>(dtype);
+  const size_t hsize = sz_channel_histogram_size(dt, tensors, period);
+  if (hsize == 0) return {SZ_ERROR_INVALID_ARGUMENT, 0, 0.0, nb::bytes("", 0)};
+  const uint64_t token_bytes = (uint64_t)tensors * period * sz_dtype_size(dt);
+  std::vector<Raw> raws;
+  for (const auto& a : arrays) {
+    raws.push_back(raw_view(a, "kv", Where::kHost));
+    if (raws.back().nbytes % token_bytes != 0) return {SZ_ERROR_INVALID_ARGUMENT, 0, 0.0, nb::bytes("", 0)};
+  }
+  std::vector<uint32_t> counts(hsize / sizeof(uint32_t), 0u);
+  std::string bases((size_t)tensors * period, '\0');
+  unsigned k = 0;
+  double bits = 0.0;
+  sz_status st = SZ_OK;
+  {
+    nb::gil_scoped_release release;
+    for (const Raw& r : raws) {
+      st = sz_channel_histogram_add(counts.data(), dt, tensors, period, r.ptr, r.nbytes / token_bytes);
+      if (st != SZ_OK) break;
+    }
+    if (st == SZ_OK)
+      st = sz_channel_calibrate(counts.data(), dt, tensors, period, code_bits,
+                                reinterpret_cast<uint8_t*>(bases.data()), &k, &bits);
+  }
+  if (st != SZ_OK) return {static_cast<int>(st), 0, 0.0, nb::bytes("", 0)};
+  return {static_cast<int>(st), static_cast<int>(k), bits, nb::bytes(bases.data(), bases.size())};
+}
+
+// (status, id, file bytes) of a book.
+std::tuple<int, uint64_t, nb::bytes> channel_book_serialize(nb::handle book_t) {
+  sz_status st;
+  const sz_channel_book book = book_from(book_t, &st);
+  if (st != SZ_OK) return {static_cast<int>(st), 0, nb::bytes("", 0)};
+  std::string buf(sz_channel_book_file_size(&book), '\0');
+  size_t size = 0;
+  st = sz_channel_book_serialize(&book, buf.data(), buf.size(), &size);
+  return {static_cast<int>(st), book.id, nb::bytes(buf.data(), st == SZ_OK ? size : 0)};
+}
+
+// (status, (dtype, code_bits, period, tensors, id, bases bytes)) of a book file that must be exactly the book.
+std::tuple<int, nb::object> channel_book_parse(const InArray& src) {
+  const Raw s = raw_view(src, "data", Where::kHost);
+  sz_channel_book b{};
+  sz_status st = sz_channel_book_parse(s.ptr, s.nbytes, &b);
+  if (st == SZ_OK && sz_channel_book_file_size(&b) != s.nbytes) st = SZ_ERROR_CORRUPT;
+  if (st != SZ_OK) return {static_cast<int>(st), nb::none()};
+  return {static_cast<int>(st),
+          nb::make_tuple(static_cast<int>(b.dtype), static_cast<int>(b.code_bits), b.period, b.tensors, b.id,
+                         nb::bytes(reinterpret_cast<const char*>(b.bases), (size_t)b.period * b.tensors))};
+}
+
+std::tuple<int, size_t> compress_channels(const InArray& src, uint64_t n_values, int dtype, nb::handle book_t,
+                                          uint32_t tensor, unsigned chunk_log2, unsigned flags, unsigned threads,
+                                          const OutArray& dst, bool reference) {
+  const Raw s = raw_view(src, "src", Where::kHost);
+  const Raw d = raw_view(dst, "dst", Where::kHost);
+  const size_t vsize = sz_dtype_size(static_cast<sz_dtype>(dtype));
+  if (vsize == 0) return {SZ_ERROR_UNSUPPORTED_DTYPE, 0};
+  if (n_values > s.nbytes / vsize) throw nb::value_error("src: fewer bytes than n_values values");
+  sz_status st;
+  const sz_channel_book book = book_from(book_t, &st);
+  if (st != SZ_OK) return {static_cast<int>(st), 0};
+  const sz_params p = params_from(chunk_log2, flags, threads);
+  size_t size = 0;
+  {
+    nb::gil_scoped_release release;
+    void* out = const_cast<void*>(d.ptr);
+    st = reference ? sz_compress_channels_reference(s.ptr, n_values, static_cast<sz_dtype>(dtype), &book, tensor, &p,
+                                                    out, d.nbytes, &size)
+                   : sz_compress_channels(s.ptr, n_values, static_cast<sz_dtype>(dtype), &book, tensor, &p, out,
+                                          d.nbytes, &size);
+  }
+  return {static_cast<int>(st), size};
+}
+
+std::tuple<int, size_t> decompress_book(const InArray& src, nb::handle book_t, const OutArray& dst, unsigned threads,
+                                        bool reference) {
+  const Raw s = raw_view(src, "buffer", Where::kHost);
+  const Raw d = raw_view(dst, "out", Where::kHost);
+  sz_status st;
+  const sz_channel_book book = book_from(book_t, &st);
+  if (st != SZ_OK) return {static_cast<int>(st), 0};
+  size_t size = 0;
+  {
+    nb::gil_scoped_release release;
+    void* out = const_cast<void*>(d.ptr);
+    st = reference ? sz_decompress_book_reference(s.ptr, s.nbytes, &book, out, d.nbytes, &size)
+                   : sz_decompress_book(s.ptr, s.nbytes, &book, out, d.nbytes, &size, threads);
+  }
+  return {static_cast<int>(st), size};
+}
+
+// (status, book id, tensor, period) of a version 2 frame's header.
+std::tuple<int, uint64_t, uint32_t, uint32_t> frame_book_ref(const InArray& src) {
+  const Raw s = raw_view(src, "buffer", Where::kHost);
+  uint64_t id = 0;
+  uint32_t tensor = 0, period = 0;
+  const sz_status st = sz_frame_book_ref(s.ptr, s.nbytes, &id, &tensor, &period);
+  return {static_cast<int>(st), id, tensor, period};
+}
+
 // ---- CUDA codec: every call is enqueued on the caller's stream; outputs and workspace come from the caller -------
 
 std::tuple<int, size_t> cuda_compress_workspace_size(uint64_t n_values, int dtype, unsigned chunk_log2,
@@ -451,6 +574,19 @@ NB_MODULE(_splitzip, m) {
   m.def("codebook_save", &codebook_save);
   m.def("codebook_load", &codebook_load);
   m.def("calibrate", &calibrate, nb::arg("arrays"), nb::arg("dtype"));
+  m.attr("FORMAT_VERSION_CHANNELS") = SZ_FORMAT_VERSION_CHANNELS;
+  m.attr("MAX_PERIOD") = SZ_MAX_PERIOD;
+  m.attr("MAX_TENSORS") = SZ_MAX_TENSORS;
+  m.def("channel_calibrate", &channel_calibrate, nb::arg("arrays"), nb::arg("dtype"), nb::arg("tensors"),
+        nb::arg("period"), nb::arg("code_bits"));
+  m.def("channel_book_serialize", &channel_book_serialize, nb::arg("book"));
+  m.def("channel_book_parse", &channel_book_parse, nb::arg("data").noconvert());
+  m.def("compress_channels", &compress_channels, nb::arg("src").noconvert(), nb::arg("n_values"), nb::arg("dtype"),
+        nb::arg("book"), nb::arg("tensor"), nb::arg("chunk_log2"), nb::arg("flags"), nb::arg("threads"),
+        nb::arg("dst").noconvert(), nb::arg("reference") = false);
+  m.def("decompress_book", &decompress_book, nb::arg("src").noconvert(), nb::arg("book"),
+        nb::arg("dst").noconvert(), nb::arg("threads"), nb::arg("reference") = false);
+  m.def("frame_book_ref", &frame_book_ref, nb::arg("src").noconvert());
 
   m.def("cuda_compress_workspace_size", &cuda_compress_workspace_size);
   m.def("cuda_compress", &cuda_compress, nb::arg("src").noconvert(), nb::arg("n_values"), nb::arg("dtype"),
