@@ -54,7 +54,9 @@ check_variant() {  # name (static|shared), build dir
   got=$(cd "$(pkg-config --variable=prefix splitzip)" && pwd -P)
   want=$(cd "$prefix" && pwd -P)
   [[ $got == "$want" ]] || { echo "pkg-config prefix $got, expected $want"; exit 1; }
-  if pkg-config --cflags --libs --static splitzip | grep -q "$work/$name/staged\|/usr/local"; then
+  # Only the CUDA runtime's own directory (a dependency, not the install prefix) may name a build-machine path.
+  if pkg-config --cflags --libs --static splitzip | sed -E 's#-L[^ ]*/cuda[^ ]*##g' |
+      grep -q "$work/$name/staged\|/usr/local"; then
     echo "pkg-config names the install-time prefix: $(pkg-config --cflags --libs --static splitzip)"
     exit 1
   fi
