@@ -36,6 +36,24 @@ uint64_t Compressed::size() const {
 
 static uint64_t align64(uint64_t x) { return (x + SZ_CONTAINER_ALIGN - 1) / SZ_CONTAINER_ALIGN * SZ_CONTAINER_ALIGN; }
 
+// A container whose body (header and items) ends at pos: the body, then the index and footer for its items.
+static Compressed finish_container(Buffer body, uint64_t pos, const std::vector<sz_item>& items,
+                                   const std::string& file) {
+  body.shrink(size_t(pos));
+  uint64_t index_size = 0;
+  check_status(sz_container_index_size(items.data(), uint32_t(items.size()), &index_size), file + ": container index");
+  Buffer index{size_t(index_size)};
+  size_t written = 0;
+  check_status(sz_container_write_index(items.data(), uint32_t(items.size()), pos, index.data(), index.size(),
+                                        &written),
+               file + ": container index");
+  index.shrink(written);
+  Compressed out;
+  out.parts.push_back(std::move(body));
+  out.parts.push_back(std::move(index));
+  return out;
+}
+
 // One codec context for all the frames of a file: scratch and threads once, not once per tensor.
 namespace {
 struct Cctx {
@@ -128,18 +146,7 @@ Compressed compress_plan(const uint8_t* data, size_t size, const InputPlan& plan
     items.push_back(it);
     if (progress) progress->advance(s.size);
   }
-  body.shrink(size_t(pos));
-  uint64_t index_size = 0;
-  check_status(sz_container_index_size(items.data(), uint32_t(items.size()), &index_size), file + ": container index");
-  Buffer index{size_t(index_size)};
-  size_t written = 0;
-  check_status(sz_container_write_index(items.data(), uint32_t(items.size()), pos, index.data(), index.size(),
-                                        &written),
-               file + ": container index");
-  index.shrink(written);
-  out.parts.push_back(std::move(body));
-  out.parts.push_back(std::move(index));
-  return out;
+  return finish_container(std::move(body), pos, items, file);
 }
 
 KvShape parse_kv_shape(const std::string& text) {
@@ -255,19 +262,7 @@ Compressed compress_kv(const uint8_t* data, size_t size, sz_dtype dtype, const K
   }
   // The last item ends the body (the index follows it directly).
   pos = items.back().data_offset + items.back().data_size;
-  body.shrink(size_t(pos));
-  uint64_t index_size = 0;
-  check_status(sz_container_index_size(items.data(), uint32_t(items.size()), &index_size), file + ": container index");
-  Buffer index{size_t(index_size)};
-  size_t written = 0;
-  check_status(sz_container_write_index(items.data(), uint32_t(items.size()), pos, index.data(), index.size(),
-                                        &written),
-               file + ": container index");
-  index.shrink(written);
-  Compressed out;
-  out.parts.push_back(std::move(body));
-  out.parts.push_back(std::move(index));
-  return out;
+  return finish_container(std::move(body), pos, items, file);
 }
 
 std::vector<sz_item> read_container_index(const uint8_t* data, size_t size, const std::string& file) {

@@ -15,22 +15,7 @@ namespace {
 
 using sztest::Rng;
 
-struct Book {
-  std::vector<uint8_t> bases;
-  sz_channel_book book;
-};
-
-Book calibrated(const std::vector<uint8_t>& values, sz_dtype dtype, uint32_t tensors, uint64_t tokens, uint32_t period,
-                unsigned k) {
-  Book b;
-  std::vector<uint32_t> counts(sz_channel_histogram_size(dtype, tensors, period) / 4, 0);
-  EXPECT_EQ(sz_channel_histogram_add(counts.data(), dtype, tensors, period, values.data(), tokens), SZ_OK);
-  b.bases.resize((size_t)tensors * period);
-  unsigned got_k = 0;
-  EXPECT_EQ(sz_channel_calibrate(counts.data(), dtype, tensors, period, k, b.bases.data(), &got_k, nullptr), SZ_OK);
-  EXPECT_EQ(sz_channel_book_init(&b.book, dtype, got_k, period, tensors, b.bases.data()), SZ_OK);
-  return b;
-}
+using Book = sztest::CalibratedBook;
 
 std::vector<uint8_t> compress_ch(bool reference, const void* src, uint64_t n, sz_dtype dtype, const sz_channel_book& b,
                                  uint32_t tensor, const sz_params& p, sz_status* s) {
@@ -124,7 +109,7 @@ TEST(Channels, FastEqualsReferenceEveryDtypeWidthShape) {
       const uint64_t tokens = period >= 256 ? 40 : 900;
       const std::vector<uint8_t> all = sztest::channel_values(dtype, tensors, tokens, period, 7 + period + dtype);
       for (unsigned k = 1; k <= 4 && k < f.E; ++k) {
-        const Book b = calibrated(all, dtype, tensors, tokens, period, k);
+        const Book b = sztest::calibrated_book(all, dtype, tensors, tokens, period, k);
         const size_t tensor_bytes = (size_t)tokens * period * (f.W / 8);
         for (uint32_t tensor : {0u, 2u}) {
           for (uint64_t n : {(uint64_t)0, (uint64_t)1, (uint64_t)tokens * period / 2 + 3, (uint64_t)tokens * period}) {
@@ -160,7 +145,7 @@ TEST(Channels, FastEqualsReferenceEveryDtypeWidthShape) {
 
 TEST(Channels, BookChecksOfStep8) {
   const std::vector<uint8_t> all = sztest::channel_values(SZ_DTYPE_BF16, 2, 300, 64, 3);
-  const Book b = calibrated(all, SZ_DTYPE_BF16, 2, 300, 64, 3);
+  const Book b = sztest::calibrated_book(all, SZ_DTYPE_BF16, 2, 300, 64, 3);
   const uint64_t n = 300 * 64;
   sz_status s;
   const std::vector<uint8_t> frame = compress_ch(false, all.data(), n, SZ_DTYPE_BF16, b.book, 1, sztest::make_params(12, 1), &s);
@@ -199,7 +184,7 @@ TEST(Channels, BookChecksOfStep8) {
 
 TEST(Channels, CorruptFramesRejectedLikeReference) {
   const std::vector<uint8_t> all = sztest::channel_values(SZ_DTYPE_FP16, 1, 120, 64, 11);
-  Book b = calibrated(all, SZ_DTYPE_FP16, 1, 120, 64, 2);
+  Book b = sztest::calibrated_book(all, SZ_DTYPE_FP16, 1, 120, 64, 2);
   // Push a few windows to the top of the exponent range, so that some codes decode to no exponent.
   for (size_t c = 0; c < 4; ++c) b.bases[c] = 30;
   ASSERT_EQ(sz_channel_book_init(&b.book, SZ_DTYPE_FP16, 2, 64, 1, b.bases.data()), SZ_OK);
@@ -246,7 +231,7 @@ TEST(Channels, RealKvRatioAboveGlobalCodebook) {
   const uint32_t L = 8, H = 4, D = 64, P = H * D, T = 2 * L;
   const uint64_t tokens = cal.size() / 2 / T / P;
   ASSERT_EQ(tokens * T * P * 2, cal.size());
-  const Book b = calibrated(cal, SZ_DTYPE_BF16, T, tokens, P, 0);
+  const Book b = sztest::calibrated_book(cal, SZ_DTYPE_BF16, T, tokens, P, 0);
   sz_histogram hist;
   ASSERT_EQ(sz_histogram_init(&hist, SZ_DTYPE_BF16), SZ_OK);
   ASSERT_EQ(sz_histogram_add(&hist, cal.data(), cal.size() / 2), SZ_OK);
@@ -283,7 +268,7 @@ TEST(Channels, ContainerHoldsTheBookItsFramesUse) {
   const uint32_t period = 64, tensors = 2;
   const uint64_t tokens = 100, n = tokens * period;
   const std::vector<uint8_t> values = sztest::channel_values(SZ_DTYPE_BF16, tensors, tokens, period, 9);
-  const Book b = calibrated(values, SZ_DTYPE_BF16, tensors, tokens, period, 3);
+  const Book b = sztest::calibrated_book(values, SZ_DTYPE_BF16, tensors, tokens, period, 3);
   std::vector<uint8_t> file(sz_channel_book_file_size(&b.book));
   size_t fs = 0;
   ASSERT_EQ(sz_channel_book_serialize(&b.book, file.data(), file.size(), &fs), SZ_OK);

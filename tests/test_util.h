@@ -123,6 +123,27 @@ inline std::vector<uint8_t> skewed_values(unsigned dtype, size_t n, uint64_t see
   return out;
 }
 
+// A channel book calibrated on `values` (tensors x tokens x period values) with code width k (0: the best), and the
+// bases it points into (movable, not copyable: book.bases stays valid).
+struct CalibratedBook {
+  std::vector<uint8_t> bases;
+  sz_channel_book book{};
+  CalibratedBook() = default;
+  CalibratedBook(const CalibratedBook&) = delete;
+  CalibratedBook(CalibratedBook&&) = default;
+};
+inline CalibratedBook calibrated_book(const std::vector<uint8_t>& values, sz_dtype dtype, uint32_t tensors,
+                                      uint64_t tokens, uint32_t period, unsigned k) {
+  CalibratedBook b;
+  std::vector<uint32_t> counts(sz_channel_histogram_size(dtype, tensors, period) / 4, 0);
+  EXPECT_EQ(sz_channel_histogram_add(counts.data(), dtype, tensors, period, values.data(), tokens), SZ_OK);
+  b.bases.resize((size_t)tensors * period);
+  unsigned got = 0;
+  EXPECT_EQ(sz_channel_calibrate(counts.data(), dtype, tensors, period, k, b.bases.data(), &got, nullptr), SZ_OK);
+  EXPECT_EQ(sz_channel_book_init(&b.book, dtype, got, period, tensors, b.bases.data()), SZ_OK);
+  return b;
+}
+
 // Values of `tensors` tensors of `tokens` tokens of `period` channels whose exponents centre on a per-channel value
 // (as real KV does), with a few wild ones (escapes).
 inline std::vector<uint8_t> channel_values(sz_dtype dtype, uint32_t tensors, uint64_t tokens, uint32_t period, uint64_t seed) {

@@ -240,6 +240,17 @@ inline void st_stream8(void* p, uint2 v) { memcpy(p, &v, 8); }
 inline void st_stream4(void* p, uint32_t v) { memcpy(p, &v, 4); }
 #endif
 
+// The inclusive sum of v over lanes 0..lane (Kogge-Stone over shfl_up); called by all 32 lanes.
+SZ_DEV uint32_t warp_inclusive_sum(uint32_t v) {
+  const unsigned lane = lane_id();
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const uint32_t o = shfl_up(v, (unsigned)d);
+    if (lane >= (unsigned)d) v += o;
+  }
+  return v;
+}
+
 }  // namespace simt
 }  // namespace cuda
 }  // namespace splitzip

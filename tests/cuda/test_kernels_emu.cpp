@@ -511,21 +511,7 @@ TEST(CudaKernelsEmu, EscapeListChecksLikeReference) {
 
 // ---- channel windows (version 2 frames, docs/FORMAT.md §4.9) ------------------------------------------------------
 
-struct EmuBook {
-  std::vector<uint8_t> bases;
-  sz_channel_book book;
-};
-EmuBook emu_book(const std::vector<uint8_t>& values, sz_dtype dtype, uint32_t tensors, uint64_t tokens,
-                 uint32_t period, unsigned k) {
-  EmuBook b;
-  std::vector<uint32_t> counts(sz_channel_histogram_size(dtype, tensors, period) / 4, 0);
-  EXPECT_EQ(sz_channel_histogram_add(counts.data(), dtype, tensors, period, values.data(), tokens), SZ_OK);
-  b.bases.resize((size_t)tensors * period);
-  unsigned got = 0;
-  EXPECT_EQ(sz_channel_calibrate(counts.data(), dtype, tensors, period, k, b.bases.data(), &got, nullptr), SZ_OK);
-  EXPECT_EQ(sz_channel_book_init(&b.book, dtype, got, period, tensors, b.bases.data()), SZ_OK);
-  return b;
-}
+using EmuBook = sztest::CalibratedBook;
 
 TEST(CudaKernelsEmu, ChannelFramesEqualReference) {
   int cases = 0;
@@ -536,7 +522,7 @@ TEST(CudaKernelsEmu, ChannelFramesEqualReference) {
       const uint64_t tokens = period >= 192 ? 60 : 700;
       const std::vector<uint8_t> all = sztest::channel_values(dtype, tensors, tokens, period, 3 + period + dtype);
       for (unsigned k = 1; k <= 4 && k < f.E; ++k) {
-        const EmuBook b = emu_book(all, dtype, tensors, tokens, period, k);
+        const EmuBook b = sztest::calibrated_book(all, dtype, tensors, tokens, period, k);
         const size_t tensor_bytes = (size_t)tokens * period * (f.W / 8);
         for (uint64_t n : {(uint64_t)tokens * period, (uint64_t)tokens * period / 3 + 5}) {
           for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
@@ -571,7 +557,7 @@ TEST(CudaKernelsEmu, ChannelFramesBookChecksAndCorruption) {
   const uint32_t period = 64;
   const uint64_t tokens = 200, n = tokens * period;
   const std::vector<uint8_t> all = sztest::channel_values(SZ_DTYPE_BF16, 2, tokens, period, 77);
-  EmuBook b = emu_book(all, SZ_DTYPE_BF16, 2, tokens, period, 2);
+  EmuBook b = sztest::calibrated_book(all, SZ_DTYPE_BF16, 2, tokens, period, 2);
   for (size_t c = 0; c < 3; ++c) b.bases[c] = 254;  // windows at the top: codes 2 and 3 decode to no exponent there
   ASSERT_EQ(sz_channel_book_init(&b.book, SZ_DTYPE_BF16, 2, period, 2, b.bases.data()), SZ_OK);
   const std::vector<uint8_t> data(all.begin(), all.begin() + (ptrdiff_t)(n * 2));
@@ -616,7 +602,7 @@ TEST(CudaKernelsEmu, ChannelFramesBookChecksAndCorruption) {
 TEST(CudaKernelsEmu, ChannelPagesEqualSingleFrame) {
   const uint32_t period = 128;  // one token of a [kv_heads 2][head_dim 64] tensor
   const std::vector<uint8_t> all = sztest::channel_values(SZ_DTYPE_BF16, 1, 300, period, 12);
-  const EmuBook b = emu_book(all, SZ_DTYPE_BF16, 1, 300, period, 3);
+  const EmuBook b = sztest::calibrated_book(all, SZ_DTYPE_BF16, 1, 300, period, 3);
   for (uint64_t page_values : {(uint64_t)period, (uint64_t)period * 16}) {  // SGLang one-token pages, vLLM blocks
     const uint32_t n_pages = (uint32_t)(300 * period / page_values);
     const uint64_t n = (uint64_t)n_pages * page_values;

@@ -244,12 +244,7 @@ SZ_NOINLINE void emit_record(const EncodeArgs& a, uint8_t* ring, uint8_t* rec, c
       simt::syncwarp();
       copy_out(out + (uint64_t)r * (VR / 8) * K, rec, (rvals + 7) / 8 * K);
       const uint32_t cnt = (uint32_t)simt::popc64(esc);
-      uint32_t incl = cnt;
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const uint32_t o = simt::shfl_up(incl, (unsigned)d);
-        if (lane >= (unsigned)d) incl += o;
-      }
+      const uint32_t incl = simt::warp_inclusive_sum(cnt);
       uint32_t idx = xi + incl - cnt;
       while (esc) {
         const uint32_t j = (uint32_t)(simt::ffs64(esc) - 1);
@@ -339,12 +334,7 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
 
     // Escapes of the round in position order: a warp scan of the lanes' counts. Past cap the chunk is raw.
     const uint32_t cnt = (uint32_t)simt::popc64(esc);
-    uint32_t incl = cnt;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const uint32_t o = simt::shfl_up(incl, (unsigned)d);
-      if (lane >= (unsigned)d) incl += o;
-    }
+    const uint32_t incl = simt::warp_inclusive_sum(cnt);
     if (staged) {
       uint32_t idx = X + incl - cnt;
       while (esc) {
