@@ -971,8 +971,8 @@ def markdown(ev, n_results, started, elapsed, args):
         f = REPO / "bench" / "results" / name
         A(f"## {title} results (`bench/results/{name}`, included verbatim)")
         A("")
-        if f.exists():
-            A(f.read_text().rstrip())
+        if f.exists():  # its links are relative to bench/results/; this page is in docs/
+            A(f.read_text().rstrip().replace("](../../docs/", "]("))
         else:
             A(f"`bench/results/{name}` is not there yet.")
         A("")

@@ -1,4 +1,4 @@
-// cmd_transfer.cpp — `splitzip serve` and `splitzip send` (issue 6): a thin client of transfer/transfer.hpp.
+// cmd_transfer.cpp — `splitzip serve` and `splitzip send`: a thin client of transfer/transfer.hpp.
 //
 //   splitzip serve [--listen ADDR:PORT] [--out DIR | --discard] [--token T] [--max-tensor-bytes N] [--timeout S]
 //                  [--once] [--threads N] [--port-file FILE]

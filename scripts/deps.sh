@@ -3,7 +3,7 @@
 # Does nothing for packages already present, so it is cheap to call again. Needs root (or sudo) for apt-get.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
-      libxxhash-dev libgtest-dev googletest libbenchmark-dev libcli11-dev nlohmann-json3-dev
+      libxxhash-dev libgtest-dev googletest libcli11-dev nlohmann-json3-dev
       libzstd-dev liblz4-dev libucx-dev
       clang-14 libclang-rt-14-dev
       python3 python3-venv python3-dev)

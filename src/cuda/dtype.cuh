@@ -8,7 +8,7 @@
 // Exponent -> code goes through per-slot tables in shared memory (EncodeTables) whose entries for slot j hold
 // code << (k j) and the escape bit j, so adding a group's 8 entries packs its codes and its escape mask at once;
 // code -> exponent goes through a table of code pairs (DecodeTables). BF16 has its own forms of both with the code
-// width as a template parameter (bench/NOTES.md v5/v7): they are the hot path of KV transfer.
+// width as a template parameter: they are the hot path of KV transfer.
 #pragma once
 
 #include "cuda/simt.cuh"
