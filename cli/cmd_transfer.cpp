@@ -35,6 +35,8 @@ struct ServeArgs {
   bool discard = false;
   std::string token;
   std::string max_tensor_bytes = "64G";
+  std::string max_session_bytes = "1G";
+  bool force = false;
   double timeout_s = 30;
   bool once = false;
   unsigned threads = 1;
@@ -132,6 +134,9 @@ int run_serve() {
   o.token = a.token;
   if (!parse_bytes(a.max_tensor_bytes, &o.max_tensor_bytes))
     return error_out("--max-tensor-bytes: expected a byte count such as 1073741824 or 1G", 2);
+  if (!parse_bytes(a.max_session_bytes, &o.max_session_bytes))
+    return error_out("--max-session-bytes: expected a byte count such as 268435456 or 256M", 2);
+  o.overwrite = a.force;
   o.timeout_s = a.timeout_s;
   o.threads = a.threads;
   o.gpu = a.gpu;
@@ -244,6 +249,10 @@ void add_transfer_commands(CLI::App& app) {
   sv->add_option("--token", g_serve.token, "Shared token that peers must present")->envname("SPLITZIP_TOKEN");
   sv->add_option("--max-tensor-bytes", g_serve.max_tensor_bytes, "Largest tensor a peer may announce (K/M/G/T)")
       ->capture_default_str();
+  sv->add_option("--max-session-bytes", g_serve.max_session_bytes,
+                 "Most a session may allocate for message buffers (K/M/G/T); larger handshakes are refused")
+      ->capture_default_str();
+  sv->add_flag("-f,--force", g_serve.force, "Replace files of the same name in --out (else such a peer is refused)");
   sv->add_option("--timeout", g_serve.timeout_s, "Seconds without progress before a session fails")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -58,6 +58,20 @@ grep -q "^splitzip: error: .*token" "$WORK/send.err" || fail "sender message: $(
 [ -z "$(ls -A "$WORK/out")" ] || fail "files written for a refused peer"
 echo "ok: wrong token refused"
 
+# an existing file is not replaced without --force
+rm -rf "$WORK/out" && mkdir "$WORK/out" && echo "keep me" >"$WORK/out/a.bin"
+start_server --out "$WORK/out"
+"$BIN" send "$WORK/a.bin" --to "127.0.0.1:$PORT" >"$WORK/send.out" 2>"$WORK/send.err"
+rc=$?
+wait_server
+[ "$rc" -ne 0 ] || fail "send over an existing file succeeded"
+[ "$(cat "$WORK/out/a.bin")" = "keep me" ] || fail "serve replaced an existing file without --force"
+start_server --out "$WORK/out" --force
+"$BIN" send "$WORK/a.bin" --to "127.0.0.1:$PORT" >"$WORK/send.out" 2>"$WORK/send.err" || fail "send with --force: $(cat "$WORK/send.err")"
+wait_server
+cmp "$WORK/a.bin" "$WORK/out/a.bin" || fail "serve --force did not write the tensor"
+echo "ok: no overwrite without --force"
+
 # option errors
 "$BIN" serve --out "$WORK/out" --discard >/dev/null 2>"$WORK/err" && fail "serve with --out and --discard"
 grep -q "^splitzip: error:" "$WORK/err" || fail "serve option message: $(cat "$WORK/err")"
@@ -66,4 +80,4 @@ grep -q "^splitzip: error:" "$WORK/err" || fail "send option message: $(cat "$WO
 "$BIN" send "$WORK/b.bin" --to 127.0.0.1:1 --dtype fp32 >/dev/null 2>"$WORK/err" && fail "odd-sized fp32 file accepted"
 grep -q "^splitzip: error:" "$WORK/err" || fail "dtype size message: $(cat "$WORK/err")"
 echo "ok: option errors"
-echo "4 passed, 0 failed"
+echo "5 passed, 0 failed"

@@ -607,8 +607,19 @@ TEST(TransferSecurity, OversizeClaimsAreRefusedBeforeAllocation) {
        {{"a", SZ_DTYPE_BF16, kv.data(), 64}, {"b", SZ_DTYPE_BF16, kv.data(), 64}}},
       {"a window over max_window", [](tr::ServeOptions& s, tr::SendOptions& o) { s.max_window = 4; o.window = 5; },
        one},
-      {"messages over max_message_bytes",
-       [](tr::ServeOptions&, tr::SendOptions& o) { o.chunk_values = 1u << 26; }, one},
+      {"messages over max_message_bytes",  // a tensor long enough to fill messages of 2^26 values
+       [](tr::ServeOptions&, tr::SendOptions& o) {
+         o.chunk_values = 1u << 26;
+         o.faults.announce_size = 1ull << 30;
+       },
+       one},
+      {"buffers over max_session_bytes",  // 8 slots of 2^18-value messages: 4 MiB
+       [](tr::ServeOptions& s, tr::SendOptions& o) {
+         s.max_session_bytes = 1u << 20;
+         o.chunk_values = 1u << 18;
+         o.window = 8;
+       },
+       {{"a", SZ_DTYPE_BF16, kv.data(), kv.size()}}},
   };
   for (const auto& c : cases) {
     tr::ServeOptions so = to_dir(d);
@@ -620,6 +631,53 @@ TEST(TransferSecurity, OversizeClaimsAreRefusedBeforeAllocation) {
     EXPECT_EQ(r.sender, SZ_ERROR_INVALID_ARGUMENT) << c.what << ": " << r.sender_error;
     EXPECT_TRUE(d.list().empty()) << c.what;
   }
+}
+
+// A peer that announces a large window and large messages for a small tensor gets buffers for that tensor only: the
+// slots are no more than its messages and no larger than its values (a 125-byte handshake once made the receiver
+// allocate window x the largest message, 4 GB).
+TEST(TransferSecurity, SessionBuffersAreSizedByTheAnnouncedTensors) {
+  TempDir d;
+  const auto& kv = kv_slice();
+  for (bool raw : {false, true}) {
+    tr::SendOptions o;
+    o.raw = raw;
+    o.window = 64;
+    o.chunk_values = 1u << 22;
+    o.timeout_s = 10;
+    const std::vector<tr::Tensor> one = {{raw ? "r.bin" : "c.bin", SZ_DTYPE_BF16, kv.data(), 4096}};
+    Outcome r = run_session(to_dir(d), one, o);
+    ASSERT_EQ(r.server, SZ_OK) << r.server_error;
+    ASSERT_EQ(r.sender, SZ_OK) << r.sender_error;
+    EXPECT_GT(r.session.buffer_bytes, 0u);
+    EXPECT_LT(r.session.buffer_bytes, 64u << 10) << "raw " << raw << ": buffers for a 4 KiB tensor";
+    EXPECT_EQ(read_file(d.path / one[0].name), std::vector<uint8_t>(kv.begin(), kv.begin() + 4096));
+  }
+}
+
+// The receiver never replaces a file in its output directory unless told to (overwrite): the handshake is refused
+// and the file is left as it was; with overwrite the tensor replaces it.
+TEST(TransferSecurity, ExistingFilesAreNotOverwritten) {
+  TempDir d;
+  const auto& kv = kv_slice();
+  {
+    std::ofstream f(d.path / "t.bin", std::ios::binary);
+    f << "keep me";
+  }
+  const std::vector<tr::Tensor> one = {{"t.bin", SZ_DTYPE_BF16, kv.data(), 8192}};
+  tr::SendOptions o;
+  o.timeout_s = 5;
+  Outcome r = run_session(to_dir(d), one, o);
+  EXPECT_EQ(r.server, SZ_ERROR_INVALID_ARGUMENT) << r.server_error;
+  EXPECT_EQ(r.sender, SZ_ERROR_INVALID_ARGUMENT) << r.sender_error;
+  const auto kept = read_file(d.path / "t.bin");
+  EXPECT_EQ(std::string(kept.begin(), kept.end()), "keep me");
+  EXPECT_TRUE(no_partial_files(d));
+  tr::ServeOptions so = to_dir(d);
+  so.overwrite = true;
+  r = run_session(so, one, o);
+  ASSERT_EQ(r.server, SZ_OK) << r.server_error;
+  EXPECT_EQ(read_file(d.path / "t.bin"), std::vector<uint8_t>(kv.begin(), kv.begin() + 8192));
 }
 
 // ---- GPU-resident tensors (skipped, saying so, where no CUDA device is visible) -------------------------------------

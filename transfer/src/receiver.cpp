@@ -381,17 +381,38 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
       t.tmp_name = "." + t.name + ".sz-partial-" + std::to_string(getpid()) + "-" + std::to_string(hello.session);
     }
   }
-  const uint64_t max_payload = raw ? hello.chunk_values * max_w : SZ_COMPRESS_BOUND(hello.chunk_values, max_w);
+  // Buffers are sized by what the announced tensors need: a message holds at most the values of the longest
+  // tensor, and no more slots are useful than there are messages (the sender never has more in flight).
+  uint64_t longest = 0;
+  for (const TensorState& t : ts) longest = std::max(longest, t.n_values);
+  const uint64_t chunk_cap = std::max<uint64_t>(1, std::min<uint64_t>(hello.chunk_values, longest));
+  const uint64_t max_payload = raw ? chunk_cap * max_w : SZ_COMPRESS_BOUND(chunk_cap, max_w);
   if (max_payload + proto::kHeaderSize > opt.max_message_bytes)
     return refuse(SZ_ERROR_INVALID_ARGUMENT, "messages of up to " + std::to_string(max_payload) +
                                                  " bytes exceed the limit of " + std::to_string(opt.max_message_bytes));
   const uint64_t total = first_seq.back();
   const uint32_t window = hello.window;
+  const uint32_t n_slots = (uint32_t)std::max<uint64_t>(1, std::min<uint64_t>(window, total));
+  const uint64_t buffer_bytes =
+      n_slots * (proto::kHeaderSize + max_payload) + (raw ? 0 : (uint64_t)opt.threads * chunk_cap * max_w);
+  if (buffer_bytes > opt.max_session_bytes)
+    return refuse(SZ_ERROR_INVALID_ARGUMENT, "the session needs " + std::to_string(buffer_bytes) +
+                                                 " bytes of buffers, more than the limit of " +
+                                                 std::to_string(opt.max_session_bytes));
+  if (files && !opt.overwrite) {
+    for (const TensorState& t : ts) {
+      struct stat st_existing;
+      if (fstatat(S.dir_fd, t.name.c_str(), &st_existing, AT_SYMLINK_NOFOLLOW) == 0)
+        return refuse(SZ_ERROR_INVALID_ARGUMENT, "tensor " + t.name + ": a file of that name exists in the output "
+                                                 "directory (the receiver does not overwrite without being told to)");
+    }
+  }
   stats.raw = raw;
+  stats.buffer_bytes = buffer_bytes;
 
   // ---- allocate (all sizes checked above) and accept ----
   const uint64_t data_tag = proto::tag_of(proto::kChunk, hello.session);
-  slots.resize(window);
+  slots.resize(n_slots);
   std::vector<std::vector<uint8_t>> scratch(opt.threads);
   stats.gpu = use_gpu;
   stats.gpu_direct = direct;
@@ -402,7 +423,7 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
       sl.cap = sl.buf.size();
     }
     if (!raw)
-      for (auto& b : scratch) b.resize((size_t)(hello.chunk_values * max_w));
+      for (auto& b : scratch) b.resize((size_t)(chunk_cap * max_w));
   } else {
     std::string why;
     st = gpu::set_device(S.cuda_device, &why);
@@ -415,7 +436,7 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
     }
     size_t ws = 0;
     if (st == SZ_OK && !raw) {
-      st = sz_cuda_decompress_workspace_size((size_t)max_payload, (size_t)(hello.chunk_values * max_w), &ws);
+      st = sz_cuda_decompress_workspace_size((size_t)max_payload, (size_t)(chunk_cap * max_w), &ws);
       if (st != SZ_OK) why = std::string("workspace size: ") + sz_status_name(st);
     }
     gpu_workers.resize(opt.threads);
@@ -576,7 +597,12 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
       bool ok = fstat(fd, &stt) == 0;
       if (ok && (uint64_t)stt.st_size != t.size) ok = ftruncate(fd, (off_t)t.size) == 0;
       ok = (::close(fd) == 0) && ok;
-      if (ok) ok = renameat(S.dir_fd, t.tmp_name.c_str(), S.dir_fd, t.name.c_str()) == 0;
+      if (ok && opt.overwrite) {
+        ok = renameat(S.dir_fd, t.tmp_name.c_str(), S.dir_fd, t.name.c_str()) == 0;
+      } else if (ok) {  // link fails if a file of that name appeared since the handshake: nothing is replaced
+        ok = linkat(S.dir_fd, t.tmp_name.c_str(), S.dir_fd, t.name.c_str(), 0) == 0;
+        unlinkat(S.dir_fd, t.tmp_name.c_str(), 0);
+      }
       if (!ok) {
         unlinkat(S.dir_fd, t.tmp_name.c_str(), 0);
         return false;

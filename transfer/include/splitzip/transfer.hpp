@@ -122,6 +122,11 @@ struct ServeOptions {
   uint32_t max_tensors = 4096;
   uint64_t max_message_bytes = (uint64_t)64 << 20;  // the largest chunk message a peer may announce
   uint32_t max_window = 64;
+  /** The most a session may allocate for its message slots and decode scratch (sized by what the peer announced:
+   *  window slots, but no more than its messages, each no larger than its largest message can be); a handshake that
+   *  needs more is refused before anything is allocated. */
+  uint64_t max_session_bytes = (uint64_t)1 << 30;
+  bool overwrite = false;    // replace a file of the same name in out_dir (else the handshake is refused)
   unsigned threads = 1;      // codec threads
   double timeout_s = 10;     // stall timeout within a session
   double accept_timeout_s = 0;  // how long serve_one waits for a peer; 0 = forever
@@ -152,6 +157,7 @@ struct SessionStats {
   double codec_seconds = 0;
   bool gpu = false;         // decoded on the GPU
   bool gpu_direct = false;  // received into device memory (else pinned host staging)
+  uint64_t buffer_bytes = 0;  // what the session allocated for message slots and decode scratch
   std::vector<ReceivedTensor> tensors;  // only tensors whose every byte verified and (unless discarded) is in place
 };
 
