@@ -93,12 +93,14 @@ SZ_DEV uint32_t get_bits(const uint32_t* w, int bit) {
 
 // ---- encode tables -------------------------------------------------------------------------------------------------
 // Slot tables for exponent -> code: entry (j, e) is {code(e) << (k j), 0} or, when e escapes, {0, 1 << j}. BF16 with
-// k <= 3 keeps both in one word (codes in bits 0..23, escape bit 24 + j): half the shared memory and loads.
+// k <= 3 keeps both in one word (codes in bits 0..23, escape bit 24 + j) for all 8 slots; the two-word form has
+// tables for slots 0..3 only, and slot j + 4 is slot j's entry shifted by 4k (codes) and 4 (escape bits).
 template <int DT, int K>
 struct EncEntry {
   static constexpr bool kOneWord = DT == 1 && K >= 1 && K <= 3;
   static constexpr uint32_t kBytes = kOneWord ? 4 : 8;
-  static constexpr uint32_t kTableBytes = 8u * (1u << Dt<DT>::E) * kBytes;
+  static constexpr uint32_t kSlots = kOneWord ? 8 : 4;
+  static constexpr uint32_t kTableBytes = kSlots * (1u << Dt<DT>::E) * kBytes;
 };
 
 // Fills the tables from the codebook (all threads of the CTA call it, then barrier); every thread reads the same
@@ -106,7 +108,7 @@ struct EncEntry {
 template <int DT, int K>
 SZ_DEV void build_encode_tables(uint8_t* tab, const uint8_t* codebook, uint32_t count, uint32_t k) {
   constexpr uint32_t NE = 1u << Dt<DT>::E;
-  for (uint32_t i = simt::thread_id(); i < 8 * NE; i += simt::block_threads()) {
+  for (uint32_t i = simt::thread_id(); i < EncEntry<DT, K>::kSlots * NE; i += simt::block_threads()) {
     const uint32_t j = i / NE, e = i % NE;
     uint32_t c = 0xFFu;
     for (uint32_t q = 0; q < count; ++q)
@@ -120,7 +122,7 @@ SZ_DEV void build_encode_tables(uint8_t* tab, const uint8_t* codebook, uint32_t 
 }
 
 // One lane's round: rest fields, codes (word g = group g's 8 codes) and escape mask, from its 16 input words.
-// K = 0: the code width is k (run time; the table entries are already shifted, so only BF16 needs K).
+// K: the code width (the table entries are already shifted by k j; the two-word forms shift slots 4..7 by 4 K).
 template <int DT, int K>
 SZ_DEV void encode_lane(const uint32_t w[16], const uint8_t* tab, uint32_t rest[Lane<DT>::kRestWords],
                         uint32_t codes[Lane<DT>::kGroups], uint64_t* esc) {
@@ -149,17 +151,17 @@ SZ_DEV void encode_lane(const uint32_t w[16], const uint8_t* tab, uint32_t rest[
         codes[g] = acc & 0xFFFFFFu;
         m |= (uint64_t)(acc >> 24) << (8 * g);
       } else {
-        uint32_t cx = 0, ex = 0;
+        uint32_t cx[2] = {0, 0}, ex[2] = {0, 0};  // slots 0..3 and 4..7
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           const uint32_t lo = (q[i] >> 4) & 0x7F8u, hi = (q[i] >> 20) & 0x7F8u;
-          const uint2 u = *reinterpret_cast<const uint2*>(tab + (2 * i) * 2048 + lo);
-          const uint2 v = *reinterpret_cast<const uint2*>(tab + (2 * i + 1) * 2048 + hi);
-          cx += u.x + v.x;
-          ex += u.y + v.y;
+          const uint2 u = *reinterpret_cast<const uint2*>(tab + (2 * (i & 1)) * 2048 + lo);
+          const uint2 v = *reinterpret_cast<const uint2*>(tab + (2 * (i & 1) + 1) * 2048 + hi);
+          cx[i / 2] += u.x + v.x;
+          ex[i / 2] += u.y + v.y;
         }
-        codes[g] = cx;
-        m |= (uint64_t)ex << (8 * g);
+        codes[g] = cx[0] + (cx[1] << (4 * K));
+        m |= (uint64_t)(ex[0] | (ex[1] << 4)) << (8 * g);
       }
     }
   } else {
@@ -167,17 +169,17 @@ SZ_DEV void encode_lane(const uint32_t w[16], const uint8_t* tab, uint32_t rest[
     for (int i = 0; i < L::kRestWords; ++i) rest[i] = 0;
 #pragma unroll
     for (int g = 0; g < L::kGroups; ++g) {
-      uint32_t cx = 0, ex = 0;
+      uint32_t cx[2] = {0, 0}, ex[2] = {0, 0};  // slots 0..3 and 4..7
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         const uint32_t x = value_at<DT>(w, 8 * g + j);
         put_bits<T::R>(rest, (8 * g + j) * T::R, rest_of<DT>(x));
-        const uint2 u = reinterpret_cast<const uint2*>(tab)[j * NE + exp_of<DT>(x)];
-        cx += u.x;
-        ex += u.y;
+        const uint2 u = reinterpret_cast<const uint2*>(tab)[(j & 3) * NE + exp_of<DT>(x)];
+        cx[j / 4] += u.x;
+        ex[j / 4] += u.y;
       }
-      codes[g] = cx;
-      m |= (uint64_t)ex << (8 * g);
+      codes[g] = cx[0] + (cx[1] << (4 * K));
+      m |= (uint64_t)(ex[0] | (ex[1] << 4)) << (8 * g);
     }
   }
   *esc = m;

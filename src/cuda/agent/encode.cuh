@@ -236,7 +236,7 @@ SZ_NOINLINE void emit_record(const EncodeArgs& a, uint8_t* ring, uint8_t* rec, c
     } else {
       if (nv > 0) {
         uint32_t rest[L::kRestWords], codes[NG];
-        encode_lane<DT, K>(w, tab, rest, codes, &esc);
+        lane_encode<DT, K>(a, w, tab, a.ch.bases ? (cs + v0) % a.ch.period : 0, rest, codes, &esc);
         if (nv < VL) mask_lane<DT, K>(nv, codes, &esc);
         for (uint32_t g = 0; g < (nv + 7) / 8; ++g)
           for (int b = 0; b < K; ++b) rec[(lane * NG + g) * K + b] = (uint8_t)(codes[g] >> (8 * b));
