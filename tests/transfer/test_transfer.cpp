@@ -907,6 +907,161 @@ TEST(TransferHardening, ListensOnlyOnTheRequestedInterface) {
   }
 }
 
+// Eight senders at once, each with its own tensors, all succeed and every file is bit-exact.
+TEST(TransferSessions, EightConcurrentSendersAllSucceed) {
+  TempDir d;
+  const auto& kv = kv_slice();
+  tr::ServeOptions so = to_dir(d);
+  so.threads = 1;
+  so.max_sessions = 8;
+  RunningServer rs(so);
+  const uint16_t port = rs.server.port();
+  std::vector<sz_status> st(8, SZ_ERROR_INTERNAL);
+  std::vector<std::string> err(8);
+  std::vector<std::thread> senders;
+  for (int i = 0; i < 8; ++i) {
+    senders.emplace_back([&, i] {
+      tr::SendOptions o;
+      o.raw = i % 2 == 1;
+      o.chunk_values = 1u << 16;
+      o.window = 2;
+      o.timeout_s = 30;
+      st[i] = tr::send("127.0.0.1", port, {{"s" + std::to_string(i), SZ_DTYPE_BF16, kv.data(), kv.size()}}, o,
+                       nullptr, &err[i]);
+    });
+  }
+  for (auto& t : senders) t.join();
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(st[i], SZ_OK) << "sender " << i << ": " << err[i];
+    EXPECT_EQ(read_file(d.path / ("s" + std::to_string(i))), kv) << "sender " << i;
+  }
+  rs.finish();
+  EXPECT_EQ(rs.count(true, SZ_OK), 8u);
+  EXPECT_TRUE(no_partial_files(d));
+}
+
+// With one session allowed and a peer holding it, another peer is refused at once with a message that says why,
+// instead of waiting; once the slot is free, a peer gets in.
+TEST(TransferSessions, PeersBeyondTheSessionLimitAreRefusedAsBusyNotHung) {
+  const auto& kv = kv_slice();
+  tr::ServeOptions so;
+  so.discard = true;
+  so.max_sessions = 1;
+  so.timeout_s = 2;  // the stalled holder loses its session after this
+  RunningServer rs(so);
+  const uint16_t port = rs.server.port();
+  tr::SendOptions holder = small_chunks(true);
+  holder.faults.stall_after_chunks = 1;
+  holder.timeout_s = 20;
+  sz_status hs = SZ_ERROR_INTERNAL;
+  std::string herr;
+  std::thread h([&] { hs = tr::send("127.0.0.1", port, {{"held", SZ_DTYPE_BF16, kv.data(), kv.size()}}, holder,
+                                    nullptr, &herr); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  tr::SendOptions o;
+  o.timeout_s = 10;
+  std::string err;
+  const double t0 = now_s();
+  EXPECT_EQ(tr::send("127.0.0.1", port, {{"second", SZ_DTYPE_BF16, kv.data(), 4096}}, o, nullptr, &err),
+            SZ_ERROR_IO);
+  EXPECT_LT(now_s() - t0, 1.5) << "refused, not left waiting";
+  EXPECT_NE(err.find("busy"), std::string::npos) << err;
+  EXPECT_NE(err.find("sessions"), std::string::npos) << err;
+  h.join();
+  EXPECT_NE(hs, SZ_OK) << "the stalled holder lost its session";
+  // the slot is free once the server has ended that session (it lingers briefly for the peer to hang up)
+  for (double t1 = now_s(); rs.count(true, SZ_ERROR_IO) == 0 && now_s() - t1 < 5;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(tr::send("127.0.0.1", port, {{"third", SZ_DTYPE_BF16, kv.data(), 4096}}, o, nullptr, &err), SZ_OK) << err;
+}
+
+// The buffers of all sessions together stay within max_server_bytes: a session that would pass it is refused as
+// busy while another holds the memory.
+TEST(TransferSessions, GlobalMemoryCapRefusesASessionThatWouldPassIt) {
+  const auto& kv = kv_slice();
+  tr::ServeOptions so;
+  so.discard = true;
+  so.max_sessions = 4;
+  so.timeout_s = 2;
+  // a raw session of 2 slots of 2^15 BF16 values holds 2 x (48 + 65536) bytes; two do not fit
+  so.max_server_bytes = 200000;
+  RunningServer rs(so);
+  const uint16_t port = rs.server.port();
+  tr::SendOptions holder;
+  holder.raw = true;
+  holder.chunk_values = 1u << 15;
+  holder.window = 2;
+  holder.faults.stall_after_chunks = 1;
+  holder.timeout_s = 20;
+  sz_status hs = SZ_ERROR_INTERNAL;
+  std::string herr;
+  std::thread h([&] { hs = tr::send("127.0.0.1", port, {{"held", SZ_DTYPE_BF16, kv.data(), kv.size()}}, holder,
+                                    nullptr, &herr); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  tr::SendOptions o = holder;
+  o.faults = tr::SendFaults();
+  o.timeout_s = 10;
+  std::string err;
+  EXPECT_EQ(tr::send("127.0.0.1", port, {{"second", SZ_DTYPE_BF16, kv.data(), kv.size()}}, o, nullptr, &err),
+            SZ_ERROR_IO);
+  EXPECT_NE(err.find("busy"), std::string::npos) << err;
+  EXPECT_NE(err.find("bytes"), std::string::npos) << err;
+  // a small session fits next to the holder
+  EXPECT_EQ(tr::send("127.0.0.1", port, {{"small", SZ_DTYPE_BF16, kv.data(), 4096}}, o, nullptr, &err), SZ_OK) << err;
+  h.join();
+  EXPECT_NE(hs, SZ_OK);
+}
+
+// A peer that keeps sending, slowly enough never to stall, still loses its session at max_session_seconds.
+TEST(TransferSessions, SessionTimeLimitEndsASteadySender) {
+  const auto& kv = kv_slice();
+  tr::ServeOptions so;
+  so.discard = true;
+  so.max_session_seconds = 1;
+  so.accept_timeout_s = 20;
+  tr::Server server;
+  std::string err;
+  ASSERT_EQ(server.open(so, &err), SZ_OK) << err;
+  sz_status ss = SZ_ERROR_INTERNAL;
+  std::string serr;
+  std::thread t([&] {
+    tr::SessionStats s;
+    ss = server.serve_one(&s, &serr);
+  });
+  tr::SendOptions o;
+  o.raw = true;
+  o.chunk_values = 4096;
+  o.window = 2;
+  o.rate_bytes_per_s = 200e3;  // 1.8 MB in about 9 s, a message every 40 ms
+  o.timeout_s = 10;
+  const double t0 = now_s();
+  const sz_status st = tr::send("127.0.0.1", server.port(), {{"slow", SZ_DTYPE_BF16, kv.data(), kv.size()}}, o,
+                                nullptr, &err);
+  t.join();
+  EXPECT_EQ(st, SZ_ERROR_IO) << err;
+  EXPECT_NE(err.find("time limit"), std::string::npos) << err;
+  EXPECT_EQ(ss, SZ_ERROR_IO) << serr;
+  EXPECT_LT(now_s() - t0, 4.0);
+}
+
+// A peer that connects and says nothing is dropped after the handshake timeout.
+TEST(TransferSessions, SilentPeerIsDroppedAfterTheHandshakeTimeout) {
+  tr::ServeOptions so;
+  so.discard = true;
+  so.handshake_timeout_s = 0.5;
+  so.accept_timeout_s = 10;
+  tr::Server server;
+  std::string err;
+  ASSERT_EQ(server.open(so, &err), SZ_OK) << err;
+  RawPeer silent(server.port());
+  ASSERT_TRUE(silent.ok());
+  const double t0 = now_s();
+  tr::SessionStats s;
+  EXPECT_EQ(server.serve_one(&s, &err), SZ_ERROR_IO);
+  EXPECT_NE(err.find("no complete handshake"), std::string::npos) << err;
+  EXPECT_LT(now_s() - t0, 3.0);
+}
+
 // ---- GPU-resident tensors (skipped, saying so, where no CUDA device is visible) -------------------------------------
 
 namespace {
