@@ -191,7 +191,8 @@ struct RawPeer {
 };
 
 // A complete, valid HELLO message for one raw BF16 tensor "t" of 4096 bytes.
-std::vector<uint8_t> hello_message(uint32_t session, const std::string& token, const std::string& name = "t") {
+std::vector<uint8_t> hello_message(uint32_t session, const std::string& token, const std::string& name = "t",
+                                   uint8_t dtype = SZ_DTYPE_BF16) {
   namespace proto = tr::proto;
   proto::Hello h;
   h.protocol_version = tr::kProtocolVersion;
@@ -203,7 +204,7 @@ std::vector<uint8_t> hello_message(uint32_t session, const std::string& token, c
   h.token = token;
   proto::TensorEntry e;
   e.name = name;
-  e.dtype = SZ_DTYPE_BF16;
+  e.dtype = dtype;
   e.size = 4096;
   h.tensors.push_back(e);
   return proto::encode_message(proto::kHello, proto::encode_hello(h), true);
@@ -561,6 +562,33 @@ TEST(TransferSecurity, TokenMismatchIsRefused) {
   EXPECT_EQ(r.server, SZ_OK) << r.server_error;
   EXPECT_EQ(r.sender, SZ_OK) << r.sender_error;
   c.expect_in(d);
+}
+
+// A dtype byte that names no dtype is refused with SZ_ERROR_UNSUPPORTED_DTYPE, answered to the peer (the fuzzer
+// found it being loaded into the enum before the check).
+TEST(TransferSecurity, UnknownDtypeByteIsRefused) {
+  tr::ServeOptions so;
+  so.discard = true;
+  so.accept_timeout_s = 10;
+  tr::Server server;
+  std::string err;
+  ASSERT_EQ(server.open(so, &err), SZ_OK) << err;
+  sz_status ss = SZ_ERROR_INTERNAL;
+  std::thread t([&] {
+    tr::SessionStats s;
+    ss = server.serve_one(&s, &err);
+  });
+  {
+    RawPeer peer(server.port());
+    ASSERT_TRUE(peer.ok());
+    peer.send_bytes(hello_message(9, "", "t", 61));
+    std::vector<uint8_t> address;
+    std::string text;
+    EXPECT_EQ(peer.read_ack(&address, &text), SZ_ERROR_UNSUPPORTED_DTYPE) << text;
+    EXPECT_TRUE(address.empty());
+  }
+  t.join();
+  EXPECT_EQ(ss, SZ_ERROR_UNSUPPORTED_DTYPE) << err;
 }
 
 TEST(TransferSecurity, TokenCompare) {
@@ -1116,9 +1144,7 @@ struct DeviceSink {
 
 std::vector<tr::GpuPath> gpu_paths() {
   std::vector<tr::GpuPath> p = {tr::GpuPath::kStaged};
-  splitzip::transfer::Ucx probe;
-  std::string err;
-  if (probe.init("", &err) == SZ_OK && probe.cuda_memory()) p.push_back(tr::GpuPath::kDirect);
+  if (tr::Ucx::cuda_memory_supported()) p.push_back(tr::GpuPath::kDirect);
   static bool said = false;
   if (!said) {
     said = true;

@@ -320,7 +320,7 @@ sz_status MessageReader::commit(size_t n, std::string* why) {
 void MessageReader::reset() {
   head_fill_ = 0;
   h_ = Header();
-  payload_.clear();
+  std::vector<uint8_t>().swap(payload_);
   payload_fill_ = 0;
   complete_ = false;
   failed_ = false;

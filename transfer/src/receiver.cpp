@@ -179,7 +179,9 @@ struct Server::Impl {
     c.fd = -1;
   }
   void handle(Conn& c);
-  sz_status run_session(int fd, const Plan& plan, uint64_t serial, SessionStats* stats, std::string* error);
+  // The session of an admitted peer on control connection fd; hello_bytes: the size of its HELLO message.
+  sz_status run_session(int fd, const Plan& plan, uint64_t serial, uint64_t hello_bytes, SessionStats* stats,
+                        std::string* error);
   // Joins ended connections, accepts new ones; waits at most max_wait_s for something to happen.
   void pump(double max_wait_s);
 };
@@ -231,12 +233,9 @@ sz_status Server::open(const ServeOptions& options, std::string* error) {
       return fail(error, SZ_ERROR_IO, "cannot open output directory " + s.opt.out_dir + ": " + strerror(errno));
   }
   if (s.opt.gpu && s.opt.gpu_path == GpuPath::kDirect) {
-    // Whether this UCX can take device memory is a property of the build and its transports: ask a worker now, so
-    // that the error comes at open() and not with the first peer.
-    Ucx probe;
-    sz_status st = probe.init("", error);
-    if (st != SZ_OK) return st;
-    if (!probe.cuda_memory())
+    // Whether this UCX can take device memory is a property of the build and its transports: ask now (a context
+    // only, no worker, so no socket), so that the error comes at open() and not with the first peer.
+    if (!Ucx::cuda_memory_supported())
       return fail(error, SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support (GpuPath::kDirect)");
   }
   s.notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -271,6 +270,8 @@ void Server::Impl::handle(Conn& c) {
     proto::Hello hello;
     st = proto::decode_hello(reader.payload().data(), reader.payload().size(), opt.max_tensors, &hello, &why);
     if (st != SZ_OK) return refuse(st, why, true);
+    const uint64_t hello_bytes = proto::kHeaderSize + reader.payload().size();
+    reader.reset();  // frees the payload: the session keeps only what admit() derives from it
     Plan plan;
     st = admit(limits, hello, &plan, &why);
     if (st != SZ_OK) return refuse(st, why, true);
@@ -300,7 +301,7 @@ void Server::Impl::handle(Conn& c) {
       c.admitted = true;
     }
     o.accepted = true;
-    o.status = run_session(fd, plan, number, &o.stats, &o.error);
+    o.status = run_session(fd, plan, number, hello_bytes, &o.stats, &o.error);
     {
       std::lock_guard<std::mutex> lock(mu);
       --sessions;
@@ -406,8 +407,8 @@ sz_status Server::serve(const std::function<void(const SessionOutcome&)>& on_out
   }
 }
 
-sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, SessionStats* stats_out,
-                                    std::string* error) {
+sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, uint64_t hello_bytes,
+                                    SessionStats* stats_out, std::string* error) {
   Impl& S = *this;
   SessionStats stats;
   const double t_session = now_s();
@@ -502,7 +503,7 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, S
   const uint64_t max_payload = plan.max_payload;
   stats.raw = raw;
   stats.buffer_bytes = plan.buffer_bytes;
-  stats.wire_bytes = proto::kHeaderSize;  // the HELLO's header; its payload is not kept
+  stats.wire_bytes = hello_bytes;  // what arrived: the HELLO, then the chunks
 
   // ---- allocate (all sizes checked by admit()) ----
   sz_status st = SZ_OK;
@@ -814,7 +815,6 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, S
       std::string why;
       if (net::write_all(fd, credit_header, sizeof credit_header, now_s() + opt.timeout_s, &why) != SZ_OK)
         return peer_gone();
-      stats.wire_bytes += sizeof credit_header;
       credited = consumed;
       active = true;
     }

@@ -65,6 +65,10 @@ sz_status admit(const Limits& opt, const proto::Hello& hello, Plan* plan, std::s
     if (!valid_tensor_name(e.name)) return refuse(why, SZ_ERROR_INVALID_ARGUMENT, "invalid tensor name");
     if (!names.insert(e.name).second) return refuse(why, SZ_ERROR_INVALID_ARGUMENT, "duplicate tensor name " + e.name);
     t.name = e.name;
+    // The peer's byte becomes an sz_dtype only once it is one of the enumerators (a load of any other value into
+    // the enum is undefined).
+    if (e.dtype < SZ_DTYPE_BF16 || e.dtype > SZ_DTYPE_FP8_E5M2)
+      return refuse(why, SZ_ERROR_UNSUPPORTED_DTYPE, "tensor " + e.name + ": unknown dtype");
     t.dtype = (sz_dtype)e.dtype;
     t.value_bytes = sz_dtype_size(t.dtype);
     if (t.value_bytes == 0) return refuse(why, SZ_ERROR_UNSUPPORTED_DTYPE, "tensor " + e.name + ": unknown dtype");

@@ -102,6 +102,26 @@ sz_status Ucx::init(const std::string& net_device, std::string* error) {
   return SZ_OK;
 }
 
+bool Ucx::cuda_memory_supported() {
+  ucp_config_t* config = nullptr;
+  if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return false;
+  ucp_params_t params;
+  memset(&params, 0, sizeof params);
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  ucp_context_h context = nullptr;
+  const ucs_status_t st = ucp_init(&params, config, &context);
+  ucp_config_release(config);
+  if (st != UCS_OK) return false;
+  ucp_context_attr_t attr;
+  memset(&attr, 0, sizeof attr);
+  attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  const bool yes = ucp_context_query(context, &attr) == UCS_OK &&
+                   (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+  ucp_cleanup(context);
+  return yes;
+}
+
 sz_status Ucx::address(std::vector<uint8_t>* out, std::string* error) {
   ucp_address_t* a = nullptr;
   size_t len = 0;

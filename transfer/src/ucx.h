@@ -54,6 +54,8 @@ class Ucx {
   sz_status recv(uint64_t tag, uint64_t mask, void* buffer, size_t capacity, Op* op, bool device = false);
   // Whether this UCX build and its loaded transports accept CUDA device memory (ucp_context_query memory types).
   bool cuda_memory() const { return cuda_memory_; }
+  // The same question without a worker (so without opening any transport socket): a context, queried and released.
+  static bool cuda_memory_supported();
   // Frees the request of a completed op; returns its status. Call only when op->done.
   ucs_status_t reap(Op* op);
   // Cancels an op in flight and progresses until its callback ran (bounded by a short time).

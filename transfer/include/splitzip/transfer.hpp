@@ -1,8 +1,11 @@
 // transfer.hpp — moving tensors between processes over UCX, compressed with SplitZip on the way.
 //
-// A sender opens a UCX (ucp) endpoint to a listening receiver, offers a handshake (protocol version, format
-// version, mode, optional shared token, the tensor list with names, dtypes, sizes and codebooks) and, once the
-// receiver accepts, streams every tensor as a sequence of messages of `chunk_values` values each. In compressed
+// A sender opens a TCP control connection to a listening receiver, offers a handshake there (protocol version,
+// format version, mode, optional shared token, the tensor list with names, dtypes, sizes and codebooks) and, once
+// the receiver accepted it and answered with the address of a UCX (ucp) worker created for this session, connects
+// to that worker and streams every tensor as a sequence of messages of `chunk_values` values each; credits and the
+// final result come back on the control connection. The receiver parses everything a peer sends before acceptance
+// itself, with bounded sizes and timeouts; UCX sees nothing from a peer that was not accepted. In compressed
 // mode a message carries one SplitZip frame (docs/FORMAT.md) with per-chunk checksums; in raw mode it carries the
 // bytes as they are, with an XXH3 check. Every message has a checked 48-byte header (transfer/PROTOCOL.md).
 //
@@ -144,8 +147,8 @@ struct ServeOptions {
    *  allocates, writes to out_dir once verified (unless discard) and frees. */
   bool gpu = false;
   GpuPath gpu_path = GpuPath::kAuto;  // receive into device buffers (direct) or pinned host buffers (staged)
-  /** Called on the UCX thread before a tensor's first chunk is decoded; returns its device destination or NULL to
-   *  refuse the transfer. With it, nothing is written to out_dir. */
+  /** Called on the session's thread before a tensor's first chunk is decoded (several sessions may call it at
+   *  once); returns its device destination or NULL to refuse the transfer. With it, nothing is written to out_dir. */
   std::function<void*(const std::string& name, sz_dtype dtype, uint64_t size)> device_destination;
 };
 
