@@ -158,6 +158,9 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   if (hello_bytes.size() > proto::kMaxHelloBytes)
     return fail(error, SZ_ERROR_INVALID_ARGUMENT, "tensor list too long for one handshake");
 
+  if (use_gpu && opt.gpu_path == GpuPath::kDirect && !Ucx::cuda_memory_supported())
+    return fail(error, SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support (GpuPath::kDirect)");
+
   // ---- connect and handshake (PROTOCOL.md §1, §3): HELLO on the control connection, then UCX ----
   const double t_start = now_s();
   int ctrl_fd = -1;
