@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "protocol.h"
-#include "session.h"
+#include "wire/protocol.h"
+#include "session/session.h"
 
 namespace tr = splitzip::transfer;
 namespace proto = splitzip::transfer::proto;

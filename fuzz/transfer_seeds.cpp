@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol.h"
+#include "wire/protocol.h"
 
 namespace proto = splitzip::transfer::proto;
 

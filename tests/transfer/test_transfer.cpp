@@ -24,12 +24,12 @@
 
 #include <gtest/gtest.h>
 
-#include "protocol.h"
+#include "wire/protocol.h"
 #include "splitzip/transfer.hpp"
 #include "test_util.h"
 #include "gpu.h"
-#include "net.h"
-#include "ucx.h"
+#include "transport/net.h"
+#include "transport/ucx.h"
 
 extern char** environ;
 

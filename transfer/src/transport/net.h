@@ -10,7 +10,7 @@
 #include <atomic>
 #include <string>
 
-#include "protocol.h"
+#include "wire/protocol.h"
 #include "splitzip/splitzip.h"
 
 namespace splitzip {

@@ -21,11 +21,11 @@
 #include <unordered_set>
 
 #include "gpu.h"
-#include "net.h"
-#include "pool.h"
-#include "protocol.h"
+#include "transport/net.h"
+#include "session/pool.h"
+#include "wire/protocol.h"
 #include "splitzip/transfer.hpp"
-#include "ucx.h"
+#include "transport/ucx.h"
 
 namespace splitzip {
 namespace transfer {

@@ -1,5 +1,5 @@
 // ucx.cpp — see ucx.h.
-#include "ucx.h"
+#include "transport/ucx.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol.h"
+#include "wire/protocol.h"
 #include "splitzip/splitzip.h"
 #include "splitzip/transfer.hpp"
 

@@ -1,5 +1,5 @@
 // net.cpp — see net.h.
-#include "net.h"
+#include "transport/net.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 // session.cpp — see session.h.
-#include "session.h"
+#include "session/session.h"
 
 #include <string.h>
 

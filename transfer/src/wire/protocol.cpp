@@ -1,5 +1,5 @@
 // protocol.cpp — encoding and checking of the messages of transfer/PROTOCOL.md.
-#include "protocol.h"
+#include "wire/protocol.h"
 
 #include <string.h>
 
@@ -287,7 +287,8 @@ sz_status MessageReader::commit(size_t n, std::string* why) {
     }
     if (h_.payload_size > max_control_payload(h_.type)) {
       failed_ = true;
-      *why = "a message announces a payload of " + std::to_string(h_.payload_size) + " bytes, more than its type allows";
+      *why = "a message announces a payload of " + std::to_string(h_.payload_size) +
+             " bytes, more than its type allows";
       return SZ_ERROR_CORRUPT;
     }
     if (h_.type != kCredit && !(h_.flags & kFlagPayloadHash)) {

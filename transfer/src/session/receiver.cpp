@@ -1,16 +1,17 @@
 // receiver.cpp — the receiving side of transfer/PROTOCOL.md.
 //
 // The server listens on one TCP socket (the control connection, PROTOCOL.md §1). Each accepted connection gets a
-// thread that reads the HELLO with the bounded reader of protocol.h, admits it (session.h) and checks the session
-// and memory limits; only then does the session create its own UCX worker, restricted to the interface the
+// thread that reads the HELLO with the bounded reader of wire/protocol.h, admits it (session.h) and checks the
+// session and memory limits; only then does the session create its own UCX worker, restricted to the interface the
 // connection arrived on, and answer with its address. So no UCX code sees a byte from a peer that was not accepted,
 // and idle, the server has no socket but its listener.
 //
-// In a session, the UCX thread keeps `window` receives posted, one per slot. A completed receive is checked (header, sequence,
-// tensor and chunk, sizes) and handed to a codec thread, which verifies the payload (the frame's checksums, or the
-// message's XXH3 in raw mode), decodes it and writes it at its offset in the tensor's temporary file. When every
-// chunk of a tensor verified, the file is renamed to its name; on any failure temporary files are removed. Every
-// size the peer announces is checked against the ServeOptions limits before anything is allocated.
+// In a session, the session's thread keeps `window` receives posted, one per slot. A completed receive is checked
+// (header, then sequence, tensor, chunk and sizes by the ChunkTracker) and handed to a codec thread, which verifies
+// the payload (the frame's checksums, or the message's XXH3 in raw mode), decodes it and writes it at its offset in
+// the tensor's temporary file. When every chunk of a tensor verified, the file gets its name (linked, so that
+// nothing is replaced, unless overwrite is set); on any failure temporary files are removed. Every size the peer
+// announces is checked against the ServeOptions limits (admit()) before anything is allocated.
 //
 // With ServeOptions::gpu the slots are device buffers that UCX receives into (direct, when UCX reports CUDA memory
 // support) or pinned host buffers (staged), and a codec thread decodes each message on its own CUDA stream
@@ -33,12 +34,12 @@
 #include <thread>
 
 #include "gpu.h"
-#include "net.h"
-#include "pool.h"
-#include "protocol.h"
-#include "session.h"
+#include "transport/net.h"
+#include "session/pool.h"
+#include "wire/protocol.h"
+#include "session/session.h"
 #include "splitzip/transfer.hpp"
-#include "ucx.h"
+#include "transport/ucx.h"
 
 namespace splitzip {
 namespace transfer {
@@ -207,8 +208,10 @@ sz_status Server::open(const ServeOptions& options, std::string* error) {
   if (s.opt.threads == 0) s.opt.threads = std::max(1u, std::thread::hardware_concurrency());
   if (s.opt.threads > 256) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "threads must be at most 256");
   if (!(s.opt.timeout_s > 0)) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "timeout must be positive");
-  if (!(s.opt.handshake_timeout_s > 0)) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "handshake timeout must be positive");
-  if (!(s.opt.max_session_seconds >= 0)) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "session time limit must not be negative");
+  if (!(s.opt.handshake_timeout_s > 0))
+    return fail(error, SZ_ERROR_INVALID_ARGUMENT, "handshake timeout must be positive");
+  if (!(s.opt.max_session_seconds >= 0))
+    return fail(error, SZ_ERROR_INVALID_ARGUMENT, "session time limit must not be negative");
   if (s.opt.max_sessions < 1 || s.opt.max_sessions > 1024)
     return fail(error, SZ_ERROR_INVALID_ARGUMENT, "max sessions must be 1..1024");
   if (s.opt.max_window < 1 || s.opt.max_window > 1024)
@@ -294,7 +297,9 @@ void Server::Impl::handle(Conn& c) {
       if (bytes + plan.buffer_bytes > opt.max_server_bytes)
         return refuse(SZ_ERROR_IO, "busy: the session needs " + std::to_string(plan.buffer_bytes) +
                                        " bytes of buffers and the running sessions hold " + std::to_string(bytes) +
-                                       " of the server's " + std::to_string(opt.max_server_bytes) + "; try again later", true);
+                                       " of the server's " + std::to_string(opt.max_server_bytes) +
+                                       "; try again later",
+                    true);
       ++sessions;
       bytes += plan.buffer_bytes;
       number = ++serial;
@@ -740,7 +745,8 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
     {
       bool extra = false;
       if (net::peer_closed(fd, &extra)) return peer_gone();
-      if (extra) return abort_session(SZ_ERROR_CORRUPT, "the sender sent bytes on the control connection after its handshake");
+      if (extra)
+        return abort_session(SZ_ERROR_CORRUPT, "the sender sent bytes on the control connection after its handshake");
     }
     if (S.stopping) return abort_session(SZ_ERROR_IO, "the server is closing");
     for (size_t i = 0; i < slots.size(); ++i) {
