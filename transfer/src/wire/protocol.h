@@ -24,12 +24,10 @@ constexpr uint8_t kFlagPayloadHash = 1;  // payload_hash is H32 of the payload a
 
 enum Mode : uint8_t { kModeCompressed = 0, kModeRaw = 1 };
 
-// Tags: type in the top byte, the sender's session nonce in the low 32 bits.
-constexpr uint64_t kTagTypeMask = (uint64_t)0xFF << 56;
+// The UCX tag of CHUNK messages (the only messages on UCX): type in the top byte, the sender's session nonce in the
+// low 32 bits; receives match all 64 bits.
 inline uint64_t tag_of(uint8_t type, uint32_t session) { return ((uint64_t)type << 56) | session; }
 constexpr uint64_t kTagFull = ~(uint64_t)0;
-// Direction of control messages from receiver to sender uses its own type byte so that it never matches chunks.
-constexpr uint8_t kTagToSender = 0x80;
 
 struct Header {
   uint8_t type = 0;
