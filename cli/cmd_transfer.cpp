@@ -1,6 +1,7 @@
 // cmd_transfer.cpp — `splitzip serve` and `splitzip send`: a thin client of transfer/transfer.hpp.
 //
 //   splitzip serve [--listen ADDR:PORT] [--out DIR | --discard] [--token T] [--max-tensor-bytes N] [--timeout S]
+//                  [--max-sessions N] [--max-server-bytes N] [--session-timeout S] [--handshake-timeout S]
 //                  [--once] [--threads N] [--port-file FILE]
 //   splitzip send FILE... --to HOST:PORT [--raw] [--rate GB/s] [--threads N] [--token T] [--dtype D]
 //                  [--chunk-values N] [--window N] [--timeout S]
@@ -36,6 +37,10 @@ struct ServeArgs {
   std::string token;
   std::string max_tensor_bytes = "64G";
   std::string max_session_bytes = "1G";
+  std::string max_server_bytes = "4G";
+  unsigned max_sessions = 4;
+  double session_timeout_s = 3600;
+  double handshake_timeout_s = 5;
   bool force = false;
   double timeout_s = 30;
   bool once = false;
@@ -136,6 +141,11 @@ int run_serve() {
     return error_out("--max-tensor-bytes: expected a byte count such as 1073741824 or 1G", 2);
   if (!parse_bytes(a.max_session_bytes, &o.max_session_bytes))
     return error_out("--max-session-bytes: expected a byte count such as 268435456 or 256M", 2);
+  if (!parse_bytes(a.max_server_bytes, &o.max_server_bytes))
+    return error_out("--max-server-bytes: expected a byte count such as 4294967296 or 4G", 2);
+  o.max_sessions = a.max_sessions;
+  o.max_session_seconds = a.session_timeout_s;
+  o.handshake_timeout_s = a.handshake_timeout_s;
   o.overwrite = a.force;
   o.timeout_s = a.timeout_s;
   o.threads = a.threads;
@@ -156,13 +166,10 @@ int run_serve() {
   }
   printf("listening on %s:%u\n", o.address.c_str(), (unsigned)server.port());
   fflush(stdout);
-  for (;;) {
-    tr::SessionStats s;
-    st = server.serve_one(&s, &err);
-    if (st != SZ_OK) {
-      fprintf(stderr, "splitzip: error: %s (%s)\n", err.c_str(), sz_status_name(st));
-      if (a.once) return 1;
-      continue;
+  auto report = [](sz_status status, const std::string& error, const tr::SessionStats& s) {
+    if (status != SZ_OK) {
+      fprintf(stderr, "splitzip: error: %s (%s)\n", error.c_str(), sz_status_name(status));
+      return;
     }
     for (const auto& t : s.tensors)
       printf("received %s: %llu bytes %s%s\n", t.name.c_str(), (unsigned long long)t.size,
@@ -171,8 +178,17 @@ int run_serve() {
            (unsigned long long)s.raw_bytes, (unsigned long long)s.wire_bytes, s.raw ? "raw" : "compressed",
            s.seconds, s.seconds > 0 ? (double)s.raw_bytes / s.seconds / 1e9 : 0.0);
     fflush(stdout);
-    if (a.once) return 0;
+  };
+  if (a.once) {
+    tr::SessionStats s;
+    st = server.serve_one(&s, &err);
+    report(st, err, s);
+    return st == SZ_OK ? 0 : 1;
   }
+  // Sessions run concurrently (--max-sessions); each outcome is reported as it ends. Runs until killed.
+  st = server.serve([&](const tr::SessionOutcome& oc) { report(oc.status, oc.error, oc.stats); }, &err);
+  if (st != SZ_OK) return error_out(err);
+  return 0;
 }
 
 struct Mapped {
@@ -252,6 +268,21 @@ void add_transfer_commands(CLI::App& app) {
   sv->add_option("--max-session-bytes", g_serve.max_session_bytes,
                  "Most a session may allocate for message buffers (K/M/G/T); larger handshakes are refused")
       ->capture_default_str();
+  sv->add_option("--max-server-bytes", g_serve.max_server_bytes,
+                 "Most all sessions together may allocate for message buffers (K/M/G/T); a peer that would pass it "
+                 "is refused as busy")
+      ->capture_default_str();
+  sv->add_option("--max-sessions", g_serve.max_sessions, "Sessions at once; more peers are refused as busy")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  sv->add_option("--session-timeout", g_serve.session_timeout_s,
+                 "Seconds a session may last in all, however steadily the peer sends (0 = no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sv->add_option("--handshake-timeout", g_serve.handshake_timeout_s,
+                 "Seconds a peer has to send its handshake after connecting")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sv->add_flag("-f,--force", g_serve.force, "Replace files of the same name in --out (else such a peer is refused)");
   sv->add_option("--timeout", g_serve.timeout_s, "Seconds without progress before a session fails")
       ->capture_default_str()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cli_transfer_test.sh SPLITZIP_BINARY REPO_DIR — `splitzip serve` and `splitzip send` end to end on loopback:
 # a bit-exact transfer in both modes, a refused token with "splitzip: error:" and a non-zero exit on both sides,
-# and option errors.
+# no overwrite without --force, hostile bytes on the port then 8 concurrent senders, a peer beyond --max-sessions
+# refused as busy, and option errors.
 set -u
 BIN=$1
 REPO=$2
@@ -72,6 +73,50 @@ wait_server
 cmp "$WORK/a.bin" "$WORK/out/a.bin" || fail "serve --force did not write the tensor"
 echo "ok: no overwrite without --force"
 
+# several senders at once against a long-running server, with hostile bytes on its port first
+rm -rf "$WORK/out" && mkdir "$WORK/out"
+rm -f "$WORK/port"
+"$BIN" serve --listen 127.0.0.1:0 --port-file "$WORK/port" --max-sessions 8 --handshake-timeout 1 --out "$WORK/out" \
+  >"$WORK/serve.out" 2>"$WORK/serve.err" &
+SERVER_PID=$!
+for _ in $(seq 200); do [ -s "$WORK/port" ] && break; sleep 0.05; done
+PORT=$(cat "$WORK/port")
+printf '\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff' >"/dev/tcp/127.0.0.1/$PORT" || fail "cannot connect"
+head -c 65536 /dev/zero >"/dev/tcp/127.0.0.1/$PORT" 2>/dev/null
+head -c 5000 /dev/urandom >"/dev/tcp/127.0.0.1/$PORT" 2>/dev/null
+pids=()
+for i in 1 2 3 4 5 6 7 8; do
+  cp "$WORK/b.bin" "$WORK/c$i.bin"
+  "$BIN" send "$WORK/c$i.bin" --to "127.0.0.1:$PORT" >"$WORK/send$i.out" 2>"$WORK/send$i.err" &
+  pids+=($!)
+done
+for i in 1 2 3 4 5 6 7 8; do
+  wait "${pids[$((i - 1))]}" || fail "concurrent send $i: $(cat "$WORK/send$i.err")"
+  cmp "$WORK/b.bin" "$WORK/out/c$i.bin" || fail "c$i.bin differs"
+done
+kill -0 "$SERVER_PID" 2>/dev/null || fail "serve died: $(cat "$WORK/serve.err")"
+grep -q "refused a peer" "$WORK/serve.err" || fail "no refusal logged for the hostile bytes: $(cat "$WORK/serve.err")"
+[ "$(grep -c '^session:' "$WORK/serve.out")" -eq 8 ] || fail "serve did not report 8 sessions: $(cat "$WORK/serve.out")"
+kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null; SERVER_PID=
+echo "ok: hostile bytes survived, 8 concurrent senders"
+
+# beyond --max-sessions a peer is refused with a message, not left waiting
+rm -rf "$WORK/out" && mkdir "$WORK/out"
+rm -f "$WORK/port"
+"$BIN" serve --listen 127.0.0.1:0 --port-file "$WORK/port" --max-sessions 1 --timeout 3 --discard \
+  >"$WORK/serve.out" 2>"$WORK/serve.err" &
+SERVER_PID=$!
+for _ in $(seq 200); do [ -s "$WORK/port" ] && break; sleep 0.05; done
+PORT=$(cat "$WORK/port")
+"$BIN" send "$WORK/a.bin" --to "127.0.0.1:$PORT" --rate 0.0005 --chunk-values 4096 --window 1 >/dev/null 2>&1 &
+HOLDER=$!
+sleep 0.5
+"$BIN" send "$WORK/b.bin" --to "127.0.0.1:$PORT" >"$WORK/send.out" 2>"$WORK/send.err" && fail "a second session got in"
+grep -q "^splitzip: error: .*busy" "$WORK/send.err" || fail "busy message: $(cat "$WORK/send.err")"
+kill "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>/dev/null
+kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null; SERVER_PID=
+echo "ok: beyond --max-sessions refused as busy"
+
 # option errors
 "$BIN" serve --out "$WORK/out" --discard >/dev/null 2>"$WORK/err" && fail "serve with --out and --discard"
 grep -q "^splitzip: error:" "$WORK/err" || fail "serve option message: $(cat "$WORK/err")"
@@ -80,4 +125,4 @@ grep -q "^splitzip: error:" "$WORK/err" || fail "send option message: $(cat "$WO
 "$BIN" send "$WORK/b.bin" --to 127.0.0.1:1 --dtype fp32 >/dev/null 2>"$WORK/err" && fail "odd-sized fp32 file accepted"
 grep -q "^splitzip: error:" "$WORK/err" || fail "dtype size message: $(cat "$WORK/err")"
 echo "ok: option errors"
-echo "5 passed, 0 failed"
+echo "7 passed, 0 failed"

@@ -15,17 +15,21 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "protocol.h"
+#include "wire/protocol.h"
 #include "splitzip/transfer.hpp"
 #include "test_util.h"
 #include "gpu.h"
-#include "ucx.h"
+#include "transport/net.h"
+#include "transport/ucx.h"
 
 extern char** environ;
 
@@ -158,6 +162,54 @@ int spawn_receiver(const TempDir& out, const TempDir& ctl, pid_t* pid) {
   return std::stoi(std::string(pf.begin(), pf.end()));
 }
 
+// A peer that speaks the control connection by hand: plain TCP to the server's port.
+struct RawPeer {
+  int fd = -1;
+  explicit RawPeer(uint16_t port, const char* host = "127.0.0.1") {
+    std::string err;
+    if (tr::net::connect_tcp(host, port, 5, &fd, &err) != SZ_OK) fd = -1;
+  }
+  ~RawPeer() {
+    if (fd >= 0) close(fd);
+  }
+  bool ok() const { return fd >= 0; }
+  bool send_bytes(const std::vector<uint8_t>& b) {
+    std::string why;
+    return tr::net::write_all(fd, b.data(), b.size(), now_s() + 5, &why) == SZ_OK;
+  }
+  // Reads the HELLO_ACK: its status (SZ_ERROR_IO when none came) and the address.
+  sz_status read_ack(std::vector<uint8_t>* address, std::string* text = nullptr) {
+    tr::proto::MessageReader r(tr::proto::type_bit(tr::proto::kHelloAck));
+    std::string why, t;
+    if (tr::net::read_message(fd, &r, now_s() + 10, nullptr, &why) != SZ_OK) return SZ_ERROR_IO;
+    uint32_t status = 0;
+    if (tr::proto::decode_ack(r.payload().data(), r.payload().size(), &status, &t, address) != SZ_OK)
+      return SZ_ERROR_CORRUPT;
+    if (text != nullptr) *text = t;
+    return (sz_status)status;
+  }
+};
+
+// A complete, valid HELLO message for one raw BF16 tensor "t" of 4096 bytes.
+std::vector<uint8_t> hello_message(uint32_t session, const std::string& token, const std::string& name = "t",
+                                   uint8_t dtype = SZ_DTYPE_BF16) {
+  namespace proto = tr::proto;
+  proto::Hello h;
+  h.protocol_version = tr::kProtocolVersion;
+  h.format_version = SZ_FORMAT_VERSION;
+  h.mode = proto::kModeRaw;
+  h.session = session;
+  h.chunk_values = 1024;
+  h.window = 2;
+  h.token = token;
+  proto::TensorEntry e;
+  e.name = name;
+  e.dtype = dtype;
+  e.size = 4096;
+  h.tensors.push_back(e);
+  return proto::encode_message(proto::kHello, proto::encode_hello(h), true);
+}
+
 }  // namespace
 
 // ---- bit-exact transfers -------------------------------------------------------------------------------------------
@@ -279,18 +331,13 @@ TEST(Transfer, GarbageHandshakeIsRejected) {
     ss = server.serve_one(&s, &serr);
   });
   {
-    tr::Ucx peer;
-    ASSERT_EQ(peer.init(&err), SZ_OK) << err;
-    ASSERT_EQ(peer.connect("127.0.0.1", server.port(), &err), SZ_OK) << err;
-    const std::vector<uint8_t> junk = sztest::random_bytes(1000, 99);
-    tr::Op op;
-    ASSERT_EQ(peer.send(tr::proto::tag_of(tr::proto::kHello, 1), junk.data(), junk.size(), nullptr, 0, &op), SZ_OK);
-    const double t0 = now_s();
-    while (!op.done && now_s() - t0 < 5) peer.wait(0.01);
-    peer.reap(&op);
+    RawPeer peer(server.port());
+    ASSERT_TRUE(peer.ok());
+    peer.send_bytes(sztest::random_bytes(1000, 99));
     t.join();  // the server gives up on its own; the peer stays connected until here
   }
-  EXPECT_EQ(ss, SZ_ERROR_CORRUPT) << serr;
+  EXPECT_EQ(ss, SZ_ERROR_BAD_MAGIC) << serr;
+  EXPECT_NE(serr.find("refused a peer"), std::string::npos) << serr;
 }
 
 // ---- peers that die or stall ---------------------------------------------------------------------------------------
@@ -399,49 +446,22 @@ TEST(Transfer, GarbageChunkAfterAValidHandshakeIsRejected) {
   });
   {
     namespace proto = tr::proto;
-    tr::Ucx peer;
-    ASSERT_EQ(peer.init(&err), SZ_OK) << err;
-    ASSERT_EQ(peer.connect("127.0.0.1", server.port(), &err), SZ_OK) << err;
-    proto::Hello h;
-    h.protocol_version = tr::kProtocolVersion;
-    h.format_version = SZ_FORMAT_VERSION;
-    h.mode = proto::kModeRaw;
-    h.session = 42;
-    h.chunk_values = 1024;
-    h.window = 2;
-    proto::TensorEntry e;
-    e.name = "t";
-    e.dtype = SZ_DTYPE_BF16;
-    e.size = 4096;
-    h.tensors.push_back(e);
-    const std::vector<uint8_t> payload = proto::encode_hello(h);
-    proto::Header hh;
-    hh.type = proto::kHello;
-    hh.flags = proto::kFlagPayloadHash;
-    hh.payload_size = payload.size();
-    hh.payload_hash = proto::h32(payload.data(), payload.size());
-    uint8_t header[proto::kHeaderSize];
-    proto::write_header(header, hh);
-    tr::Op hello, ack, junk_op;
-    std::vector<uint8_t> ack_buf(4096);
-    ASSERT_EQ(peer.send(proto::tag_of(proto::kHello, 42), header, sizeof header, payload.data(), payload.size(), &hello),
-              SZ_OK);
-    ASSERT_EQ(peer.recv(proto::tag_of(proto::kTagToSender, 42), proto::kTagFull, ack_buf.data(), ack_buf.size(), &ack),
-              SZ_OK);
-    const double t0 = now_s();
-    while (!(hello.done && ack.done) && now_s() - t0 < 5) peer.wait(0.01);
-    ASSERT_TRUE(ack.done);
-    proto::Header got;
-    ASSERT_EQ(proto::read_header(ack_buf.data(), ack.length, &got), SZ_OK);
-    EXPECT_EQ(got.type, proto::kHelloAck);
-    peer.reap(&hello);
-    peer.reap(&ack);
+    RawPeer peer(server.port());
+    ASSERT_TRUE(peer.ok());
+    peer.send_bytes(hello_message(42, ""));
+    std::vector<uint8_t> address;
+    ASSERT_EQ(peer.read_ack(&address), SZ_OK);
+    ASSERT_FALSE(address.empty());
+    tr::Ucx ucx;
+    ASSERT_EQ(ucx.init("lo", &err), SZ_OK) << err;
+    ASSERT_EQ(ucx.connect(address, &err), SZ_OK) << err;
     // Now a "chunk" of the right size that is not a message at all.
     const std::vector<uint8_t> junk = sztest::random_bytes(proto::kHeaderSize + 2048, 5);
-    ASSERT_EQ(peer.send(proto::tag_of(proto::kChunk, 42), junk.data(), junk.size(), nullptr, 0, &junk_op), SZ_OK);
+    tr::Op junk_op;
+    ASSERT_EQ(ucx.send(proto::tag_of(proto::kChunk, 42), junk.data(), junk.size(), nullptr, 0, &junk_op), SZ_OK);
     const double t1 = now_s();
-    while (!junk_op.done && now_s() - t1 < 5) peer.wait(0.01);
-    peer.reap(&junk_op);
+    while (!junk_op.done && now_s() - t1 < 5) ucx.wait(0.01);
+    ucx.reap(&junk_op);
     t.join();
   }
   EXPECT_EQ(ss, SZ_ERROR_BAD_MAGIC) << serr;
@@ -542,6 +562,33 @@ TEST(TransferSecurity, TokenMismatchIsRefused) {
   EXPECT_EQ(r.server, SZ_OK) << r.server_error;
   EXPECT_EQ(r.sender, SZ_OK) << r.sender_error;
   c.expect_in(d);
+}
+
+// A dtype byte that names no dtype is refused with SZ_ERROR_UNSUPPORTED_DTYPE, answered to the peer (the fuzzer
+// found it being loaded into the enum before the check).
+TEST(TransferSecurity, UnknownDtypeByteIsRefused) {
+  tr::ServeOptions so;
+  so.discard = true;
+  so.accept_timeout_s = 10;
+  tr::Server server;
+  std::string err;
+  ASSERT_EQ(server.open(so, &err), SZ_OK) << err;
+  sz_status ss = SZ_ERROR_INTERNAL;
+  std::thread t([&] {
+    tr::SessionStats s;
+    ss = server.serve_one(&s, &err);
+  });
+  {
+    RawPeer peer(server.port());
+    ASSERT_TRUE(peer.ok());
+    peer.send_bytes(hello_message(9, "", "t", 61));
+    std::vector<uint8_t> address;
+    std::string text;
+    EXPECT_EQ(peer.read_ack(&address, &text), SZ_ERROR_UNSUPPORTED_DTYPE) << text;
+    EXPECT_TRUE(address.empty());
+  }
+  t.join();
+  EXPECT_EQ(ss, SZ_ERROR_UNSUPPORTED_DTYPE) << err;
 }
 
 TEST(TransferSecurity, TokenCompare) {
@@ -680,6 +727,369 @@ TEST(TransferSecurity, ExistingFilesAreNotOverwritten) {
   EXPECT_EQ(read_file(d.path / "t.bin"), std::vector<uint8_t>(kv.begin(), kv.begin() + 8192));
 }
 
+// ---- hardening: hostile bytes, interfaces, several sessions ----------------------------------------------------------
+
+namespace {
+
+// A listening TCP socket of this process, as /proc/net/tcp{,6} shows it.
+struct Listening {
+  bool v6 = false;
+  std::string address_hex;  // e.g. 0100007F for 127.0.0.1
+  uint16_t port = 0;
+};
+
+// Every listening TCP socket this process holds (matched by inode through /proc/self/fd); false when /proc cannot
+// tell.
+bool listening_sockets(std::vector<Listening>* out) {
+  out->clear();
+  std::set<std::string> inodes;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc/self/fd", ec)) {
+    std::error_code lec;
+    const std::string target = fs::read_symlink(e.path(), lec).string();
+    if (!lec && target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
+  }
+  if (ec) return false;
+  bool read_any = false;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    if (!in) continue;
+    read_any = true;
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::string sl, local, remote, state, queues, timer, retr, uid, timeout, inode;
+      f >> sl >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
+      if (state != "0A" || !inodes.count(inode)) continue;
+      const size_t colon = local.find(':');
+      Listening l;
+      l.v6 = std::string(table).back() == '6';
+      l.address_hex = local.substr(0, colon);
+      l.port = (uint16_t)std::stoul(local.substr(colon + 1), nullptr, 16);
+      out->push_back(l);
+    }
+  }
+  return read_any;
+}
+
+// Connects to a listening socket of this process (loopback) and sends `bytes`, then closes. False if it could not
+// connect.
+bool throw_bytes(const Listening& l, const std::vector<uint8_t>& bytes) {
+  const bool v6_loop = l.v6 && (l.address_hex == "00000000000000000000000001000000" ||
+                                l.address_hex == "00000000000000000000000000000000");
+  if (l.v6 && !v6_loop) return false;
+  RawPeer peer(l.port, l.v6 ? "::1" : "127.0.0.1");
+  if (!peer.ok()) return false;
+  peer.send_bytes(bytes);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return true;
+}
+
+// What a hostile or careless peer might send: a header's worth of 0xff, a zero page and more, random bytes,
+// truncated handshakes, a header that announces a huge payload, a message of the wrong type, a wrong token.
+std::vector<std::vector<uint8_t>> hostile_inputs() {
+  namespace proto = tr::proto;
+  std::vector<std::vector<uint8_t>> in;
+  in.push_back(std::vector<uint8_t>(16, 0xff));
+  in.push_back(std::vector<uint8_t>(65536, 0));
+  in.push_back(sztest::random_bytes(5000, 123));
+  const std::vector<uint8_t> hello = hello_message(7, "not the token");
+  in.push_back(std::vector<uint8_t>(hello.begin(), hello.begin() + 20));  // inside the header
+  in.push_back(std::vector<uint8_t>(hello.begin(), hello.begin() + 60));  // inside the payload
+  in.push_back(hello);                                                     // complete, wrong token
+  {
+    proto::Header h;
+    h.type = proto::kHello;
+    h.flags = proto::kFlagPayloadHash;
+    h.payload_size = (uint64_t)1 << 40;
+    std::vector<uint8_t> m(proto::kHeaderSize);
+    proto::write_header(m.data(), h);
+    in.push_back(m);
+  }
+  in.push_back(proto::encode_message(proto::kHelloAck, proto::encode_ack(0, "", {1, 2, 3}), true));
+  {
+    std::vector<uint8_t> flipped = hello;
+    flipped[proto::kHeaderSize + 3] ^= 0x40;  // payload no longer matches its hash
+    in.push_back(flipped);
+  }
+  return in;
+}
+
+// A server running serve() on its own thread; outcomes collected.
+struct RunningServer {
+  tr::Server server;
+  std::thread thread;
+  std::mutex mu;
+  std::vector<tr::SessionOutcome> outcomes;
+  sz_status result = SZ_ERROR_INTERNAL;
+  explicit RunningServer(const tr::ServeOptions& so) {
+    std::string err;
+    EXPECT_EQ(server.open(so, &err), SZ_OK) << err;
+    thread = std::thread([this] {
+      std::string e;
+      result = server.serve(
+          [this](const tr::SessionOutcome& o) {
+            std::lock_guard<std::mutex> lock(mu);
+            outcomes.push_back(o);
+          },
+          &e);
+    });
+  }
+  ~RunningServer() { finish(); }
+  void finish() {
+    if (!thread.joinable()) return;
+    server.stop();
+    thread.join();
+  }
+  size_t count(bool accepted, sz_status st) {
+    std::lock_guard<std::mutex> lock(mu);
+    size_t n = 0;
+    for (const auto& o : outcomes) n += (o.accepted == accepted && o.status == st) ? 1 : 0;
+    return n;
+  }
+};
+
+}  // namespace
+
+// Bytes thrown at every port this process listens on (the server's own, and the UCX transport's sockets of the
+// session in progress and of its sender) neither crash the server nor disturb the session; afterwards it still
+// serves a legitimate sender. A crash here fails the whole test binary.
+TEST(TransferHardening, HostileBytesOnEveryListeningPortLeaveTheServerServing) {
+  const auto& kv = kv_slice();
+  tr::ServeOptions so;
+  so.discard = true;
+  so.token = "the token";
+  so.max_sessions = 2;
+  so.handshake_timeout_s = 1;
+  so.timeout_s = 10;
+  RunningServer rs(so);
+  const uint16_t port = rs.server.port();
+  tr::SendOptions o;
+  o.token = so.token;
+  o.timeout_s = 20;
+  o.chunk_values = 1u << 15;
+  o.window = 2;
+  o.rate_bytes_per_s = 1.0e6;  // about 1.3 s: the session is running while the bytes fly
+  sz_status slow = SZ_ERROR_INTERNAL;
+  std::string slow_err;
+  std::thread sender([&] { slow = tr::send("127.0.0.1", port, {{"slow", SZ_DTYPE_BF16, kv.data(), kv.size()}}, o,
+                                           nullptr, &slow_err); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::vector<Listening> ls;
+  const bool listed = listening_sockets(&ls);
+  size_t hit = 0;
+  const auto inputs = hostile_inputs();
+  if (listed) {
+    for (const auto& l : ls)
+      for (const auto& b : inputs) {
+        const double t0 = now_s();
+        hit += throw_bytes(l, b) ? 1 : 0;
+        if (now_s() - t0 > 0.2) fprintf(stderr, "slow: port %u, %zu bytes: %.2f s\n", l.port, b.size(), now_s() - t0);
+      }
+  } else {
+    for (const auto& b : inputs) hit += throw_bytes({false, "0100007F", port}, b) ? 1 : 0;
+  }
+  fprintf(stderr, "[ info     ] %zu listening sockets in this process, %zu hostile connections\n", ls.size(), hit);
+  EXPECT_GE(hit, inputs.size());
+  sender.join();
+  EXPECT_EQ(slow, SZ_OK) << slow_err;
+  tr::SendOptions fast;
+  fast.token = so.token;
+  std::string err;
+  EXPECT_EQ(tr::send("127.0.0.1", port, {{"after", SZ_DTYPE_BF16, kv.data(), kv.size()}}, fast, nullptr, &err), SZ_OK)
+      << err;
+  rs.finish();
+  EXPECT_EQ(rs.result, SZ_OK);
+  EXPECT_EQ(rs.count(true, SZ_OK), 2u);
+  EXPECT_GE(rs.count(false, SZ_ERROR_INVALID_ARGUMENT), 1u);  // the wrong token was refused, said so
+}
+
+// With address 127.0.0.1 every socket the process listens on (the server's, the session's UCX worker's, the
+// sender's) is bound to 127.0.0.1.
+TEST(TransferHardening, ListensOnlyOnTheRequestedInterface) {
+  std::vector<Listening> before;
+  if (!listening_sockets(&before)) GTEST_SKIP() << "/proc does not show this process's sockets";
+  const auto& kv = kv_slice();
+  tr::ServeOptions so;
+  so.discard = true;
+  so.address = "127.0.0.1";
+  RunningServer rs(so);
+  tr::SendOptions o;
+  o.rate_bytes_per_s = 2.0e6;
+  o.chunk_values = 1u << 15;
+  o.window = 2;
+  sz_status st = SZ_ERROR_INTERNAL;
+  std::string err;
+  std::thread sender([&] { st = tr::send("127.0.0.1", rs.server.port(), {{"x", SZ_DTYPE_BF16, kv.data(), kv.size()}},
+                                         o, nullptr, &err); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::vector<Listening> during;
+  ASSERT_TRUE(listening_sockets(&during));
+  sender.join();
+  ASSERT_EQ(st, SZ_OK) << err;
+  EXPECT_GE(during.size(), 1u);
+  for (const auto& l : during) {
+    EXPECT_FALSE(l.v6) << "an IPv6 socket on port " << l.port;
+    EXPECT_EQ(l.address_hex, "0100007F") << "port " << l.port << " listens on " << l.address_hex;
+  }
+}
+
+// Eight senders at once, each with its own tensors, all succeed and every file is bit-exact.
+TEST(TransferSessions, EightConcurrentSendersAllSucceed) {
+  TempDir d;
+  const auto& kv = kv_slice();
+  tr::ServeOptions so = to_dir(d);
+  so.threads = 1;
+  so.max_sessions = 8;
+  RunningServer rs(so);
+  const uint16_t port = rs.server.port();
+  std::vector<sz_status> st(8, SZ_ERROR_INTERNAL);
+  std::vector<std::string> err(8);
+  std::vector<std::thread> senders;
+  for (int i = 0; i < 8; ++i) {
+    senders.emplace_back([&, i] {
+      tr::SendOptions o;
+      o.raw = i % 2 == 1;
+      o.chunk_values = 1u << 16;
+      o.window = 2;
+      o.timeout_s = 30;
+      st[i] = tr::send("127.0.0.1", port, {{"s" + std::to_string(i), SZ_DTYPE_BF16, kv.data(), kv.size()}}, o,
+                       nullptr, &err[i]);
+    });
+  }
+  for (auto& t : senders) t.join();
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(st[i], SZ_OK) << "sender " << i << ": " << err[i];
+    EXPECT_EQ(read_file(d.path / ("s" + std::to_string(i))), kv) << "sender " << i;
+  }
+  rs.finish();
+  EXPECT_EQ(rs.count(true, SZ_OK), 8u);
+  EXPECT_TRUE(no_partial_files(d));
+}
+
+// With one session allowed and a peer holding it, another peer is refused at once with a message that says why,
+// instead of waiting; once the slot is free, a peer gets in.
+TEST(TransferSessions, PeersBeyondTheSessionLimitAreRefusedAsBusyNotHung) {
+  const auto& kv = kv_slice();
+  tr::ServeOptions so;
+  so.discard = true;
+  so.max_sessions = 1;
+  so.timeout_s = 2;  // the stalled holder loses its session after this
+  RunningServer rs(so);
+  const uint16_t port = rs.server.port();
+  tr::SendOptions holder = small_chunks(true);
+  holder.faults.stall_after_chunks = 1;
+  holder.timeout_s = 20;
+  sz_status hs = SZ_ERROR_INTERNAL;
+  std::string herr;
+  std::thread h([&] { hs = tr::send("127.0.0.1", port, {{"held", SZ_DTYPE_BF16, kv.data(), kv.size()}}, holder,
+                                    nullptr, &herr); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  tr::SendOptions o;
+  o.timeout_s = 10;
+  std::string err;
+  const double t0 = now_s();
+  EXPECT_EQ(tr::send("127.0.0.1", port, {{"second", SZ_DTYPE_BF16, kv.data(), 4096}}, o, nullptr, &err),
+            SZ_ERROR_IO);
+  EXPECT_LT(now_s() - t0, 1.5) << "refused, not left waiting";
+  EXPECT_NE(err.find("busy"), std::string::npos) << err;
+  EXPECT_NE(err.find("sessions"), std::string::npos) << err;
+  h.join();
+  EXPECT_NE(hs, SZ_OK) << "the stalled holder lost its session";
+  // the slot is free once the server has ended that session (it lingers briefly for the peer to hang up)
+  for (double t1 = now_s(); rs.count(true, SZ_ERROR_IO) == 0 && now_s() - t1 < 5;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(tr::send("127.0.0.1", port, {{"third", SZ_DTYPE_BF16, kv.data(), 4096}}, o, nullptr, &err), SZ_OK) << err;
+}
+
+// The buffers of all sessions together stay within max_server_bytes: a session that would pass it is refused as
+// busy while another holds the memory.
+TEST(TransferSessions, GlobalMemoryCapRefusesASessionThatWouldPassIt) {
+  const auto& kv = kv_slice();
+  tr::ServeOptions so;
+  so.discard = true;
+  so.max_sessions = 4;
+  so.timeout_s = 2;
+  // a raw session of 2 slots of 2^15 BF16 values holds 2 x (48 + 65536) bytes; two do not fit
+  so.max_server_bytes = 200000;
+  RunningServer rs(so);
+  const uint16_t port = rs.server.port();
+  tr::SendOptions holder;
+  holder.raw = true;
+  holder.chunk_values = 1u << 15;
+  holder.window = 2;
+  holder.faults.stall_after_chunks = 1;
+  holder.timeout_s = 20;
+  sz_status hs = SZ_ERROR_INTERNAL;
+  std::string herr;
+  std::thread h([&] { hs = tr::send("127.0.0.1", port, {{"held", SZ_DTYPE_BF16, kv.data(), kv.size()}}, holder,
+                                    nullptr, &herr); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  tr::SendOptions o = holder;
+  o.faults = tr::SendFaults();
+  o.timeout_s = 10;
+  std::string err;
+  EXPECT_EQ(tr::send("127.0.0.1", port, {{"second", SZ_DTYPE_BF16, kv.data(), kv.size()}}, o, nullptr, &err),
+            SZ_ERROR_IO);
+  EXPECT_NE(err.find("busy"), std::string::npos) << err;
+  EXPECT_NE(err.find("bytes"), std::string::npos) << err;
+  // a small session fits next to the holder
+  EXPECT_EQ(tr::send("127.0.0.1", port, {{"small", SZ_DTYPE_BF16, kv.data(), 4096}}, o, nullptr, &err), SZ_OK) << err;
+  h.join();
+  EXPECT_NE(hs, SZ_OK);
+}
+
+// A peer that keeps sending, slowly enough never to stall, still loses its session at max_session_seconds.
+TEST(TransferSessions, SessionTimeLimitEndsASteadySender) {
+  const auto& kv = kv_slice();
+  tr::ServeOptions so;
+  so.discard = true;
+  so.max_session_seconds = 1;
+  so.accept_timeout_s = 20;
+  tr::Server server;
+  std::string err;
+  ASSERT_EQ(server.open(so, &err), SZ_OK) << err;
+  sz_status ss = SZ_ERROR_INTERNAL;
+  std::string serr;
+  std::thread t([&] {
+    tr::SessionStats s;
+    ss = server.serve_one(&s, &serr);
+  });
+  tr::SendOptions o;
+  o.raw = true;
+  o.chunk_values = 4096;
+  o.window = 2;
+  o.rate_bytes_per_s = 200e3;  // 1.8 MB in about 9 s, a message every 40 ms
+  o.timeout_s = 10;
+  const double t0 = now_s();
+  const sz_status st = tr::send("127.0.0.1", server.port(), {{"slow", SZ_DTYPE_BF16, kv.data(), kv.size()}}, o,
+                                nullptr, &err);
+  t.join();
+  EXPECT_EQ(st, SZ_ERROR_IO) << err;
+  EXPECT_NE(err.find("time limit"), std::string::npos) << err;
+  EXPECT_EQ(ss, SZ_ERROR_IO) << serr;
+  EXPECT_LT(now_s() - t0, 4.0);
+}
+
+// A peer that connects and says nothing is dropped after the handshake timeout.
+TEST(TransferSessions, SilentPeerIsDroppedAfterTheHandshakeTimeout) {
+  tr::ServeOptions so;
+  so.discard = true;
+  so.handshake_timeout_s = 0.5;
+  so.accept_timeout_s = 10;
+  tr::Server server;
+  std::string err;
+  ASSERT_EQ(server.open(so, &err), SZ_OK) << err;
+  RawPeer silent(server.port());
+  ASSERT_TRUE(silent.ok());
+  const double t0 = now_s();
+  tr::SessionStats s;
+  EXPECT_EQ(server.serve_one(&s, &err), SZ_ERROR_IO);
+  EXPECT_NE(err.find("no complete handshake"), std::string::npos) << err;
+  EXPECT_LT(now_s() - t0, 3.0);
+}
+
 // ---- GPU-resident tensors (skipped, saying so, where no CUDA device is visible) -------------------------------------
 
 namespace {
@@ -734,9 +1144,7 @@ struct DeviceSink {
 
 std::vector<tr::GpuPath> gpu_paths() {
   std::vector<tr::GpuPath> p = {tr::GpuPath::kStaged};
-  splitzip::transfer::Ucx probe;
-  std::string err;
-  if (probe.init(&err) == SZ_OK && probe.cuda_memory()) p.push_back(tr::GpuPath::kDirect);
+  if (tr::Ucx::cuda_memory_supported()) p.push_back(tr::GpuPath::kDirect);
   static bool said = false;
   if (!said) {
     said = true;

@@ -1,8 +1,11 @@
 // transfer.hpp — moving tensors between processes over UCX, compressed with SplitZip on the way.
 //
-// A sender opens a UCX (ucp) endpoint to a listening receiver, offers a handshake (protocol version, format
-// version, mode, optional shared token, the tensor list with names, dtypes, sizes and codebooks) and, once the
-// receiver accepts, streams every tensor as a sequence of messages of `chunk_values` values each. In compressed
+// A sender opens a TCP control connection to a listening receiver, offers a handshake there (protocol version,
+// format version, mode, optional shared token, the tensor list with names, dtypes, sizes and codebooks) and, once
+// the receiver accepted it and answered with the address of a UCX (ucp) worker created for this session, connects
+// to that worker and streams every tensor as a sequence of messages of `chunk_values` values each; credits and the
+// final result come back on the control connection. The receiver parses everything a peer sends before acceptance
+// itself, with bounded sizes and timeouts; UCX sees nothing from a peer that was not accepted. In compressed
 // mode a message carries one SplitZip frame (docs/FORMAT.md) with per-chunk checksums; in raw mode it carries the
 // bytes as they are, with an XXH3 check. Every message has a checked 48-byte header (transfer/PROTOCOL.md).
 //
@@ -42,7 +45,7 @@ namespace splitzip {
 namespace transfer {
 
 /** Version of the transfer protocol (transfer/PROTOCOL.md), sent in the handshake. */
-constexpr uint16_t kProtocolVersion = 1;
+constexpr uint16_t kProtocolVersion = 2;
 
 /** One tensor to send: `size` bytes of little-endian values of `dtype`, in host memory, or in CUDA device memory
  *  when `device` is set (then every tensor of the send must be on the device, of the current CUDA device). */
@@ -127,16 +130,25 @@ struct ServeOptions {
    *  needs more is refused before anything is allocated. */
   uint64_t max_session_bytes = (uint64_t)1 << 30;
   bool overwrite = false;    // replace a file of the same name in out_dir (else the handshake is refused)
-  unsigned threads = 1;      // codec threads
+  unsigned threads = 1;      // codec threads, per session
   double timeout_s = 10;     // stall timeout within a session
   double accept_timeout_s = 0;  // how long serve_one waits for a peer; 0 = forever
+  /** Sessions that may run at once; a peer beyond that is refused (SZ_ERROR_IO, "busy") after its handshake. */
+  uint32_t max_sessions = 4;
+  /** What all sessions together may allocate for their buffers (each also within max_session_bytes); a peer whose
+   *  session would pass it is refused like one beyond max_sessions. */
+  uint64_t max_server_bytes = (uint64_t)4 << 30;
+  /** A peer must send its complete handshake within this long after connecting. */
+  double handshake_timeout_s = 5;
+  /** A session that lasts longer fails with SZ_ERROR_IO, however steadily the peer sends; 0 = no limit. */
+  double max_session_seconds = 3600;
   /** Decode on the GPU into device memory. Each tensor's destination is device memory from device_destination
    *  (caller-owned, at least `size` bytes, of the current CUDA device) or, without it, a buffer the library
    *  allocates, writes to out_dir once verified (unless discard) and frees. */
   bool gpu = false;
   GpuPath gpu_path = GpuPath::kAuto;  // receive into device buffers (direct) or pinned host buffers (staged)
-  /** Called on the UCX thread before a tensor's first chunk is decoded; returns its device destination or NULL to
-   *  refuse the transfer. With it, nothing is written to out_dir. */
+  /** Called on the session's thread before a tensor's first chunk is decoded (several sessions may call it at
+   *  once); returns its device destination or NULL to refuse the transfer. With it, nothing is written to out_dir. */
   std::function<void*(const std::string& name, sz_dtype dtype, uint64_t size)> device_destination;
 };
 
@@ -161,7 +173,18 @@ struct SessionStats {
   std::vector<ReceivedTensor> tensors;  // only tensors whose every byte verified and (unless discarded) is in place
 };
 
-/** A receiver. open() binds the listener; serve_one() takes one peer and runs its session to the end. */
+/** How one peer's connection ended: a session that ran (accepted), or a peer refused at its handshake. */
+struct SessionOutcome {
+  sz_status status = SZ_OK;
+  std::string error;   // empty on success
+  std::string peer;    // "address:port" of the peer's control connection
+  bool accepted = false;  // the handshake was accepted and a session ran
+  SessionStats stats;
+};
+
+/** A receiver. open() binds the one listening socket (a plain TCP socket, transfer/PROTOCOL.md §1); each peer's
+ *  connection gets its own thread, its handshake read and checked there; an accepted session gets its own UCX
+ *  worker. serve_one() and serve() are not to be called at the same time; stop() may be called from any thread. */
 class Server {
  public:
   Server();
@@ -172,8 +195,16 @@ class Server {
   sz_status open(const ServeOptions& options, std::string* error);
   /** The port actually bound (useful with port 0). */
   uint16_t port() const;
-  /** Waits for one peer (accept_timeout_s) and runs its session. Tensors appear in out_dir only when complete. */
+  /** Waits (accept_timeout_s) for the first peer whose connection ends, accepted or refused, and returns how it
+   *  ended. Peers that arrive meanwhile are served as by serve() (and refused while max_sessions are running);
+   *  their outcomes are returned by later calls. Tensors appear in out_dir only when complete. */
   sz_status serve_one(SessionStats* stats, std::string* error);
+  /** Serves peers, up to max_sessions at once, until stop(); calls on_outcome on this thread for every peer whose
+   *  connection ended. SZ_OK after stop(). */
+  sz_status serve(const std::function<void(const SessionOutcome&)>& on_outcome, std::string* error);
+  /** Makes serve() return and ends running sessions (with an error); thread safe. */
+  void stop();
+  /** Ends every session and closes the listener. */
   void close();
 
   struct Impl;

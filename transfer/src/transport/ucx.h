@@ -1,6 +1,7 @@
-// ucx.h — a small single-threaded wrapper over UCX ucp: one context, one worker, at most one endpoint, an optional
-// listener; tagged sends and receives tracked as Op objects; an event loop that sleeps on the worker's event fd and
-// on an eventfd that other threads (the codec threads) use to wake it.
+// ucx.h — a small single-threaded wrapper over UCX ucp: one context, one worker, at most one endpoint, created from
+// a peer's worker address (never through a sockaddr listener: transfer/PROTOCOL.md §1); tagged sends and receives
+// tracked as Op objects; an event loop that sleeps on the worker's event fd, on an eventfd that other threads (the
+// codec threads) use to wake it, and on the session's control connection.
 //
 // Only the thread that owns the Ucx object calls into UCX (UCS_THREAD_MODE_SINGLE); wake() is the one call that
 // other threads may make.
@@ -36,13 +37,15 @@ class Ucx {
   Ucx(const Ucx&) = delete;
   Ucx& operator=(const Ucx&) = delete;
 
-  sz_status init(std::string* error);
-  sz_status listen(const std::string& address, uint16_t port, uint16_t* bound_port, std::string* error);
-  sz_status connect(const std::string& host, uint16_t port, std::string* error);
-  // Takes the oldest pending connection request and makes it the endpoint. Further requests are rejected while an
-  // endpoint exists.
-  bool has_conn_request() const { return !conn_requests_.empty(); }
-  sz_status accept(std::string* error);
+  // `net_device`: the one network interface UCX may use ("lo", "eth0"; set as the NET_DEVICES of the context's
+  // configuration, so the transports' own sockets listen there only); empty = UCX's choice.
+  sz_status init(const std::string& net_device, std::string* error);
+  // This worker's address, to hand to the peer.
+  sz_status address(std::vector<uint8_t>* out, std::string* error);
+  // Creates the endpoint to a peer's worker address (error handling mode PEER).
+  sz_status connect(const std::vector<uint8_t>& peer_address, std::string* error);
+  // wait() also returns when this fd (the control connection) is readable or closed; -1 = none.
+  void watch(int fd) { watch_fd_ = fd; }
 
   // buffers must stay valid until the op is reaped (done and reap()ed) or cancelled. `device`: the buffer is CUDA
   // device memory (only when cuda_memory(); a two-part send must be host memory).
@@ -51,6 +54,8 @@ class Ucx {
   sz_status recv(uint64_t tag, uint64_t mask, void* buffer, size_t capacity, Op* op, bool device = false);
   // Whether this UCX build and its loaded transports accept CUDA device memory (ucp_context_query memory types).
   bool cuda_memory() const { return cuda_memory_; }
+  // The same question without a worker (so without opening any transport socket): a context, queried and released.
+  static bool cuda_memory_supported();
   // Frees the request of a completed op; returns its status. Call only when op->done.
   ucs_status_t reap(Op* op);
   // Cancels an op in flight and progresses until its callback ran (bounded by a short time).
@@ -70,20 +75,18 @@ class Ucx {
   void close_ep(bool flush, double timeout_s);
 
   // Called from UCX callbacks.
-  void on_conn_request(ucp_conn_request_h request);
   void on_ep_error(ucs_status_t status);
 
  private:
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
-  ucp_listener_h listener_ = nullptr;
   ucp_ep_h ep_ = nullptr;
   int ucx_fd_ = -1;
   int wake_fd_ = -1;
+  int watch_fd_ = -1;
   bool ep_failed_ = false;
   bool cuda_memory_ = false;
   ucs_status_t ep_status_ = UCS_OK;
-  std::vector<ucp_conn_request_h> conn_requests_;
 };
 
 std::string ucs_text(ucs_status_t status);

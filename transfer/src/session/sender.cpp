@@ -1,6 +1,9 @@
 // sender.cpp — the sending side of transfer/PROTOCOL.md.
 //
-// One UCX thread (the caller's) owns the endpoint; `threads` codec threads encode messages into slots. Slots move
+// The handshake goes over a TCP control connection (HELLO out, HELLO_ACK back with the receiver's UCX worker
+// address); then one UCX thread (the caller's) owns an endpoint to that address, its worker restricted to the
+// interface of the control connection, and CREDIT and RESULT messages keep arriving on the control connection.
+// The UCX thread owns the endpoint; `threads` codec threads encode messages into slots. Slots move
 // Free -> Encoding -> Ready -> Sending -> Free. Messages go out strictly in sequence order, only while fewer than
 // `window` messages are unconsumed by the receiver (its CREDIT messages), and only when the token bucket allows.
 //
@@ -9,17 +12,20 @@
 // (sz_cuda_compress, frame size to pinned host), then either writes the header into the device buffer, which UCX
 // sends as CUDA memory (direct), or copies the message to the pinned buffer, which UCX sends as host memory
 // (staged). The codec thread waits on its own stream, so while it copies message i+1 the UCX thread sends message i.
+#include <poll.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <random>
 #include <unordered_set>
 
 #include "gpu.h"
-#include "pool.h"
-#include "protocol.h"
+#include "transport/net.h"
+#include "session/pool.h"
+#include "wire/protocol.h"
 #include "splitzip/transfer.hpp"
-#include "ucx.h"
+#include "transport/ucx.h"
 
 namespace splitzip {
 namespace transfer {
@@ -152,34 +158,60 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   if (hello_bytes.size() > proto::kMaxHelloBytes)
     return fail(error, SZ_ERROR_INVALID_ARGUMENT, "tensor list too long for one handshake");
 
-  // ---- connect and handshake ----
-  Ucx ucx;
-  sz_status st = ucx.init(error);
+  if (use_gpu && opt.gpu_path == GpuPath::kDirect && !Ucx::cuda_memory_supported())
+    return fail(error, SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support (GpuPath::kDirect)");
+
+  // ---- connect and handshake (PROTOCOL.md §1, §3): HELLO on the control connection, then UCX ----
+  const double t_start = now_s();
+  int ctrl_fd = -1;
+  sz_status st = net::connect_tcp(host, port, opt.timeout_s, &ctrl_fd, error);
   if (st != SZ_OK) return st;
+  struct FdCloser {
+    int* fd;
+    ~FdCloser() {
+      if (*fd >= 0) ::close(*fd);
+    }
+  } ctrl_closer{&ctrl_fd};
+  const std::string where = host + ":" + std::to_string(port);
+  std::string why;
+  {
+    const std::vector<uint8_t> msg = proto::encode_message(proto::kHello, hello_bytes, true);
+    st = net::write_all(ctrl_fd, msg.data(), msg.size(), now_s() + opt.timeout_s, &why);
+    if (st != SZ_OK) return fail(error, SZ_ERROR_IO, "cannot send the handshake to " + where + ": " + why);
+    stats.wire_bytes += msg.size();
+  }
+  std::vector<uint8_t> receiver_address;
+  {
+    proto::MessageReader ack(proto::type_bit(proto::kHelloAck));
+    st = net::read_message(ctrl_fd, &ack, now_s() + opt.timeout_s, nullptr, &why);
+    if (st == SZ_ERROR_IO)
+      return fail(error, SZ_ERROR_IO, "no answer to the handshake from " + where + ": " + why);
+    if (st != SZ_OK) return fail(error, SZ_ERROR_CORRUPT, "the receiver answered the handshake with " + why);
+    uint32_t status = 0;
+    std::string text;
+    if (proto::decode_ack(ack.payload().data(), ack.payload().size(), &status, &text, &receiver_address) != SZ_OK)
+      return fail(error, SZ_ERROR_CORRUPT, "the receiver sent a malformed handshake answer");
+    if (status != SZ_OK) {
+      const sz_status ps = (status > 0 && status <= SZ_ERROR_INTERNAL) ? (sz_status)status : SZ_ERROR_IO;
+      return fail(error, ps, "the receiver refused the transfer: " + text);
+    }
+  }
+  // UCX only now, restricted to the interface this end of the control connection uses.
+  std::string device;
+  if (!net::local_interface(ctrl_fd, &device, &why))
+    return fail(error, SZ_ERROR_IO, "the network interface of the connection to " + where + ": " + why);
+  Ucx ucx;
+  st = ucx.init(device, error);
+  if (st != SZ_OK) return st;
+  ucx.watch(ctrl_fd);
   const bool direct = use_gpu && opt.gpu_path != GpuPath::kStaged && ucx.cuda_memory();
   if (use_gpu && opt.gpu_path == GpuPath::kDirect && !direct)
     return fail(error, SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support (GpuPath::kDirect)");
   stats.gpu = use_gpu;
   stats.gpu_direct = direct;
-  st = ucx.connect(host, port, error);
+  st = ucx.connect(receiver_address, error);
   if (st != SZ_OK) return st;
-
-  const double t_start = now_s();
   const uint64_t data_tag = proto::tag_of(proto::kChunk, hello.session);
-  const uint64_t ctrl_tag = proto::tag_of(proto::kTagToSender, hello.session);
-
-  uint8_t hello_header[proto::kHeaderSize];
-  {
-    proto::Header h;
-    h.type = proto::kHello;
-    h.flags = proto::kFlagPayloadHash;
-    h.payload_size = hello_bytes.size();
-    h.payload_hash = proto::h32(hello_bytes.data(), hello_bytes.size());
-    proto::write_header(hello_header, h);
-  }
-  Op hello_op;
-  std::vector<uint8_t> ctrl_buf(proto::kHeaderSize + 2048);
-  Op ctrl_op;
 
   // Everything below that is in flight is cancelled by this before the buffers go away.
   std::vector<Slot> slots;
@@ -191,113 +223,63 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
     // peer that does not answer.
     ucx.close_ep(flush, flush ? 2.0 : 0.5);
     for (auto& s : slots) ucx.cancel(&s.op);
-    ucx.cancel(&hello_op);
-    ucx.cancel(&ctrl_op);
-  };
-  auto peer_gone = [&]() {
-    return fail(error, SZ_ERROR_IO,
-                "connection to " + host + ":" + std::to_string(port) + " failed: " + ucs_text(ucx.ep_status()));
   };
 
-  st = ucx.send(proto::tag_of(proto::kHello, hello.session), hello_header, sizeof hello_header, hello_bytes.data(),
-                hello_bytes.size(), &hello_op);
-  if (st != SZ_OK) {
-    cleanup(false);
-    return fail(error, SZ_ERROR_IO, "cannot send the handshake: " + ucs_text(hello_op.status));
-  }
-  stats.wire_bytes += sizeof hello_header + hello_bytes.size();
-  if (ucx.recv(ctrl_tag, proto::kTagFull, ctrl_buf.data(), ctrl_buf.size(), &ctrl_op) != SZ_OK) {
-    cleanup(false);
-    return fail(error, SZ_ERROR_IO, "cannot post a receive: " + ucs_text(ctrl_op.status));
-  }
-
-  // Parses a control message; returns false with *error set on anything unexpected.
+  // Control messages (CREDIT, RESULT) arrive on the control connection, in order.
+  proto::MessageReader ctrl(proto::type_bit(proto::kCredit) | proto::type_bit(proto::kResult));
   uint64_t consumed = 0;
   bool got_result = false;
   uint32_t result_status = 0;
   std::string result_text;
-  auto take_ctrl = [&](proto::Header* h, std::string* text, uint32_t* status) -> sz_status {
-    const ucs_status_t us = ucx.reap(&ctrl_op);
-    if (us != UCS_OK) return fail(error, SZ_ERROR_IO, "receive from the receiver failed: " + ucs_text(us));
-    const size_t len = ctrl_op.length;
-    sz_status hs = proto::read_header(ctrl_buf.data(), len, h);
-    if (hs != SZ_OK) return fail(error, SZ_ERROR_CORRUPT, "the receiver sent a malformed message header");
-    if (h->payload_size != len - proto::kHeaderSize)
-      return fail(error, SZ_ERROR_CORRUPT, "the receiver sent a message of the wrong length");
-    const uint8_t* payload = ctrl_buf.data() + proto::kHeaderSize;
-    if ((h->flags & proto::kFlagPayloadHash) && proto::h32(payload, h->payload_size) != h->payload_hash)
-      return fail(error, SZ_ERROR_CHECKSUM, "a message from the receiver failed its check");
-    if (h->type == proto::kHelloAck || h->type == proto::kResult) {
-      if (proto::decode_status(payload, h->payload_size, status, text) != SZ_OK)
-        return fail(error, SZ_ERROR_CORRUPT, "the receiver sent a malformed status");
-    } else if (h->type != proto::kCredit) {
-      return fail(error, SZ_ERROR_CORRUPT, "the receiver sent an unexpected message type");
+  bool ctrl_closed = false;
+  std::string ctrl_why;
+  // Takes every complete control message that is there; SZ_OK, or an error with *error set. A closed connection
+  // is noted in ctrl_closed (what came before it is still read).
+  auto take_ctrl = [&]() -> sz_status {
+    while (!got_result && !ctrl_closed) {
+      bool complete = false;
+      const sz_status rs = net::read_available(ctrl_fd, &ctrl, &complete, &ctrl_why);
+      if (rs == SZ_ERROR_IO) {
+        ctrl_closed = true;
+        break;
+      }
+      if (rs != SZ_OK) return fail(error, rs, "the receiver sent an invalid message: " + ctrl_why);
+      if (!complete) break;
+      const proto::Header& h = ctrl.header();
+      if (h.type == proto::kCredit) {
+        if (h.chunk < consumed || h.chunk > total)
+          return fail(error, SZ_ERROR_CORRUPT, "the receiver sent an impossible credit");
+        consumed = h.chunk;
+      } else {
+        std::string text;
+        if (proto::decode_status(ctrl.payload().data(), ctrl.payload().size(), &result_status, &text) != SZ_OK)
+          return fail(error, SZ_ERROR_CORRUPT, "the receiver sent a malformed status");
+        result_text = text;
+        got_result = true;
+      }
+      ctrl.reset();
     }
     return SZ_OK;
   };
   auto peer_status = [](uint32_t s) { return (s > 0 && s <= SZ_ERROR_INTERNAL) ? (sz_status)s : SZ_ERROR_IO; };
   // The connection failed or a send failed. A receiver that rejects the transfer sends its result and then hangs
-  // up, so the failure may arrive together with that result: report the receiver's reason when it is there.
+  // up, so the result may be on the control connection already: report the receiver's reason when it is there.
   auto peer_failed = [&](const std::string& what) -> sz_status {
-    for (int i = 0; i < 8 && !ctrl_op.done; ++i) ucx.progress();
-    if (ctrl_op.done) {
-      proto::Header h;
-      std::string text;
-      uint32_t status = 0;
-      if (take_ctrl(&h, &text, &status) == SZ_OK && h.type == proto::kResult && status != SZ_OK) {
-        cleanup(false);
-        return fail(error, peer_status(status), "the receiver failed: " + text);
-      }
+    const double deadline = now_s() + 0.5;
+    while (!got_result && !ctrl_closed && now_s() < deadline) {
+      if (take_ctrl() != SZ_OK) break;
+      if (got_result || ctrl_closed) break;
+      pollfd p = {ctrl_fd, POLLIN, 0};
+      poll(&p, 1, 20);
     }
     cleanup(false);
-    return what.empty() ? peer_gone() : fail(error, SZ_ERROR_IO, what);
+    if (got_result && result_status != SZ_OK)
+      return fail(error, peer_status(result_status), "the receiver failed: " + result_text);
+    if (!what.empty()) return fail(error, SZ_ERROR_IO, what);
+    if (ucx.ep_failed())
+      return fail(error, SZ_ERROR_IO, "connection to " + where + " failed: " + ucs_text(ucx.ep_status()));
+    return fail(error, SZ_ERROR_IO, "connection to " + where + " failed: " + ctrl_why);
   };
-
-  // Wait for HELLO_ACK.
-  {
-    double last = now_s();
-    for (;;) {
-      ucx.progress();
-      if (hello_op.active && hello_op.done) {
-        if (ucx.reap(&hello_op) != UCS_OK && !ucx.ep_failed()) {
-          cleanup(false);
-          return fail(error, SZ_ERROR_IO, "sending the handshake failed: " + ucs_text(hello_op.status));
-        }
-      }
-      if (ctrl_op.done) {
-        proto::Header h;
-        std::string text;
-        uint32_t status = 0;
-        st = take_ctrl(&h, &text, &status);
-        if (st != SZ_OK) {
-          cleanup(false);
-          return st;
-        }
-        if (h.type != proto::kHelloAck) {
-          cleanup(false);
-          return fail(error, SZ_ERROR_CORRUPT, "the receiver answered the handshake with another message");
-        }
-        if (status != SZ_OK) {
-          cleanup(false);
-          return fail(error, peer_status(status), "the receiver refused the transfer: " + text);
-        }
-        break;
-      }
-      if (ucx.ep_failed()) {
-        cleanup(false);
-        return peer_gone();
-      }
-      if (now_s() - last > opt.timeout_s) {
-        cleanup(false);
-        return fail(error, SZ_ERROR_IO, "no answer to the handshake within " + std::to_string(opt.timeout_s) + " s");
-      }
-      ucx.wait(0.05);
-    }
-    if (ucx.recv(ctrl_tag, proto::kTagFull, ctrl_buf.data(), ctrl_buf.size(), &ctrl_op) != SZ_OK) {
-      cleanup(false);
-      return fail(error, SZ_ERROR_IO, "cannot post a receive");
-    }
-  }
   stats.handshake_seconds = now_s() - t_start;
 
   // ---- the pipeline ----
@@ -466,38 +448,20 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
 
   for (;;) {
     bool active = ucx.progress();
-    if (ucx.ep_failed()) return peer_failed("");
-    // control messages: credits and the final result
-    while (ctrl_op.done) {
-      proto::Header h;
-      std::string text;
-      uint32_t status = 0;
-      st = take_ctrl(&h, &text, &status);
+    {
+      const bool had_result = got_result;
+      const uint64_t had_consumed = consumed;
+      st = take_ctrl();
       if (st != SZ_OK) {
         cleanup(false);
         return st;
       }
-      active = true;
-      if (h.type == proto::kCredit) {
-        if (h.chunk < consumed || h.chunk > next_send) {
-          cleanup(false);
-          return fail(error, SZ_ERROR_CORRUPT, "the receiver sent an impossible credit");
-        }
-        consumed = h.chunk;
-      } else if (h.type == proto::kResult) {
-        got_result = true;
-        result_status = status;
-        result_text = text;
-      } else {
-        cleanup(false);
-        return fail(error, SZ_ERROR_CORRUPT, "unexpected message from the receiver");
-      }
-      if (got_result) break;
-      if (ucx.recv(ctrl_tag, proto::kTagFull, ctrl_buf.data(), ctrl_buf.size(), &ctrl_op) != SZ_OK) {
-        cleanup(false);
-        return fail(error, SZ_ERROR_IO, "cannot post a receive");
-      }
-      ucx.progress();
+      if (got_result != had_result || consumed != had_consumed) active = true;
+    }
+    if (!got_result && (ucx.ep_failed() || ctrl_closed)) return peer_failed("");
+    if (consumed > next_send) {
+      cleanup(false);
+      return fail(error, SZ_ERROR_CORRUPT, "the receiver sent an impossible credit");
     }
     if (got_result) {
       if (result_status != SZ_OK) {

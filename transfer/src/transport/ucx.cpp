@@ -1,13 +1,10 @@
 // ucx.cpp — see ucx.h.
-#include "ucx.h"
+#include "transport/ucx.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,7 +21,6 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-void conn_cb(ucp_conn_request_h request, void* arg) { static_cast<Ucx*>(arg)->on_conn_request(request); }
 void ep_err_cb(void* arg, ucp_ep_h, ucs_status_t status) { static_cast<Ucx*>(arg)->on_ep_error(status); }
 
 void send_cb(void*, ucs_status_t status, void* user_data) {
@@ -43,45 +39,29 @@ void recv_cb(void*, ucs_status_t status, const ucp_tag_recv_info_t* info, void* 
   op->done = true;
 }
 
-// Resolves host:port into a socket address. `passive` for a listener (numeric addresses only).
-bool resolve(const std::string& host, uint16_t port, bool passive, sockaddr_storage* out, socklen_t* len,
-             std::string* error) {
-  addrinfo hints;
-  memset(&hints, 0, sizeof hints);
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = passive ? (AI_PASSIVE | AI_NUMERICHOST) : 0;
-  addrinfo* res = nullptr;
-  const std::string service = std::to_string(port);
-  const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
-  if (rc != 0 || res == nullptr) {
-    *error = "cannot resolve address '" + host + "': " + gai_strerror(rc);
-    return false;
-  }
-  memcpy(out, res->ai_addr, res->ai_addrlen);
-  *len = res->ai_addrlen;
-  freeaddrinfo(res);
-  return true;
-}
-
 }  // namespace
 
 Ucx::~Ucx() {
   if (ep_ != nullptr) close_ep(false, 1.0);
-  for (auto r : conn_requests_) ucp_listener_reject(listener_, r);
-  conn_requests_.clear();
-  if (listener_ != nullptr) ucp_listener_destroy(listener_);
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   if (context_ != nullptr) ucp_cleanup(context_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
-sz_status Ucx::init(std::string* error) {
+sz_status Ucx::init(const std::string& net_device, std::string* error) {
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) {
     *error = "UCX configuration: " + ucs_text(st);
     return SZ_ERROR_IO;
+  }
+  if (!net_device.empty()) {
+    st = ucp_config_modify(config, "NET_DEVICES", net_device.c_str());
+    if (st != UCS_OK) {
+      ucp_config_release(config);
+      *error = "UCX configuration (network device " + net_device + "): " + ucs_text(st);
+      return SZ_ERROR_IO;
+    }
   }
   ucp_params_t params;
   memset(&params, 0, sizeof params);
@@ -122,101 +102,66 @@ sz_status Ucx::init(std::string* error) {
   return SZ_OK;
 }
 
-sz_status Ucx::listen(const std::string& address, uint16_t port, uint16_t* bound_port, std::string* error) {
-  sockaddr_storage sa;
-  socklen_t len = 0;
-  if (!resolve(address, port, true, &sa, &len, error)) return SZ_ERROR_INVALID_ARGUMENT;
-  ucp_listener_params_t lp;
-  memset(&lp, 0, sizeof lp);
-  lp.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-  lp.sockaddr.addr = reinterpret_cast<const sockaddr*>(&sa);
-  lp.sockaddr.addrlen = len;
-  lp.conn_handler.cb = conn_cb;
-  lp.conn_handler.arg = this;
-  ucs_status_t st = ucp_listener_create(worker_, &lp, &listener_);
-  if (st != UCS_OK) {
-    *error = "cannot listen on " + address + ":" + std::to_string(port) + ": " + ucs_text(st);
-    return SZ_ERROR_IO;
-  }
-  ucp_listener_attr_t attr;
+bool Ucx::cuda_memory_supported() {
+  ucp_config_t* config = nullptr;
+  if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return false;
+  ucp_params_t params;
+  memset(&params, 0, sizeof params);
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+  ucp_context_h context = nullptr;
+  const ucs_status_t st = ucp_init(&params, config, &context);
+  ucp_config_release(config);
+  if (st != UCS_OK) return false;
+  ucp_context_attr_t attr;
   memset(&attr, 0, sizeof attr);
-  attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
-  st = ucp_listener_query(listener_, &attr);
+  attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  const bool yes = ucp_context_query(context, &attr) == UCS_OK &&
+                   (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+  ucp_cleanup(context);
+  return yes;
+}
+
+sz_status Ucx::address(std::vector<uint8_t>* out, std::string* error) {
+  ucp_address_t* a = nullptr;
+  size_t len = 0;
+  const ucs_status_t st = ucp_worker_get_address(worker_, &a, &len);
   if (st != UCS_OK) {
-    *error = "UCX listener query: " + ucs_text(st);
+    *error = "UCX worker address: " + ucs_text(st);
     return SZ_ERROR_IO;
   }
-  if (attr.sockaddr.ss_family == AF_INET) {
-    *bound_port = ntohs(reinterpret_cast<const sockaddr_in*>(&attr.sockaddr)->sin_port);
-  } else if (attr.sockaddr.ss_family == AF_INET6) {
-    *bound_port = ntohs(reinterpret_cast<const sockaddr_in6*>(&attr.sockaddr)->sin6_port);
-  } else {
-    *error = "UCX listener has an unknown address family";
-    return SZ_ERROR_IO;
-  }
+  out->assign(reinterpret_cast<const uint8_t*>(a), reinterpret_cast<const uint8_t*>(a) + len);
+  ucp_worker_release_address(worker_, a);
   return SZ_OK;
 }
 
-sz_status Ucx::connect(const std::string& host, uint16_t port, std::string* error) {
-  sockaddr_storage sa;
-  socklen_t len = 0;
-  if (!resolve(host, port, false, &sa, &len, error)) return SZ_ERROR_INVALID_ARGUMENT;
+sz_status Ucx::connect(const std::vector<uint8_t>& peer_address, std::string* error) {
+  if (peer_address.empty()) {
+    *error = "empty peer address";
+    return SZ_ERROR_INVALID_ARGUMENT;
+  }
   ucp_ep_params_t ep;
   memset(&ep, 0, sizeof ep);
-  ep.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                   UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  ep.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-  ep.sockaddr.addr = reinterpret_cast<const sockaddr*>(&sa);
-  ep.sockaddr.addrlen = len;
+  ep.address = reinterpret_cast<const ucp_address_t*>(peer_address.data());
   ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   ep.err_handler.cb = ep_err_cb;
   ep.err_handler.arg = this;
   const ucs_status_t st = ucp_ep_create(worker_, &ep, &ep_);
   if (st != UCS_OK) {
     ep_ = nullptr;
-    *error = "cannot connect to " + host + ":" + std::to_string(port) + ": " + ucs_text(st);
+    *error = "cannot create a UCX endpoint to the receiver: " + ucs_text(st);
     return SZ_ERROR_IO;
   }
   ep_failed_ = false;
+  ep_status_ = UCS_OK;
   return SZ_OK;
-}
-
-void Ucx::on_conn_request(ucp_conn_request_h request) {
-  if (ep_ != nullptr || conn_requests_.size() >= 16) {
-    ucp_listener_reject(listener_, request);  // one peer at a time
-    return;
-  }
-  conn_requests_.push_back(request);
 }
 
 void Ucx::on_ep_error(ucs_status_t status) {
   ep_failed_ = true;
   ep_status_ = status;
-}
-
-sz_status Ucx::accept(std::string* error) {
-  if (conn_requests_.empty()) return SZ_ERROR_INTERNAL;
-  ucp_conn_request_h req = conn_requests_.front();
-  conn_requests_.erase(conn_requests_.begin());
-  ucp_ep_params_t ep;
-  memset(&ep, 0, sizeof ep);
-  ep.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  ep.conn_request = req;
-  ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  ep.err_handler.cb = ep_err_cb;
-  ep.err_handler.arg = this;
-  const ucs_status_t st = ucp_ep_create(worker_, &ep, &ep_);
-  if (st != UCS_OK) {
-    ep_ = nullptr;
-    *error = "cannot accept a connection: " + ucs_text(st);
-    return SZ_ERROR_IO;
-  }
-  ep_failed_ = false;
-  ep_status_ = UCS_OK;
-  for (auto r : conn_requests_) ucp_listener_reject(listener_, r);
-  conn_requests_.clear();
-  return SZ_OK;
 }
 
 sz_status Ucx::send(uint64_t tag, const void* a, size_t a_size, const void* b, size_t b_size, Op* op, bool device) {
@@ -323,16 +268,18 @@ void Ucx::wait(double max_seconds) {
   if (ucp_worker_progress(worker_) != 0) return;
   const ucs_status_t st = ucp_worker_arm(worker_);
   if (st == UCS_ERR_BUSY) return;
-  pollfd fds[2];
+  pollfd fds[3];
   fds[0].fd = ucx_fd_;
   fds[0].events = POLLIN;
   fds[1].fd = wake_fd_;
   fds[1].events = POLLIN;
+  fds[2].fd = watch_fd_;  // negative: ignored by poll
+  fds[2].events = POLLIN;
   if (max_seconds < 0) max_seconds = 0;
   timespec ts;
   ts.tv_sec = (time_t)max_seconds;
   ts.tv_nsec = (long)((max_seconds - (double)ts.tv_sec) * 1e9);
-  ppoll(fds, 2, &ts, nullptr);
+  ppoll(fds, 3, &ts, nullptr);
   uint64_t v;
   while (read(wake_fd_, &v, sizeof v) == (ssize_t)sizeof v) {
   }

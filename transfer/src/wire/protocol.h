@@ -24,12 +24,10 @@ constexpr uint8_t kFlagPayloadHash = 1;  // payload_hash is H32 of the payload a
 
 enum Mode : uint8_t { kModeCompressed = 0, kModeRaw = 1 };
 
-// Tags: type in the top byte, the sender's session nonce in the low 32 bits.
-constexpr uint64_t kTagTypeMask = (uint64_t)0xFF << 56;
+// The UCX tag of CHUNK messages (the only messages on UCX): type in the top byte, the sender's session nonce in the
+// low 32 bits; receives match all 64 bits.
 inline uint64_t tag_of(uint8_t type, uint32_t session) { return ((uint64_t)type << 56) | session; }
 constexpr uint64_t kTagFull = ~(uint64_t)0;
-// Direction of control messages from receiver to sender uses its own type byte so that it never matches chunks.
-constexpr uint8_t kTagToSender = 0x80;
 
 struct Header {
   uint8_t type = 0;
@@ -77,9 +75,53 @@ std::vector<uint8_t> encode_hello(const Hello& h);
 // before anything is allocated.
 sz_status decode_hello(const uint8_t* p, size_t size, uint32_t max_tensors, Hello* h, std::string* why);
 
-// HELLO_ACK and RESULT payloads: u32 status, u32 text length, text.
+// RESULT payload: u32 status, u32 text length, text.
+constexpr size_t kMaxText = 1024;
 std::vector<uint8_t> encode_status(uint32_t status, const std::string& text);
 sz_status decode_status(const uint8_t* p, size_t size, uint32_t* status, std::string* text);
+
+// HELLO_ACK payload: the status payload above, then u32 address length and the receiver's UCX worker address.
+constexpr size_t kMaxAddress = 65536;
+std::vector<uint8_t> encode_ack(uint32_t status, const std::string& text, const std::vector<uint8_t>& address);
+sz_status decode_ack(const uint8_t* p, size_t size, uint32_t* status, std::string* text,
+                     std::vector<uint8_t>* address);
+
+// A whole message (header and payload) in one buffer, payload_hash set when `hashed`.
+std::vector<uint8_t> encode_message(uint8_t type, const std::vector<uint8_t>& payload, bool hashed);
+
+// The largest payload a message of `type` may carry on the control connection (PROTOCOL.md §2); 0 for CREDIT and
+// for types that never travel there.
+size_t max_control_payload(uint8_t type);
+
+// Reads messages of the control connection, a byte stream, one at a time: the caller asks where the next bytes go
+// (never more than the current message still needs, so nothing of a following message is consumed), reads them
+// from the socket and commits them. The header is checked as soon as it is complete (magic, check, reserved bytes,
+// a type among `allowed_types`, payload_size within max_control_payload), the payload hash once the payload is.
+// The payload buffer grows with the bytes that arrived, never ahead of them by more than 64 KiB.
+class MessageReader {
+ public:
+  explicit MessageReader(uint32_t allowed_types) : allowed_(allowed_types) {}
+  // Where the next bytes go and how many at most (> 0 unless complete()).
+  uint8_t* buffer(size_t* room);
+  // n (<= room) bytes were written at buffer(). SZ_OK, or the reason the stream cannot be a valid message.
+  sz_status commit(size_t n, std::string* why);
+  bool complete() const { return complete_; }
+  const Header& header() const { return h_; }
+  const std::vector<uint8_t>& payload() const { return payload_; }
+  // Ready for the next message.
+  void reset();
+
+ private:
+  uint32_t allowed_;
+  uint8_t head_[kHeaderSize] = {};
+  size_t head_fill_ = 0;
+  Header h_;
+  std::vector<uint8_t> payload_;
+  size_t payload_fill_ = 0;
+  bool complete_ = false;
+  bool failed_ = false;
+};
+constexpr uint32_t type_bit(uint8_t type) { return 1u << type; }
 
 }  // namespace proto
 }  // namespace transfer

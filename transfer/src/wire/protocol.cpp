@@ -1,5 +1,5 @@
 // protocol.cpp — encoding and checking of the messages of transfer/PROTOCOL.md.
-#include "protocol.h"
+#include "wire/protocol.h"
 
 #include <string.h>
 
@@ -162,7 +162,7 @@ sz_status decode_hello(const uint8_t* p, size_t size, uint32_t max_tensors, Hell
 }
 
 std::vector<uint8_t> encode_status(uint32_t status, const std::string& text) {
-  const size_t len = text.size() > 1024 ? 1024 : text.size();
+  const size_t len = text.size() > kMaxText ? kMaxText : text.size();
   std::vector<uint8_t> out(8 + len);
   store_u32(out.data(), status);
   store_u32(out.data() + 4, (uint32_t)len);
@@ -170,17 +170,161 @@ std::vector<uint8_t> encode_status(uint32_t status, const std::string& text) {
   return out;
 }
 
-sz_status decode_status(const uint8_t* p, size_t size, uint32_t* status, std::string* text) {
+namespace {
+
+// The status part shared by RESULT and HELLO_ACK; *used is the bytes it took.
+sz_status decode_status_part(const uint8_t* p, size_t size, uint32_t* status, std::string* text, size_t* used) {
   if (size < 8) return SZ_ERROR_CORRUPT;
   const uint32_t len = load_u32(p + 4);
-  if (len > 1024 || len != size - 8) return SZ_ERROR_CORRUPT;
+  if (len > kMaxText || len > size - 8) return SZ_ERROR_CORRUPT;
   *status = load_u32(p);
   text->clear();
   for (uint32_t i = 0; i < len; ++i) {
     const char c = (char)p[8 + i];
     text->push_back((c >= 0x20 && c < 0x7F) ? c : '?');  // never echo control bytes from a peer to a terminal
   }
+  *used = 8 + (size_t)len;
   return SZ_OK;
+}
+
+}  // namespace
+
+sz_status decode_status(const uint8_t* p, size_t size, uint32_t* status, std::string* text) {
+  size_t used = 0;
+  const sz_status st = decode_status_part(p, size, status, text, &used);
+  if (st != SZ_OK) return st;
+  return used == size ? SZ_OK : SZ_ERROR_CORRUPT;
+}
+
+std::vector<uint8_t> encode_ack(uint32_t status, const std::string& text, const std::vector<uint8_t>& address) {
+  std::vector<uint8_t> out = encode_status(status, text);
+  const size_t o = out.size();
+  out.resize(o + 4 + address.size());
+  store_u32(out.data() + o, (uint32_t)address.size());
+  if (!address.empty()) memcpy(out.data() + o + 4, address.data(), address.size());
+  return out;
+}
+
+sz_status decode_ack(const uint8_t* p, size_t size, uint32_t* status, std::string* text,
+                     std::vector<uint8_t>* address) {
+  size_t used = 0;
+  const sz_status st = decode_status_part(p, size, status, text, &used);
+  if (st != SZ_OK) return st;
+  if (size - used < 4) return SZ_ERROR_CORRUPT;
+  const uint32_t len = load_u32(p + used);
+  if (len > kMaxAddress || len != size - used - 4) return SZ_ERROR_CORRUPT;
+  if ((*status == SZ_OK) != (len > 0)) return SZ_ERROR_CORRUPT;  // an address exactly when accepted
+  address->assign(p + used + 4, p + size);
+  return SZ_OK;
+}
+
+std::vector<uint8_t> encode_message(uint8_t type, const std::vector<uint8_t>& payload, bool hashed) {
+  std::vector<uint8_t> out(kHeaderSize + payload.size());
+  Header h;
+  h.type = type;
+  h.flags = hashed ? kFlagPayloadHash : 0;
+  h.payload_size = payload.size();
+  h.payload_hash = hashed ? h32(payload.data(), payload.size()) : 0;
+  write_header(out.data(), h);
+  if (!payload.empty()) memcpy(out.data() + kHeaderSize, payload.data(), payload.size());
+  return out;
+}
+
+size_t max_control_payload(uint8_t type) {
+  switch (type) {
+    case kHello:
+      return kMaxHelloBytes;
+    case kHelloAck:
+      return 8 + kMaxText + 4 + kMaxAddress;
+    case kResult:
+      return 8 + kMaxText;
+    default:
+      return 0;
+  }
+}
+
+uint8_t* MessageReader::buffer(size_t* room) {
+  if (complete_ || failed_) {
+    *room = 0;
+    return nullptr;
+  }
+  if (head_fill_ < kHeaderSize) {
+    *room = kHeaderSize - head_fill_;
+    return head_ + head_fill_;
+  }
+  const size_t want = (size_t)h_.payload_size - payload_fill_;
+  const size_t step = want < ((size_t)64 << 10) ? want : ((size_t)64 << 10);
+  if (payload_.size() < payload_fill_ + step) payload_.resize(payload_fill_ + step);
+  *room = step;
+  return payload_.data() + payload_fill_;
+}
+
+sz_status MessageReader::commit(size_t n, std::string* why) {
+  if (complete_ || failed_) {
+    *why = "message reader misused";
+    return SZ_ERROR_INTERNAL;
+  }
+  if (head_fill_ < kHeaderSize) {
+    if (n > kHeaderSize - head_fill_) {
+      failed_ = true;
+      *why = "message reader misused";
+      return SZ_ERROR_INTERNAL;
+    }
+    head_fill_ += n;
+    if (head_fill_ < kHeaderSize) return SZ_OK;
+    const sz_status st = read_header(head_, kHeaderSize, &h_);
+    if (st != SZ_OK) {
+      failed_ = true;
+      *why = st == SZ_ERROR_BAD_MAGIC ? "not a message of this protocol (bad magic)"
+                                      : (st == SZ_ERROR_CHECKSUM ? "a message header failed its check"
+                                                                 : "a message header has reserved bits set");
+      return st;
+    }
+    if (h_.type >= 32 || !(allowed_ & type_bit(h_.type))) {
+      failed_ = true;
+      *why = "unexpected message type " + std::to_string(h_.type);
+      return SZ_ERROR_CORRUPT;
+    }
+    if (h_.payload_size > max_control_payload(h_.type)) {
+      failed_ = true;
+      *why = "a message announces a payload of " + std::to_string(h_.payload_size) +
+             " bytes, more than its type allows";
+      return SZ_ERROR_CORRUPT;
+    }
+    if (h_.type != kCredit && !(h_.flags & kFlagPayloadHash)) {
+      failed_ = true;
+      *why = "a control message without its payload hash";
+      return SZ_ERROR_CORRUPT;
+    }
+    payload_fill_ = 0;
+    payload_.clear();
+  } else {
+    if (n > (size_t)h_.payload_size - payload_fill_ || payload_fill_ + n > payload_.size()) {
+      failed_ = true;
+      *why = "message reader misused";
+      return SZ_ERROR_INTERNAL;
+    }
+    payload_fill_ += n;
+  }
+  if (payload_fill_ == h_.payload_size) {
+    payload_.resize(payload_fill_);
+    if ((h_.flags & kFlagPayloadHash) && h32(payload_.data(), payload_.size()) != h_.payload_hash) {
+      failed_ = true;
+      *why = "a message failed its payload check";
+      return SZ_ERROR_CHECKSUM;
+    }
+    complete_ = true;
+  }
+  return SZ_OK;
+}
+
+void MessageReader::reset() {
+  head_fill_ = 0;
+  h_ = Header();
+  std::vector<uint8_t>().swap(payload_);
+  payload_fill_ = 0;
+  complete_ = false;
+  failed_ = false;
 }
 
 }  // namespace proto

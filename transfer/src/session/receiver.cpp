@@ -1,10 +1,17 @@
 // receiver.cpp — the receiving side of transfer/PROTOCOL.md.
 //
-// The UCX thread keeps `window` receives posted, one per slot. A completed receive is checked (header, sequence,
-// tensor and chunk, sizes) and handed to a codec thread, which verifies the payload (the frame's checksums, or the
-// message's XXH3 in raw mode), decodes it and writes it at its offset in the tensor's temporary file. When every
-// chunk of a tensor verified, the file is renamed to its name; on any failure temporary files are removed. Every
-// size the peer announces is checked against the ServeOptions limits before anything is allocated.
+// The server listens on one TCP socket (the control connection, PROTOCOL.md §1). Each accepted connection gets a
+// thread that reads the HELLO with the bounded reader of wire/protocol.h, admits it (session.h) and checks the
+// session and memory limits; only then does the session create its own UCX worker, restricted to the interface the
+// connection arrived on, and answer with its address. So no UCX code sees a byte from a peer that was not accepted,
+// and idle, the server has no socket but its listener.
+//
+// In a session, the session's thread keeps `window` receives posted, one per slot. A completed receive is checked
+// (header, then sequence, tensor, chunk and sizes by the ChunkTracker) and handed to a codec thread, which verifies
+// the payload (the frame's checksums, or the message's XXH3 in raw mode), decodes it and writes it at its offset in
+// the tensor's temporary file. When every chunk of a tensor verified, the file gets its name (linked, so that
+// nothing is replaced, unless overwrite is set); on any failure temporary files are removed. Every size the peer
+// announces is checked against the ServeOptions limits (admit()) before anything is allocated.
 //
 // With ServeOptions::gpu the slots are device buffers that UCX receives into (direct, when UCX reports CUDA memory
 // support) or pinned host buffers (staged), and a codec thread decodes each message on its own CUDA stream
@@ -14,32 +21,40 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <unordered_set>
+#include <list>
+#include <mutex>
+#include <thread>
 
 #include "gpu.h"
-#include "pool.h"
-#include "protocol.h"
+#include "transport/net.h"
+#include "session/pool.h"
+#include "wire/protocol.h"
+#include "session/session.h"
 #include "splitzip/transfer.hpp"
-#include "ucx.h"
+#include "transport/ucx.h"
 
 namespace splitzip {
 namespace transfer {
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using net::now_s;
 
 sz_status fail(std::string* error, sz_status st, const std::string& msg) {
   if (error != nullptr) *error = msg;
   return st;
 }
+
+// Connections whose handshake is still being read; one more is closed at once.
+constexpr size_t kMaxPendingHandshakes = 16;
 
 struct TensorState {
   std::string name;
@@ -115,35 +130,61 @@ bool write_all(int fd, const uint8_t* p, size_t n, uint64_t off) {
 
 }  // namespace
 
-bool valid_tensor_name(const std::string& name) {
-  if (name.empty() || name.size() > proto::kMaxName) return false;
-  if (name == "." || name == ".." || name[0] == '.') return false;
-  for (unsigned char c : name) {
-    if (c == '/' || c == '\\' || c < 0x20 || c == 0x7F) return false;
-  }
-  return true;
-}
-
-bool token_equal(const std::string& expected, const std::string& got) {
-  unsigned char diff = (unsigned char)(expected.size() != got.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const unsigned char g = i < got.size() ? (unsigned char)got[i] : 0;
-    diff |= (unsigned char)((unsigned char)expected[i] ^ g);
-  }
-  volatile unsigned char sink = diff;
-  return sink == 0;
-}
-
 struct Server::Impl {
   ServeOptions opt;
-  Ucx ucx;
+  Limits limits;
+  int listen_fd = -1;
   uint16_t port = 0;
   int dir_fd = -1;
+  int notify_fd = -1;  // eventfd: a connection ended, or stop()
   bool open = false;
   int cuda_device = 0;
+  std::atomic<bool> stopping{false};
+
+  struct Conn {
+    int fd = -1;  // owned by the connection's thread; -1 once closed (under mu)
+    std::thread thread;
+    bool done = false;
+    bool admitted = false;
+    SessionOutcome outcome;
+  };
+  std::mutex mu;  // guards what follows
+  std::list<std::unique_ptr<Conn>> conns;
+  std::list<SessionOutcome> outcomes;  // ended, not yet reported
+  uint32_t sessions = 0;               // admitted and running
+  uint64_t bytes = 0;                  // their buffers
+  uint64_t serial = 0;                 // numbers the sessions (temporary file names)
+
   ~Impl() {
+    stopping = true;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& c : conns)
+        if (c->fd >= 0) shutdown(c->fd, SHUT_RDWR);
+    }
+    for (auto& c : conns)
+      if (c->thread.joinable()) c->thread.join();
+    if (listen_fd >= 0) ::close(listen_fd);
+    if (notify_fd >= 0) ::close(notify_fd);
     if (dir_fd >= 0) ::close(dir_fd);
   }
+  void notify() {
+    if (notify_fd < 0) return;
+    const uint64_t one = 1;
+    ssize_t r = write(notify_fd, &one, sizeof one);
+    (void)r;
+  }
+  void close_conn(Conn& c) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (c.fd >= 0) ::close(c.fd);
+    c.fd = -1;
+  }
+  void handle(Conn& c);
+  // The session of an admitted peer on control connection fd; hello_bytes: the size of its HELLO message.
+  sz_status run_session(int fd, const Plan& plan, uint64_t serial, uint64_t hello_bytes, SessionStats* stats,
+                        std::string* error);
+  // Joins ended connections, accepts new ones; waits at most max_wait_s for something to happen.
+  void pump(double max_wait_s);
 };
 
 Server::Server() : impl_(new Impl) {}
@@ -152,6 +193,11 @@ Server::~Server() { close(); }
 uint16_t Server::port() const { return impl_->port; }
 
 void Server::close() { impl_.reset(new Impl); }
+
+void Server::stop() {
+  impl_->stopping = true;
+  impl_->notify();
+}
 
 sz_status Server::open(const ServeOptions& options, std::string* error) {
   std::string dummy;
@@ -162,9 +208,22 @@ sz_status Server::open(const ServeOptions& options, std::string* error) {
   if (s.opt.threads == 0) s.opt.threads = std::max(1u, std::thread::hardware_concurrency());
   if (s.opt.threads > 256) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "threads must be at most 256");
   if (!(s.opt.timeout_s > 0)) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "timeout must be positive");
+  if (!(s.opt.handshake_timeout_s > 0))
+    return fail(error, SZ_ERROR_INVALID_ARGUMENT, "handshake timeout must be positive");
+  if (!(s.opt.max_session_seconds >= 0))
+    return fail(error, SZ_ERROR_INVALID_ARGUMENT, "session time limit must not be negative");
+  if (s.opt.max_sessions < 1 || s.opt.max_sessions > 1024)
+    return fail(error, SZ_ERROR_INVALID_ARGUMENT, "max sessions must be 1..1024");
   if (s.opt.max_window < 1 || s.opt.max_window > 1024)
     return fail(error, SZ_ERROR_INVALID_ARGUMENT, "max window must be 1..1024");
   if (s.opt.token.size() > proto::kMaxToken) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "token longer than 256 bytes");
+  s.limits.token = s.opt.token;
+  s.limits.max_tensor_bytes = s.opt.max_tensor_bytes;
+  s.limits.max_total_bytes = s.opt.max_total_bytes;
+  s.limits.max_message_bytes = s.opt.max_message_bytes;
+  s.limits.max_session_bytes = std::min(s.opt.max_session_bytes, s.opt.max_server_bytes);
+  s.limits.max_window = s.opt.max_window;
+  s.limits.threads = s.opt.threads;
   if (s.opt.gpu) {
     std::string why;
     if (!gpu::available(&why)) return fail(error, SZ_ERROR_NOT_SUPPORTED, "GPU receive: " + why);
@@ -176,14 +235,131 @@ sz_status Server::open(const ServeOptions& options, std::string* error) {
     if (s.dir_fd < 0)
       return fail(error, SZ_ERROR_IO, "cannot open output directory " + s.opt.out_dir + ": " + strerror(errno));
   }
-  sz_status st = s.ucx.init(error);
-  if (st != SZ_OK) return st;
-  if (s.opt.gpu && s.opt.gpu_path == GpuPath::kDirect && !s.ucx.cuda_memory())
-    return fail(error, SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support (GpuPath::kDirect)");
-  st = s.ucx.listen(s.opt.address, s.opt.port, &s.port, error);
+  if (s.opt.gpu && s.opt.gpu_path == GpuPath::kDirect) {
+    // Whether this UCX can take device memory is a property of the build and its transports: ask now (a context
+    // only, no worker, so no socket), so that the error comes at open() and not with the first peer.
+    if (!Ucx::cuda_memory_supported())
+      return fail(error, SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support (GpuPath::kDirect)");
+  }
+  s.notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (s.notify_fd < 0) return fail(error, SZ_ERROR_IO, std::string("eventfd: ") + strerror(errno));
+  sz_status st = net::listen_tcp(s.opt.address, s.opt.port, &s.listen_fd, &s.port, error);
   if (st != SZ_OK) return st;
   s.open = true;
   return SZ_OK;
+}
+
+void Server::Impl::handle(Conn& c) {
+  SessionOutcome o;
+  o.peer = net::peer_name(c.fd);
+  const int fd = c.fd;
+  auto refuse = [&](sz_status code, const std::string& msg, bool answer) {
+    if (answer) {
+      const std::vector<uint8_t> ack =
+          proto::encode_message(proto::kHelloAck, proto::encode_ack((uint32_t)code, msg, {}), true);
+      std::string ignored;
+      net::write_all(fd, ack.data(), ack.size(), now_s() + 1.0, &ignored);
+    }
+    net::linger(fd, 0.5);  // so that the peer reads the answer rather than a reset
+    o.status = code;
+    o.error = "refused a peer (" + o.peer + "): " + msg;
+  };
+  [&] {
+    proto::MessageReader reader(proto::type_bit(proto::kHello));
+    std::string why;
+    sz_status st = net::read_message(fd, &reader, now_s() + opt.handshake_timeout_s, &stopping, &why);
+    if (st == SZ_ERROR_IO) return refuse(SZ_ERROR_IO, "no complete handshake: " + why, false);
+    if (st != SZ_OK) return refuse(st, "malformed handshake: " + why, true);
+    proto::Hello hello;
+    st = proto::decode_hello(reader.payload().data(), reader.payload().size(), opt.max_tensors, &hello, &why);
+    if (st != SZ_OK) return refuse(st, why, true);
+    const uint64_t hello_bytes = proto::kHeaderSize + reader.payload().size();
+    reader.reset();  // frees the payload: the session keeps only what admit() derives from it
+    Plan plan;
+    st = admit(limits, hello, &plan, &why);
+    if (st != SZ_OK) return refuse(st, why, true);
+    const bool files = !opt.discard && !(opt.gpu && opt.device_destination);
+    if (files && !opt.overwrite) {
+      for (const PlannedTensor& t : plan.tensors) {
+        struct stat st_existing;
+        if (fstatat(dir_fd, t.name.c_str(), &st_existing, AT_SYMLINK_NOFOLLOW) == 0)
+          return refuse(SZ_ERROR_INVALID_ARGUMENT,
+                        "tensor " + t.name + ": a file of that name exists in the output directory (the receiver does "
+                        "not overwrite without being told to)", true);
+      }
+    }
+    uint64_t number = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (sessions >= opt.max_sessions)
+        return refuse(SZ_ERROR_IO, "busy: " + std::to_string(sessions) + " sessions running, the limit is " +
+                                       std::to_string(opt.max_sessions) + "; try again later", true);
+      if (bytes + plan.buffer_bytes > opt.max_server_bytes)
+        return refuse(SZ_ERROR_IO, "busy: the session needs " + std::to_string(plan.buffer_bytes) +
+                                       " bytes of buffers and the running sessions hold " + std::to_string(bytes) +
+                                       " of the server's " + std::to_string(opt.max_server_bytes) +
+                                       "; try again later",
+                    true);
+      ++sessions;
+      bytes += plan.buffer_bytes;
+      number = ++serial;
+      c.admitted = true;
+    }
+    o.accepted = true;
+    o.status = run_session(fd, plan, number, hello_bytes, &o.stats, &o.error);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      --sessions;
+      bytes -= plan.buffer_bytes;
+    }
+  }();
+  close_conn(c);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    c.outcome = std::move(o);
+    c.done = true;
+  }
+  notify();
+}
+
+void Server::Impl::pump(double max_wait_s) {
+  // join the connections that ended
+  std::vector<std::unique_ptr<Conn>> ended;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto it = conns.begin(); it != conns.end();) {
+      if ((*it)->done) {
+        outcomes.push_back(std::move((*it)->outcome));
+        ended.push_back(std::move(*it));
+        it = conns.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& c : ended) c->thread.join();
+  if (!outcomes.empty()) return;
+  pollfd fds[2] = {{listen_fd, POLLIN, 0}, {notify_fd, POLLIN, 0}};
+  poll(fds, 2, (int)(std::max(0.0, max_wait_s) * 1000) + 1);
+  uint64_t v;
+  while (read(notify_fd, &v, sizeof v) == (ssize_t)sizeof v) {
+  }
+  if (!(fds[0].revents & POLLIN)) return;
+  for (;;) {
+    const int fd = net::accept_tcp(listen_fd);
+    if (fd < 0) break;
+    std::lock_guard<std::mutex> lock(mu);
+    size_t pending = 0;
+    for (const auto& c : conns) pending += (!c->admitted && !c->done) ? 1 : 0;
+    if (pending >= kMaxPendingHandshakes || stopping) {
+      ::close(fd);  // too many half-open handshakes: this one gets nothing
+      continue;
+    }
+    conns.emplace_back(new Conn);
+    Conn* c = conns.back().get();
+    c->fd = fd;
+    c->thread = std::thread([this, c] { handle(*c); });
+  }
 }
 
 sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
@@ -191,63 +367,79 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
   if (error == nullptr) error = &dummy;
   Impl& S = *impl_;
   if (!S.open) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "server not open");
-  Ucx& ucx = S.ucx;
-  const ServeOptions& opt = S.opt;
-  SessionStats stats;
-
-  // ---- accept one peer ----
-  {
-    const double t0 = now_s();
-    while (!ucx.has_conn_request()) {
-      ucx.progress();
-      if (ucx.has_conn_request()) break;
-      if (opt.accept_timeout_s > 0 && now_s() - t0 > opt.accept_timeout_s)
-        return fail(error, SZ_ERROR_IO, "no peer connected within " + std::to_string(opt.accept_timeout_s) + " s");
-      ucx.wait(0.1);
+  double t0 = now_s();
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(S.mu);
+      if (!S.outcomes.empty()) {
+        SessionOutcome o = std::move(S.outcomes.front());
+        S.outcomes.pop_front();
+        if (stats_out != nullptr) *stats_out = std::move(o.stats);
+        *error = o.error;
+        return o.status;
+      }
+      if (!S.conns.empty()) t0 = now_s();  // a peer is being served: its outcome is what we wait for
     }
-    sz_status st = ucx.accept(error);
-    if (st != SZ_OK) return st;
+    if (S.stopping) return fail(error, SZ_ERROR_IO, "the server was stopped");
+    if (S.opt.accept_timeout_s > 0 && now_s() - t0 > S.opt.accept_timeout_s)
+      return fail(error, SZ_ERROR_IO, "no peer connected within " + std::to_string(S.opt.accept_timeout_s) + " s");
+    S.pump(0.2);
   }
+}
 
-  // ---- handshake ----
-  std::vector<uint8_t> hello_buf(proto::kHeaderSize + proto::kMaxHelloBytes);
-  Op hello_op;
-  uint8_t ack_header[proto::kHeaderSize];
-  std::vector<uint8_t> ack_payload;
-  Op ack_op;
-  uint8_t credit_header[proto::kHeaderSize];
-  Op credit_op;
-  std::vector<Slot> slots;
+sz_status Server::serve(const std::function<void(const SessionOutcome&)>& on_outcome, std::string* error) {
+  std::string dummy;
+  if (error == nullptr) error = &dummy;
+  Impl& S = *impl_;
+  if (!S.open) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "server not open");
+  for (;;) {
+    S.pump(0.2);
+    std::list<SessionOutcome> ready;
+    bool idle = false;
+    {
+      std::lock_guard<std::mutex> lock(S.mu);
+      ready.swap(S.outcomes);
+      idle = S.conns.empty();
+    }
+    for (const auto& o : ready)
+      if (on_outcome) on_outcome(o);
+    if (S.stopping && idle && ready.empty()) return SZ_OK;  // every connection ended and was reported
+    if (S.stopping) {  // wake the connections still reading a handshake
+      std::lock_guard<std::mutex> lock(S.mu);
+      for (auto& c : S.conns)
+        if (c->fd >= 0 && !c->admitted) shutdown(c->fd, SHUT_RDWR);
+    }
+  }
+}
+
+sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, uint64_t hello_bytes,
+                                    SessionStats* stats_out, std::string* error) {
+  Impl& S = *this;
+  SessionStats stats;
+  const double t_session = now_s();
+  std::vector<Slot> slots;  // declared before the worker, so that the worker goes first
   std::vector<TensorState> ts;
   std::vector<GpuWorker> gpu_workers;
+  std::vector<std::vector<uint8_t>> scratch;
   std::unique_ptr<CodecPool> pool;
+  Ucx ucx;
   const bool use_gpu = opt.gpu;
-  const bool direct = use_gpu && opt.gpu_path != GpuPath::kStaged && ucx.cuda_memory();
   const bool files = !opt.discard && !(use_gpu && opt.device_destination);  // tensors go to out_dir
-  uint64_t ctrl_tag = 0;
-  bool can_reply = false;
+  const bool raw = plan.raw;
+  bool direct = false;
+  bool answered = false;  // HELLO_ACK sent: later errors go in a RESULT
 
-  // Sends a status message to the sender (best effort, bounded wait).
-  auto reply = [&](uint8_t type, sz_status status, const std::string& text, bool wait) {
-    if (!can_reply || ucx.ep_failed() || !ucx.has_ep()) return;
-    ucx.cancel(&ack_op);
-    ack_payload = proto::encode_status((uint32_t)status, text);
-    proto::Header h;
-    h.type = type;
-    h.flags = proto::kFlagPayloadHash;
-    h.payload_size = ack_payload.size();
-    h.payload_hash = proto::h32(ack_payload.data(), ack_payload.size());
-    proto::write_header(ack_header, h);
-    if (ucx.send(ctrl_tag, ack_header, sizeof ack_header, ack_payload.data(), ack_payload.size(), &ack_op) != SZ_OK)
-      return;
-    if (!wait) return;
-    const double deadline = now_s() + std::min(2.0, opt.timeout_s);
-    while (!ack_op.done && !ucx.ep_failed() && now_s() < deadline) {
-      if (!ucx.progress()) ucx.wait(0.01);
-    }
+  // Sends HELLO_ACK or RESULT on the control connection (bounded wait).
+  auto reply = [&](sz_status status, const std::string& text, const std::vector<uint8_t>& address) {
+    const std::vector<uint8_t> msg =
+        answered ? proto::encode_message(proto::kResult, proto::encode_status((uint32_t)status, text), true)
+                 : proto::encode_message(proto::kHelloAck, proto::encode_ack((uint32_t)status, text, address), true);
+    answered = true;
+    std::string ignored;
+    return net::write_all(fd, msg.data(), msg.size(), now_s() + std::min(2.0, opt.timeout_s), &ignored);
   };
-  // Tears the session down; removes every temporary file; renamed (complete) tensors stay.
-  auto cleanup = [&](bool ok) {
+  // Tears the session down; removes every temporary file; linked (complete) tensors stay.
+  auto cleanup = [&]() {
     if (pool) pool->stop();
     for (auto& t : ts) {
       if (t.fd >= 0) {
@@ -256,164 +448,73 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
         unlinkat(S.dir_fd, t.tmp_name.c_str(), 0);
       }
     }
-    ucx.close_ep(ok, ok ? 2.0 : 0.5);  // first: completes the endpoint's sends, so no cancel waits on the peer
     for (auto& sl : slots) ucx.cancel(&sl.op);
-    ucx.cancel(&hello_op);
-    ucx.cancel(&credit_op);
-    ucx.cancel(&ack_op);
+  };
+  // Half-closes the control connection and waits (bounded) for the sender to hang up, progressing the worker
+  // meanwhile: the sender's endpoint close needs this side's worker to answer.
+  auto linger = [&](double seconds) {
+    shutdown(fd, SHUT_WR);
+    const double deadline = now_s() + seconds;
+    while (now_s() < deadline) {
+      ucx.progress();
+      bool extra = false;
+      if (net::peer_closed(fd, &extra) || extra) break;
+      ucx.wait(0.01);
+    }
   };
   auto abort_session = [&](sz_status st, const std::string& msg) {
-    reply(proto::kResult, st, msg, true);
+    reply(st, msg, {});
     // Linger (bounded) until the sender has read the result and hung up: closing first would reset the connection
     // under a sender that is still sending, and it could lose the result and see only the reset.
-    if (can_reply && ucx.has_ep()) {
-      const double deadline = now_s() + std::min(0.5, opt.timeout_s);
-      while (!ucx.ep_failed() && now_s() < deadline) {
-        if (!ucx.progress()) ucx.wait(0.01);
-      }
-    }
-    cleanup(false);
+    linger(std::min(0.5, opt.timeout_s));
+    cleanup();
     return fail(error, st, msg);
   };
   auto peer_gone = [&]() {
-    cleanup(false);
-    return fail(error, SZ_ERROR_IO, "the sender disconnected: " + ucs_text(ucx.ep_status()));
+    cleanup();
+    return fail(error, SZ_ERROR_IO, "the sender disconnected");
   };
 
-  if (ucx.recv(proto::tag_of(proto::kHello, 0), proto::kTagTypeMask, hello_buf.data(), hello_buf.size(),
-               &hello_op) != SZ_OK) {
-    cleanup(false);
-    return fail(error, SZ_ERROR_IO, "cannot post a receive");
-  }
+  // ---- the session's worker, restricted to the interface this connection arrived on ----
   {
-    const double t0 = now_s();
-    while (!hello_op.done) {
-      ucx.progress();
-      if (hello_op.done) break;
-      if (ucx.ep_failed()) return peer_gone();
-      if (now_s() - t0 > opt.timeout_s) {
-        cleanup(false);
-        return fail(error, SZ_ERROR_IO, "no handshake within " + std::to_string(opt.timeout_s) + " s");
-      }
-      ucx.wait(0.05);
-    }
+    std::string device, why;
+    if (!net::local_interface(fd, &device, &why))
+      return abort_session(SZ_ERROR_IO, "the network interface of the connection: " + why);
+    std::string uerr;
+    if (ucx.init(device, &uerr) != SZ_OK) return abort_session(SZ_ERROR_IO, uerr);
+    ucx.watch(fd);
   }
-  const double t_session = now_s();
-  const ucs_status_t hs = ucx.reap(&hello_op);
-  if (hs != UCS_OK) {
-    cleanup(false);
-    return fail(error, hs == UCS_ERR_MESSAGE_TRUNCATED ? SZ_ERROR_INVALID_ARGUMENT : SZ_ERROR_IO,
-                "receiving the handshake failed: " + ucs_text(hs));
-  }
-  proto::Header hh;
-  sz_status st = proto::read_header(hello_buf.data(), hello_op.length, &hh);
-  if (st != SZ_OK || hh.type != proto::kHello || hh.payload_size != hello_op.length - proto::kHeaderSize ||
-      !(hh.flags & proto::kFlagPayloadHash) ||
-      proto::h32(hello_buf.data() + proto::kHeaderSize, hh.payload_size) != hh.payload_hash) {
-    cleanup(false);
-    return fail(error, SZ_ERROR_CORRUPT, "the peer sent a malformed handshake");
-  }
-  stats.wire_bytes += hello_op.length;
-  proto::Hello hello;
-  std::string why;
-  st = proto::decode_hello(hello_buf.data() + proto::kHeaderSize, hh.payload_size, opt.max_tensors, &hello, &why);
-  // Once the fixed part parsed, the peer's session nonce is known and errors are reported to it.
-  ctrl_tag = proto::tag_of(proto::kTagToSender, hello.session);
-  can_reply = hh.payload_size >= proto::kHelloFixed && st != SZ_ERROR_BAD_MAGIC;
-  auto refuse = [&](sz_status code, const std::string& msg) {
-    reply(proto::kHelloAck, code, msg, true);
-    cleanup(false);
-    return fail(error, code, "refused a peer: " + msg);
-  };
-  if (st != SZ_OK) return refuse(st, why);
-  hello_buf.clear();
-  hello_buf.shrink_to_fit();
+  direct = use_gpu && opt.gpu_path != GpuPath::kStaged && ucx.cuda_memory();
+  if (use_gpu && opt.gpu_path == GpuPath::kDirect && !direct)
+    return abort_session(SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support");
 
-  if (!opt.token.empty() && !token_equal(opt.token, hello.token))
-    return refuse(SZ_ERROR_INVALID_ARGUMENT, "token mismatch");
-  if (hello.format_version != SZ_FORMAT_VERSION)
-    return refuse(SZ_ERROR_UNSUPPORTED_VERSION, "format version " + std::to_string(hello.format_version) +
-                                                    " not supported (this side reads " +
-                                                    std::to_string(SZ_FORMAT_VERSION) + ")");
-  if (hello.mode != proto::kModeCompressed && hello.mode != proto::kModeRaw)
-    return refuse(SZ_ERROR_CORRUPT, "unknown transfer mode " + std::to_string(hello.mode));
-  const bool raw = hello.mode == proto::kModeRaw;
-  if (hello.window < 1 || hello.window > opt.max_window)
-    return refuse(SZ_ERROR_INVALID_ARGUMENT, "window " + std::to_string(hello.window) + " outside 1.." +
-                                                 std::to_string(opt.max_window));
-  if (hello.chunk_values < 1 || hello.chunk_values > ((uint64_t)1 << 28))
-    return refuse(SZ_ERROR_INVALID_ARGUMENT, "chunk of " + std::to_string(hello.chunk_values) + " values");
-  size_t max_w = 1;
-  uint64_t total_bytes = 0;
-  std::vector<uint64_t> first_seq(1, 0);
-  {
-    std::unordered_set<std::string> names;
-    ts.resize(hello.tensors.size());
-    for (size_t i = 0; i < hello.tensors.size(); ++i) {
-      const proto::TensorEntry& e = hello.tensors[i];
-      TensorState& t = ts[i];
-      if (!valid_tensor_name(e.name)) return refuse(SZ_ERROR_INVALID_ARGUMENT, "invalid tensor name");
-      if (!names.insert(e.name).second) return refuse(SZ_ERROR_INVALID_ARGUMENT, "duplicate tensor name " + e.name);
-      t.name = e.name;
-      t.dtype = (sz_dtype)e.dtype;
-      t.value_bytes = sz_dtype_size(t.dtype);
-      if (t.value_bytes == 0) return refuse(SZ_ERROR_UNSUPPORTED_DTYPE, "tensor " + e.name + ": unknown dtype");
-      if (e.size > opt.max_tensor_bytes)
-        return refuse(SZ_ERROR_INVALID_ARGUMENT, "tensor " + e.name + " of " + std::to_string(e.size) +
-                                                     " bytes exceeds the limit of " +
-                                                     std::to_string(opt.max_tensor_bytes));
-      if (e.size % t.value_bytes != 0)
-        return refuse(SZ_ERROR_INVALID_ARGUMENT, "tensor " + e.name + ": size not a multiple of the dtype size");
-      total_bytes += e.size;  // each term <= max_tensor_bytes, count <= max_tensors: no overflow for sane limits
-      if (total_bytes > opt.max_total_bytes || total_bytes < e.size)
-        return refuse(SZ_ERROR_INVALID_ARGUMENT, "the tensors exceed the limit of " +
-                                                     std::to_string(opt.max_total_bytes) + " bytes in total");
-      t.size = e.size;
-      t.n_values = e.size / t.value_bytes;
-      t.chunks = (t.n_values + hello.chunk_values - 1) / hello.chunk_values;
-      first_seq.push_back(first_seq.back() + t.chunks);
-      if (!raw) {
-        sz_status cs = sz_codebook_deserialize(e.codebook, sizeof e.codebook, &t.codebook);
-        if (cs != SZ_OK || t.codebook.dtype != e.dtype)
-          return refuse(cs != SZ_OK ? cs : SZ_ERROR_BAD_CODEBOOK, "tensor " + e.name + ": invalid codebook");
-      }
-      max_w = std::max(max_w, t.value_bytes);
-      t.tmp_name = "." + t.name + ".sz-partial-" + std::to_string(getpid()) + "-" + std::to_string(hello.session);
-    }
+  ts.resize(plan.tensors.size());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const PlannedTensor& p = plan.tensors[i];
+    TensorState& t = ts[i];
+    t.name = p.name;
+    t.dtype = p.dtype;
+    t.value_bytes = p.value_bytes;
+    t.size = p.size;
+    t.n_values = p.n_values;
+    t.chunks = p.chunks;
+    t.codebook = p.codebook;
+    t.tmp_name = "." + t.name + ".sz-partial-" + std::to_string(getpid()) + "-" + std::to_string(number);
   }
-  // Buffers are sized by what the announced tensors need: a message holds at most the values of the longest
-  // tensor, and no more slots are useful than there are messages (the sender never has more in flight).
-  uint64_t longest = 0;
-  for (const TensorState& t : ts) longest = std::max(longest, t.n_values);
-  const uint64_t chunk_cap = std::max<uint64_t>(1, std::min<uint64_t>(hello.chunk_values, longest));
-  const uint64_t max_payload = raw ? chunk_cap * max_w : SZ_COMPRESS_BOUND(chunk_cap, max_w);
-  if (max_payload + proto::kHeaderSize > opt.max_message_bytes)
-    return refuse(SZ_ERROR_INVALID_ARGUMENT, "messages of up to " + std::to_string(max_payload) +
-                                                 " bytes exceed the limit of " + std::to_string(opt.max_message_bytes));
-  const uint64_t total = first_seq.back();
-  const uint32_t window = hello.window;
-  const uint32_t n_slots = (uint32_t)std::max<uint64_t>(1, std::min<uint64_t>(window, total));
-  const uint64_t buffer_bytes =
-      n_slots * (proto::kHeaderSize + max_payload) + (raw ? 0 : (uint64_t)opt.threads * chunk_cap * max_w);
-  if (buffer_bytes > opt.max_session_bytes)
-    return refuse(SZ_ERROR_INVALID_ARGUMENT, "the session needs " + std::to_string(buffer_bytes) +
-                                                 " bytes of buffers, more than the limit of " +
-                                                 std::to_string(opt.max_session_bytes));
-  if (files && !opt.overwrite) {
-    for (const TensorState& t : ts) {
-      struct stat st_existing;
-      if (fstatat(S.dir_fd, t.name.c_str(), &st_existing, AT_SYMLINK_NOFOLLOW) == 0)
-        return refuse(SZ_ERROR_INVALID_ARGUMENT, "tensor " + t.name + ": a file of that name exists in the output "
-                                                 "directory (the receiver does not overwrite without being told to)");
-    }
-  }
+  const uint64_t total = plan.total_messages;
+  const uint64_t total_bytes = plan.total_bytes;
+  const uint64_t chunk_cap = plan.chunk_cap;
+  const size_t max_w = plan.max_value_bytes;
+  const uint64_t max_payload = plan.max_payload;
   stats.raw = raw;
-  stats.buffer_bytes = buffer_bytes;
+  stats.buffer_bytes = plan.buffer_bytes;
+  stats.wire_bytes = hello_bytes;  // what arrived: the HELLO, then the chunks
 
-  // ---- allocate (all sizes checked above) and accept ----
-  const uint64_t data_tag = proto::tag_of(proto::kChunk, hello.session);
-  slots.resize(n_slots);
-  std::vector<std::vector<uint8_t>> scratch(opt.threads);
+  // ---- allocate (all sizes checked by admit()) ----
+  sz_status st = SZ_OK;
+  const uint64_t data_tag = proto::tag_of(proto::kChunk, plan.session);
+  slots.resize(plan.n_slots);
+  scratch.resize(opt.threads);
   stats.gpu = use_gpu;
   stats.gpu_direct = direct;
   if (!use_gpu) {
@@ -449,12 +550,8 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
       if (st == SZ_OK) st = g.d_result.alloc(gpu::Mem::kDevice, 16, &why);
       if (st == SZ_OK) st = g.h_result.alloc(gpu::Mem::kPinned, 16, &why);
     }
-    if (st != SZ_OK) return refuse(st, "GPU receive buffers: " + why);
+    if (st != SZ_OK) return abort_session(st, "GPU receive buffers: " + why);
   }
-  std::vector<uint8_t> seen(2 * (size_t)window, 0);  // ring over seqs [base, base + 2*window)
-  uint64_t base = 0;
-
-  reply(proto::kHelloAck, SZ_OK, "", false);
 
   // One message on codec thread `worker`'s stream, into the tensor's device destination.
   auto decode_gpu = [&](unsigned worker, Slot& sl) {
@@ -464,7 +561,7 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
     const uint8_t* payload = sl.rbuf + proto::kHeaderSize;  // device memory when direct, else pinned host
     const size_t psize = (size_t)sl.h.payload_size;
     const size_t bytes = (size_t)(sl.n_values * t.value_bytes);
-    uint8_t* const dst = t.dev + sl.h.chunk * hello.chunk_values * t.value_bytes;
+    uint8_t* const dst = t.dev + sl.h.chunk * plan.chunk_values * t.value_bytes;
     std::string why;
     sz_status e = gpu::set_device(S.cuda_device, &why);
     const std::string where = "chunk " + std::to_string(sl.h.chunk) + " of " + t.name;
@@ -562,7 +659,7 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
       }
       out = scratch[worker].data();
     }
-    if (t.fd >= 0 && !write_all(t.fd, out, bytes, sl.h.chunk * hello.chunk_values * t.value_bytes)) {
+    if (t.fd >= 0 && !write_all(t.fd, out, bytes, sl.h.chunk * plan.chunk_values * t.value_bytes)) {
       sl.status = SZ_ERROR_IO;
       sl.why = "cannot write " + t.name + ": " + strerror(errno);
     }
@@ -628,14 +725,30 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
       return abort_session(SZ_ERROR_IO, "cannot post a receive");
     slots[i].state = Slot::kPosted;
   }
+  // Receives are posted: hand the sender this worker's address.
+  {
+    std::vector<uint8_t> address;
+    std::string why;
+    if (ucx.address(&address, &why) != SZ_OK) return abort_session(SZ_ERROR_IO, why);
+    if (address.empty() || address.size() > proto::kMaxAddress)
+      return abort_session(SZ_ERROR_IO, "the UCX worker address does not fit the handshake");
+    if (reply(SZ_OK, "", address) != SZ_OK) return peer_gone();
+  }
 
   // ---- the pipeline ----
+  ChunkTracker tracker(plan);
+  uint8_t credit_header[proto::kHeaderSize];
   uint64_t consumed = 0, credited = 0, received = 0;
   double last_activity = now_s();
-  bool result_sent = false;
   for (;;) {
     bool active = ucx.progress();
-    if (ucx.ep_failed() && !result_sent) return peer_gone();
+    {
+      bool extra = false;
+      if (net::peer_closed(fd, &extra)) return peer_gone();
+      if (extra)
+        return abort_session(SZ_ERROR_CORRUPT, "the sender sent bytes on the control connection after its handshake");
+    }
+    if (S.stopping) return abort_session(SZ_ERROR_IO, "the server is closing");
     for (size_t i = 0; i < slots.size(); ++i) {
       Slot& sl = slots[i];
       if (sl.state != Slot::kPosted || !sl.op.done) continue;
@@ -643,10 +756,7 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
       const ucs_status_t us = ucx.reap(&sl.op);
       if (us == UCS_ERR_MESSAGE_TRUNCATED)
         return abort_session(SZ_ERROR_CORRUPT, "the sender sent a message larger than it announced");
-      if (us != UCS_OK) {
-        if (ucx.ep_failed()) return peer_gone();
-        return abort_session(SZ_ERROR_IO, "receive failed: " + ucs_text(us));
-      }
+      if (us != UCS_OK) return abort_session(SZ_ERROR_IO, "receive failed: " + ucs_text(us));
       const size_t len = sl.op.length;
       const uint8_t* hdr = sl.rbuf;
       if (direct) {  // the header is in device memory: bring it over
@@ -657,33 +767,18 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
       }
       st = proto::read_header(hdr, len, &sl.h);
       if (st != SZ_OK) return abort_session(st, "a message header failed its check");
-      if (sl.h.type != proto::kChunk || sl.h.payload_size != len - proto::kHeaderSize)
-        return abort_session(SZ_ERROR_CORRUPT, "unexpected message");
-      const uint64_t seq = sl.h.seq;
-      if (seq >= total || seq < base || seq >= base + seen.size() || seen[seq % seen.size()])
-        return abort_session(SZ_ERROR_CORRUPT, "message sequence number out of order or repeated");
-      seen[seq % seen.size()] = 1;
-      while (base < total && seen[base % seen.size()]) {
-        seen[base % seen.size()] = 0;
-        ++base;
-      }
-      const uint32_t ti = (uint32_t)(std::upper_bound(first_seq.begin(), first_seq.end(), seq) - first_seq.begin() - 1);
-      TensorState& t = ts[ti];
-      const uint64_t c = seq - first_seq[ti];
-      if (sl.h.tensor != ti || sl.h.chunk != c)
-        return abort_session(SZ_ERROR_CORRUPT, "message names the wrong tensor or chunk");
-      sl.tensor = ti;
-      sl.n_values = std::min<uint64_t>(hello.chunk_values, t.n_values - c * hello.chunk_values);
-      const uint64_t bytes = sl.n_values * t.value_bytes;
-      if (raw ? (sl.h.payload_size != bytes || !(sl.h.flags & proto::kFlagPayloadHash))
-              : (sl.h.payload_size > SZ_COMPRESS_BOUND(sl.n_values, t.value_bytes)))
-        return abort_session(SZ_ERROR_CORRUPT, "chunk " + std::to_string(c) + " of " + t.name + " has a wrong size");
+      ChunkRef ref;
+      std::string why;
+      st = tracker.accept(sl.h, len, &ref, &why);
+      if (st != SZ_OK) return abort_session(st, why);
+      TensorState& t = ts[ref.tensor];
+      sl.tensor = ref.tensor;
+      sl.n_values = ref.n_values;
       if (use_gpu && t.dev == nullptr) {
         if (opt.device_destination) {
           t.dev = static_cast<uint8_t*>(opt.device_destination(t.name, t.dtype, t.size));
           if (t.dev == nullptr) return abort_session(SZ_ERROR_IO, "no device destination for " + t.name);
         } else {
-          std::string why;
           const sz_status as = t.owned.alloc(gpu::Mem::kDevice, (size_t)t.size, &why);
           if (as != SZ_OK) return abort_session(as, "device memory for " + t.name + ": " + why);
           t.dev = t.owned.get();
@@ -718,44 +813,27 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
         sl.state = Slot::kPosted;
       }
     }
-    if (credit_op.active && credit_op.done) {
-      if (ucx.reap(&credit_op) != UCS_OK && !ucx.ep_failed()) return abort_session(SZ_ERROR_IO, "send failed");
-    }
-    if (consumed < total && consumed > credited && !credit_op.active) {
+    if (consumed > credited) {  // the last credit too, before the RESULT
       proto::Header h;
       h.type = proto::kCredit;
       h.chunk = consumed;
       proto::write_header(credit_header, h);
-      if (ucx.send(ctrl_tag, credit_header, sizeof credit_header, nullptr, 0, &credit_op) != SZ_OK) {
-        if (ucx.ep_failed()) return peer_gone();
-        return abort_session(SZ_ERROR_IO, "send failed");
-      }
+      std::string why;
+      if (net::write_all(fd, credit_header, sizeof credit_header, now_s() + opt.timeout_s, &why) != SZ_OK)
+        return peer_gone();
       credited = consumed;
       active = true;
     }
     if (consumed == total) {
-      // every tensor verified and in place: tell the sender (the RESULT carries the final credit implicitly)
-      proto::Header h;
-      if (credit_op.active) {
-        if (!credit_op.done) {
-          ucx.wait(0.01);
-          continue;
-        }
-      }
-      if (consumed > credited) {
-        h.type = proto::kCredit;
-        h.chunk = consumed;
-        proto::write_header(credit_header, h);
-        if (credit_op.active) ucx.reap(&credit_op);
-        if (ucx.send(ctrl_tag, credit_header, sizeof credit_header, nullptr, 0, &credit_op) != SZ_OK)
-          return peer_gone();
-        credited = consumed;
-      }
-      result_sent = true;
-      reply(proto::kResult, SZ_OK, "", true);
+      // every tensor verified and in place: tell the sender
+      if (reply(SZ_OK, "", {}) != SZ_OK) return peer_gone();
       break;
     }
     const double t = now_s();
+    if (opt.max_session_seconds > 0 && t - t_session > opt.max_session_seconds)
+      return abort_session(SZ_ERROR_IO, "the session exceeded its time limit of " +
+                                            std::to_string(opt.max_session_seconds) + " s (" +
+                                            std::to_string(received) + " of " + std::to_string(total) + " messages)");
     bool busy = false;
     for (const auto& sl : slots) busy = busy || sl.state == Slot::kDecoding;
     if (active || busy) {
@@ -773,13 +851,8 @@ sz_status Server::serve_one(SessionStats* stats_out, std::string* error) {
   stats.codec_seconds = pool->cpu_seconds();
   stats.raw_bytes = total_bytes;
   // Let the sender read the result and close first; then close our side.
-  {
-    const double deadline = now_s() + std::min(2.0, opt.timeout_s);
-    while (!ucx.ep_failed() && now_s() < deadline && (ack_op.active && !ack_op.done)) {
-      if (!ucx.progress()) ucx.wait(0.01);
-    }
-  }
-  cleanup(true);
+  linger(std::min(2.0, opt.timeout_s));
+  cleanup();
   if (stats_out != nullptr) *stats_out = std::move(stats);
   return SZ_OK;
 }
