@@ -169,12 +169,15 @@ size_t encode_chunk(uint64_t len, size_t raw, Sym symbol, Lookup lookup, Esc esc
       esc(jj, &f, &cum);
     }
     uint32_t s = x[l];
-    if (rans_enc_renorm(s, f)) {
-      if (wpos < epos + 2) return 0;
-      wpos -= 2;
-      store_u16(buf + wpos, (uint16_t)s);
-      s >>= kRansWordBits;
+    // Renormalisation without a branch (taken at random): the low word is stored in any case and kept if needed.
+    const uint32_t need = rans_enc_renorm(s, f);
+    if (wpos < epos + 2) {  // the record is full: it only goes on if no word is needed
+      if (need) return 0;
+    } else {
+      store_u16(buf + wpos - 2, (uint16_t)s);
     }
+    wpos -= 2 * need;
+    s = need ? s >> kRansWordBits : s;
     x[l] = ((s / f) << kRansProbBits) + (s % f) + cum;
   }
   const size_t X = epos - kRansRecordHeader, words = raw - wpos;
@@ -427,6 +430,7 @@ sz_status decode_coded_fast(const Frame& f, const uint8_t* rec, uint64_t size, u
   const uint8_t* words = esc + X;
   const uint8_t* words_end = rec + size;
   const uint8_t* wp = words;
+  uint32_t overrun = 0;
   uint64_t q = 0;
   const uint32_t P = h.period;
   const uint16_t* gof = pr.group_of + (uint64_t)h.tensor * P;
@@ -440,11 +444,14 @@ sz_status decode_coded_fast(const Frame& f, const uint8_t* rec, uint64_t size, u
     const uint32_t slot = s & (kRansProbTotal - 1);
     const uint32_t e = dec[(uint64_t)g * kRansProbTotal + slot];
     s = (e & 0xFFFu) * (s >> kRansProbBits) + slot - ((e >> 12) & 0xFFFu);
-    if (s < kRansLow) {
-      if (wp == words_end) return SZ_ERROR_CORRUPT;
-      s = (s << kRansWordBits) | load_u16(wp);
-      wp += 2;
-    }
+    // Renormalisation without a branch (it is taken at random, ~1 value in 6 on KV): the next word is loaded
+    // whenever one is left, and taken when the state needs it; needing one when none is left is remembered.
+    const uint32_t need = s < kRansLow;
+    const uint32_t word = wp < words_end ? load_u16(wp) : 0u;  // predictable: false only at a chunk's end
+    const uint32_t have = wp < words_end;
+    overrun |= need & (have ^ 1u);
+    s = need ? (s << kRansWordBits) | word : s;
+    wp += 2 * (need & have);
     x[l] = s;
     uint32_t sym = e >> 24;
     if (slot >= pr.esc_start[g]) {
@@ -454,7 +461,7 @@ sz_status decode_coded_fast(const Frame& f, const uint8_t* rec, uint64_t size, u
     }
     join_value(j, sym);
   }
-  if (wp != words_end || q != X) return SZ_ERROR_CORRUPT;
+  if (overrun || wp != words_end || q != X) return SZ_ERROR_CORRUPT;
   for (unsigned l = 0; l < kRansLanes; ++l)
     if (x[l] != kRansLow) return SZ_ERROR_CORRUPT;
   return SZ_OK;
