@@ -80,6 +80,22 @@ inline void put_field(uint8_t* base, uint64_t j, unsigned b, uint32_t v) {
     else base[bit >> 3] &= (uint8_t)~m;
   }
 }
+// The same a byte at a time (b <= 24): for the fast coder. or_field needs the destination zeroed first.
+inline uint32_t load_field(const uint8_t* base, uint64_t j, unsigned b) {
+  const uint64_t bit = j * b;
+  const uint8_t* p = base + (bit >> 3);
+  const unsigned sh = (unsigned)(bit & 7), bytes = (sh + b + 7) >> 3;
+  uint64_t v = 0;
+  for (unsigned k = 0; k < bytes; ++k) v |= (uint64_t)p[k] << (8 * k);
+  return (uint32_t)(v >> sh) & ((1u << b) - 1u);
+}
+inline void or_field(uint8_t* base, uint64_t j, unsigned b, uint32_t v) {
+  const uint64_t bit = j * b;
+  uint8_t* p = base + (bit >> 3);
+  const unsigned sh = (unsigned)(bit & 7), bytes = (sh + b + 7) >> 3;
+  const uint64_t x = (uint64_t)v << sh;
+  for (unsigned k = 0; k < bytes; ++k) p[k] |= (uint8_t)(x >> (8 * k));
+}
 // The padding fields after n fields of b bits (up to the group of 8) are all zero.
 bool padding_zero(const uint8_t* base, uint64_t n, unsigned b) {
   for (uint64_t j = n; j % 8 != 0; ++j)
@@ -222,7 +238,11 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
   } else if (sp.raw_bits != 0) {
     const uint64_t bytes = packed_bytes(n, sp.raw_bits);
     memset(rawsec, 0, bytes);
-    for (uint64_t i = 0; i < n; ++i) put_field(rawsec, i, sp.raw_bits, raw_of(load_value(src, i, vb), t, sp));
+    if (reference) {
+      for (uint64_t i = 0; i < n; ++i) put_field(rawsec, i, sp.raw_bits, raw_of(load_value(src, i, vb), t, sp));
+    } else {
+      for (uint64_t i = 0; i < n; ++i) or_field(rawsec, i, sp.raw_bits, raw_of(load_value(src, i, vb), t, sp));
+    }
   }
 
   // Chunk records; a record is built in place when the raw size fits in dst, else in this buffer.
@@ -498,10 +518,10 @@ sz_status decode_chunk_fast(const Frame& f, uint64_t c) {
     else s = decode_coded_fast(f, rec, end - begin, len, first, join_fp8);
   } else {  // fp16 (11 raw bits), fp32 (24 raw bits)
     auto join_any = [&](uint64_t j, uint32_t sym) {
-      store_value(out, j, vb, join(sym, get_field(rawsec, first + j, sp.raw_bits), t));
+      store_value(out, j, vb, join(sym, load_field(rawsec, first + j, sp.raw_bits), t));
     };
     if (raw_mode) {
-      for (uint64_t j = 0; j < len; ++j) join_any(j, get_field(rec, j, B));
+      for (uint64_t j = 0; j < len; ++j) join_any(j, load_field(rec, j, B));
     } else {
       s = decode_coded_fast(f, rec, end - begin, len, first, join_any);
     }

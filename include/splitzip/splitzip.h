@@ -4,7 +4,8 @@
  * SplitZip splits every value into its exponent and the rest (sign and mantissa). The rest is stored raw, packed;
  * the exponent is replaced by a k-bit code from a small codebook calibrated offline, and exponents outside the
  * codebook go to a sparse per-chunk escape list. Fixed-length codes keep encode and decode regular, so they run at
- * memory speed on CPUs and GPUs. The byte layout is specified in docs/FORMAT.md (format version 1).
+ * memory speed on CPUs and GPUs. The byte layout is specified in docs/FORMAT.md (format version 1; version 2 adds
+ * per-channel windows from a channel book, version 3 entropy-coded frames with a symbol table, the "max" mode).
  *
  * Conventions of this API
  *   - Every function returns an sz_status; SZ_OK (0) is success, anything else an error whose name
