@@ -44,7 +44,8 @@ struct Prepared {
   uint32_t groups, a1;  // a1 = A + 1 symbol indices per group
   uint64_t channels;
   const uint32_t* enc;        // [g][s]: freq | cum << 16 (freq 0: the symbol is escaped)
-  const uint32_t* dec;        // [g][slot]: freq | cum << 12 | symbol << 24 (escape slots: symbol 0)
+  const uint8_t* dec;         // [g][slot]: the symbol whose range holds the slot (escape slots: 0); 4 KiB a group,
+                              // so that the tables of a frame's groups stay in cache
   const uint16_t* esc_start;  // [g]: 4096 - F_g[A]; slots at or above it decode to the escape
   const uint16_t* group_of;   // [tensor * period + channel]
 };
@@ -54,7 +55,7 @@ constexpr size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
 size_t workspace_bytes(uint32_t groups, unsigned B, uint64_t channels) {
   const size_t a1 = (1u << B) + 1;
   return 64 + align64(sizeof(Prepared)) + align64(4 * (size_t)groups * a1) +
-         align64(4 * (size_t)groups * kRansProbTotal) + align64(2 * (size_t)groups) + align64(2 * channels);
+         align64((size_t)groups * kRansProbTotal) + align64(2 * (size_t)groups) + align64(2 * channels);
 }
 
 const Prepared* prepared_of(const sz_symbol_table* t) {
@@ -455,15 +456,21 @@ sz_status decode_coded_fast(const Frame& f, const uint8_t* rec, uint64_t size, u
   const uint32_t P = h.period;
   const uint16_t* gof = pr.group_of + (uint64_t)h.tensor * P;
   uint64_t ch = first % P;
-  const uint32_t* dec = pr.dec;
+  // Locals, not loads through pr: the output stores (bytes) could alias anything reached through a pointer.
+  const uint8_t* __restrict dec = pr.dec;
+  const uint16_t* __restrict esc_start = pr.esc_start;
+  const uint32_t* __restrict enc = pr.enc;
+  const uint32_t a1 = pr.a1;
   for (uint64_t j = 0; j < len; ++j) {
     const unsigned l = (unsigned)(j & (kRansLanes - 1));
     const uint32_t g = gof[ch];
     ch = ch + 1 == P ? 0 : ch + 1;
     uint32_t s = x[l];
     const uint32_t slot = s & (kRansProbTotal - 1);
-    const uint32_t e = dec[(uint64_t)g * kRansProbTotal + slot];
-    s = (e & 0xFFFu) * (s >> kRansProbBits) + slot - ((e >> 12) & 0xFFFu);
+    const bool escape = slot >= esc_start[g];
+    uint32_t sym = dec[(uint64_t)g * kRansProbTotal + slot];
+    const uint32_t e = enc[(uint64_t)g * a1 + (escape ? A : sym)];
+    s = (e & 0xFFFFu) * (s >> kRansProbBits) + slot - (e >> 16);
     // Renormalisation without a branch (it is taken at random, ~1 value in 6 on KV): the next word is loaded
     // whenever one is left, and taken when the state needs it; needing one when none is left is remembered.
     const uint32_t need = s < kRansLow;
@@ -473,11 +480,10 @@ sz_status decode_coded_fast(const Frame& f, const uint8_t* rec, uint64_t size, u
     s = need ? (s << kRansWordBits) | word : s;
     wp += 2 * (need & have);
     x[l] = s;
-    uint32_t sym = e >> 24;
-    if (slot >= pr.esc_start[g]) {
+    if (escape) {
       if (q == X) return SZ_ERROR_CORRUPT;
       sym = esc[q++];
-      if (sym >= A || (pr.enc[(uint64_t)g * pr.a1 + sym] & 0xFFFFu) != 0) return SZ_ERROR_CORRUPT;
+      if (sym >= A || (enc[(uint64_t)g * a1 + sym] & 0xFFFFu) != 0) return SZ_ERROR_CORRUPT;
     }
     join_value(j, sym);
   }
@@ -503,7 +509,7 @@ sz_status decode_chunk_fast(const Frame& f, uint64_t c) {
   sz_status s = SZ_OK;
   if (vb == 2 && sp.raw_bits == 8) {  // bf16: one raw byte per value
     const uint8_t* rb = rawsec + first;
-    auto join_bf16 = [&](uint64_t j, uint32_t sym) {
+    auto join_bf16 = [rb, out](uint64_t j, uint32_t sym) {
       const uint32_t r = rb[j];
       store_u16(out + 2 * j, (uint16_t)(((r & 0x80u) << 8) | (sym << 7) | (r & 0x7Fu)));
     };
@@ -513,7 +519,7 @@ sz_status decode_chunk_fast(const Frame& f, uint64_t c) {
       s = decode_coded_fast(f, rec, end - begin, len, first, join_bf16);
     }
   } else if (vb == 1) {  // fp8: the symbol is the value
-    auto join_fp8 = [&](uint64_t j, uint32_t sym) { out[j] = (uint8_t)sym; };
+    auto join_fp8 = [out](uint64_t j, uint32_t sym) { out[j] = (uint8_t)sym; };
     if (raw_mode) memcpy(out, rec, (size_t)len);
     else s = decode_coded_fast(f, rec, end - begin, len, first, join_fp8);
   } else {  // fp16 (11 raw bits), fp32 (24 raw bits)
@@ -710,8 +716,8 @@ SZ_API sz_status sz_symbol_table_prepare(sz_symbol_table* table, void* workspace
   uint8_t* at = base + align64(sizeof(Prepared));
   uint32_t* enc = (uint32_t*)at;
   at += align64(4 * (size_t)G * a1);
-  uint32_t* dec = (uint32_t*)at;
-  at += align64(4 * (size_t)G * kRansProbTotal);
+  uint8_t* dec = at;
+  at += align64((size_t)G * kRansProbTotal);
   uint16_t* esc_start = (uint16_t*)at;
   at += align64(2 * (size_t)G);
   uint16_t* gof = (uint16_t*)at;
@@ -721,7 +727,7 @@ SZ_API sz_status sz_symbol_table_prepare(sz_symbol_table* table, void* workspace
       const uint32_t f = file_freq(*table, g, s);
       enc[(uint64_t)g * a1 + s] = f | (cum << 16);
       const uint32_t sym = s == A ? 0 : s;
-      for (uint32_t k = 0; k < f; ++k) dec[(uint64_t)g * kRansProbTotal + cum + k] = f | (cum << 12) | (sym << 24);
+      for (uint32_t k = 0; k < f; ++k) dec[(uint64_t)g * kRansProbTotal + cum + k] = (uint8_t)sym;
       cum += f;
     }
     esc_start[g] = (uint16_t)(kRansProbTotal - file_freq(*table, g, A));
