@@ -967,7 +967,8 @@ def markdown(ev, n_results, started, elapsed, args):
     A("")
 
     # ---- GPU and transfer --------------------------------------------------------------------------------------
-    for name, title in (("cpu.md", "CPU on an idle machine"), ("gpu.md", "GPU"), ("transfer.md", "Transfer")):
+    for name, title in (("cpu.md", "CPU on an idle machine"), ("gpu.md", "GPU"), ("transfer.md", "Transfer"),
+                        ("ratio_max.md", "Max mode (entropy-coded frames) ratio")):
         f = REPO / "bench" / "results" / name
         A(f"## {title} results (`bench/results/{name}`, included verbatim)")
         A("")

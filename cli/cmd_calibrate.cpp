@@ -59,13 +59,59 @@ int calibrate_channels(const Options& o, std::optional<sz_dtype> dtype) {
   return 0;
 }
 
+// --mode max: per-channel symbol histograms, clustered into groups, written as a symbol table file (§5.3).
+template <class Options>
+int calibrate_table(const Options& o, std::optional<sz_dtype> dtype) {
+  if (!dtype) throw CliError("--mode max needs --dtype (the samples are raw KV caches)");
+  if (o.kv_shape.empty()) throw CliError("--mode max needs --kv-shape (the tables are per channel)");
+  if (o.format != "auto" && o.format != "raw") throw CliError("--mode max reads raw KV files, not --format " + o.format);
+  if (o.code_bits != 0) throw CliError("--code-bits is for channel books (--mode fast)");
+  if (o.groups < 1 || o.groups > SZ_MAX_GROUPS)
+    throw CliError("--groups must be 1.." + std::to_string(SZ_MAX_GROUPS));
+  const KvShape shape = parse_kv_shape(o.kv_shape);
+  const uint32_t tensors = shape.tensors(), period = shape.period();
+  const size_t hist_size = sz_symbol_histogram_size(*dtype, tensors, period);
+  if (hist_size == 0) throw CliError(std::string("no symbol table for ") + sz_dtype_name(*dtype) + " of this shape");
+  std::vector<uint32_t> counts(hist_size / sizeof(uint32_t), 0u);
+  OutputFile out(o.output, o.force);
+  Progress progress(!o.quiet);
+  uint64_t values = 0;
+  for (const std::string& path : o.samples) {
+    const std::string file = display_name(path);
+    Buffer data = read_input(path, &progress);
+    const uint64_t tokens = shape.tokens_of(data.size(), *dtype, file);
+    check_status(sz_symbol_histogram_add(counts.data(), *dtype, tensors, period, data.data(), tokens), file);
+    values += data.size() / sz_dtype_size(*dtype);
+  }
+  progress.finish();
+  Buffer bytes{sz_symbol_table_file_size(*dtype, tensors, period, o.groups)};
+  size_t size = 0;
+  double bits = 0;
+  check_status(sz_symbol_calibrate(counts.data(), *dtype, tensors, period, o.groups, bytes.data(), bytes.size(), &size,
+                                   &bits),
+               "calibration");
+  sz_symbol_table table;
+  check_status(sz_symbol_table_parse(bytes.data(), size, &table), "symbol table");
+  out.write(bytes.data(), size);
+  out.commit();
+  if (!o.quiet) {
+    const unsigned width = unsigned(sz_dtype_size(*dtype) * 8), raw = width == 8 ? 0 : width - sz_dtype_exponent_bits(*dtype);
+    std::fprintf(stderr,
+                 "%s: %s symbol table from %llu values: %u tensors x %u channels in %u groups, %zu bytes, id "
+                 "%016llx; predicted %.4f symbol bits/value, ratio %.4f\n",
+                 o.output.c_str(), sz_dtype_name(*dtype), (unsigned long long)values, tensors, period, table.groups,
+                 size, (unsigned long long)table.id, bits, double(width) / (raw + bits));
+  }
+  return 0;
+}
+
 }  // namespace
 
 Command add_calibrate_command(CLI::App& app) {
   struct Options {
     std::vector<std::string> samples;
-    std::string output, dtype, format = "auto", kv_shape;
-    unsigned code_bits = 0;
+    std::string output, dtype, format = "auto", kv_shape, mode = "fast";
+    unsigned code_bits = 0, groups = 64;
     bool force = false;
     bool quiet = false;
   };
@@ -83,12 +129,21 @@ Command add_calibrate_command(CLI::App& app) {
                   "each file's own); writes a channel book with a window per (layer, K/V, head, dim)");
   sub->add_option("--code-bits,-k", o->code_bits, "With --kv-shape: code width 1..4 (0: the best for the samples)")
       ->default_val(0);
+  sub->add_option("--mode", o->mode,
+                  "fast: a codebook or (with --kv-shape) a channel book; max: a symbol table for entropy-coded frames "
+                  "(needs --dtype and --kv-shape)")
+      ->default_val("fast");
+  sub->add_option("--groups", o->groups, "With --mode max: probability tables, channels clustered into them (1..4096)")
+      ->default_val(64);
   sub->add_flag("-f,--force", o->force, "Overwrite an existing codebook file");
   sub->add_flag("-q,--quiet", o->quiet, "Print no summary");
 
   auto run = [o]() -> int {
     std::optional<sz_dtype> dtype;
     if (!o->dtype.empty()) dtype = parse_dtype(o->dtype);
+    if (o->mode != "fast" && o->mode != "max") throw CliError("--mode must be fast or max, not '" + o->mode + "'");
+    if (o->mode == "max") return calibrate_table(*o, dtype);
+    if (o->groups != 64) throw CliError("--groups is for symbol tables (--mode max)");
     if (!o->kv_shape.empty()) return calibrate_channels(*o, dtype);
     if (o->code_bits != 0) throw CliError("--code-bits is for channel books (--kv-shape)");
     InputFormat format = parse_format(o->format);

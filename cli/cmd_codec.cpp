@@ -118,8 +118,8 @@ double since(std::chrono::steady_clock::time_point t0) {
 
 Command add_compress_command(CLI::App& app) {
   struct Options : CommonOptions {
-    std::string dtype, codebook, kind = "generic", format = "auto", kv_shape;
-    unsigned chunk_log2 = SZ_DEFAULT_CHUNK_LOG2;
+    std::string dtype, codebook, kind = "generic", format = "auto", kv_shape, mode = "fast";
+    unsigned chunk_log2 = 0;
     bool no_checksum = false;
   };
   auto o = std::make_shared<Options>();
@@ -138,12 +138,19 @@ Command add_compress_command(CLI::App& app) {
                   "L,2,T,H,D: the input is a raw KV cache [layers][K, V][tokens][kv_heads][head_dim] (T may be *); "
                   "with a channel book (--codebook) it becomes a container of the book and one frame per tensor");
   sub->add_option("--kind", o->kind, "Default codebook to use: k, v or generic")->default_val("generic");
-  sub->add_option("--chunk-log2", o->chunk_log2, "Chunk size as log2 of values, 8..16")
-      ->default_val(SZ_DEFAULT_CHUNK_LOG2);
+  sub->add_option("--mode", o->mode,
+                  "fast: fixed-length exponent codes (codebook or channel book); max: entropy-coded symbols with a "
+                  "symbol table (--codebook FILE from `splitzip calibrate --mode max`, with --kv-shape)")
+      ->default_val("fast");
+  sub->add_option("--chunk-log2", o->chunk_log2,
+                  "Chunk size as log2 of values, 8..16 (default 12; 16 with --mode max)");
   sub->add_flag("--no-checksum", o->no_checksum, "Omit the per-chunk checksums");
 
   auto run = [o]() -> int {
     check_common(*o);
+    if (o->mode != "fast" && o->mode != "max") throw CliError("--mode must be fast or max, not '" + o->mode + "'");
+    const bool max_mode = o->mode == "max";
+    if (o->chunk_log2 == 0) o->chunk_log2 = max_mode ? SZ_ENTROPY_CHUNK_LOG2 : SZ_DEFAULT_CHUNK_LOG2;
     check_chunk_log2(o->chunk_log2);
     if (o->inputs.size() > 1 && (o->to_stdout || o->output == "-"))
       throw CliError("-c takes one input: a container cannot be followed by more data in one stream");
@@ -153,15 +160,29 @@ Command add_compress_command(CLI::App& app) {
     CodebookChoice codebooks;
     codebooks.kind = parse_kind(o->kind);
     std::optional<LoadedBook> book;
+    std::unique_ptr<LoadedTable> table;
     std::optional<KvShape> kv;
     if (!o->kv_shape.empty()) kv = parse_kv_shape(o->kv_shape);
+    if (max_mode && o->codebook.empty())
+      throw CliError("--mode max needs a symbol table (--codebook FILE from `splitzip calibrate --mode max`)");
     if (!o->codebook.empty()) {
       Buffer bytes = read_input(o->codebook);
-      if (is_channel_book_file(bytes)) book = load_channel_book(std::move(bytes), display_name(o->codebook));
-      else codebooks.user = load_codebook_file(o->codebook);
+      if (is_symbol_table_file(bytes)) {
+        if (!max_mode) throw CliError(display_name(o->codebook) + " is a symbol table: it is for --mode max");
+        table = load_symbol_table(std::move(bytes), display_name(o->codebook));
+      } else if (max_mode) {
+        throw CliError(display_name(o->codebook) + ": --mode max needs a symbol table file (from `splitzip calibrate "
+                       "--mode max`), not a codebook or channel book");
+      } else if (is_channel_book_file(bytes)) {
+        book = load_channel_book(std::move(bytes), display_name(o->codebook));
+      } else {
+        codebooks.user = load_codebook_file(o->codebook);
+      }
     }
+    if (table && !kv) throw CliError("a symbol table needs --kv-shape (which tensor and channel each value is)");
     if (book && !kv) throw CliError("a channel book needs --kv-shape (which tensor and channel each value is)");
-    if (kv && !book) throw CliError("--kv-shape needs a channel book (--codebook FILE from `splitzip calibrate --kv-shape`)");
+    if (kv && !book && !table)
+      throw CliError("--kv-shape needs a channel book (--codebook FILE from `splitzip calibrate --kv-shape`)");
     if (kv && !dtype) throw CliError("--kv-shape needs --dtype (the input is a raw KV cache)");
     sz_params params = sz_params_default();
     params.chunk_log2 = o->chunk_log2;
@@ -191,8 +212,10 @@ Command add_compress_command(CLI::App& app) {
           check_raw_input(head.data(), head.size(), input, format == InputFormat::kAuto, dtype);
           progress.phase("reading", display_name(input), in.size_hint());
           Buffer data = in.read_all(&progress);
-          Compressed result = compress_kv(data.data(), data.size(), *dtype, *kv, *book, params, display_name(input),
-                                          &progress);
+          Compressed result = table ? compress_kv_entropy(data.data(), data.size(), *dtype, *kv, *table, params,
+                                                          display_name(input), &progress)
+                                    : compress_kv(data.data(), data.size(), *dtype, *kv, *book, params,
+                                                  display_name(input), &progress);
           progress.phase("writing", output == "-" ? std::string("stdout") : display_name(output), result.size());
           for (const Buffer& part : result.parts) out.write(part.data(), part.size(), &progress);
           r.in = data.size();

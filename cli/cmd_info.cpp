@@ -33,6 +33,7 @@ std::string codebook_text(const sz_codebook& cb) {
 
 // How a frame maps exponents to codes: its codebook (version 1) or channel windows from a channel book (version 2).
 std::string mapping_text(const sz_frame_info& f) {
+  if (f.version == SZ_FORMAT_VERSION_ENTROPY) return "entropy-coded symbols (symbol table)";
   if (f.version >= SZ_FORMAT_VERSION_CHANNELS)
     return "channel windows, k=" + std::to_string(f.codebook.code_bits);
   return "codebook " + codebook_text(f.codebook);
@@ -57,6 +58,27 @@ ordered_json book_json(const sz_channel_book& b) {
   return j;
 }
 
+std::string table_text(const sz_symbol_table& t) {
+  char id[17];
+  std::snprintf(id, sizeof id, "%016llx", (unsigned long long)t.id);
+  return std::string(sz_dtype_name(sz_dtype(t.dtype))) + ", " + std::to_string(t.symbol_bits) + "-bit symbols, " +
+         std::to_string(t.tensors) + " tensors x " + std::to_string(t.period) + " channels in " +
+         std::to_string(t.groups) + " groups, id " + id;
+}
+
+ordered_json table_json(const sz_symbol_table& t) {
+  ordered_json j;
+  j["dtype"] = sz_dtype_name(sz_dtype(t.dtype));
+  j["symbol_bits"] = t.symbol_bits;
+  j["tensors"] = t.tensors;
+  j["period"] = t.period;
+  j["groups"] = t.groups;
+  char id[17];
+  std::snprintf(id, sizeof id, "%016llx", (unsigned long long)t.id);
+  j["id"] = id;
+  return j;
+}
+
 ordered_json codebook_json(const sz_codebook& cb) {
   ordered_json j;
   j["dtype"] = dtype_str(cb.dtype);
@@ -71,7 +93,9 @@ std::string flags_text(uint32_t flags) {
   std::string s;
   if (flags & SZ_FLAG_CHECKSUMS) s = "checksums";
   if (flags & SZ_FLAG_CHANNELS) s += (s.empty() ? "" : ", ") + std::string("channels");
-  if (flags & ~(SZ_FLAG_CHECKSUMS | SZ_FLAG_CHANNELS)) s += (s.empty() ? "" : ", ") + std::string("unknown bits");
+  if (flags & SZ_FLAG_ENTROPY) s += (s.empty() ? "" : ", ") + std::string("entropy");
+  if (flags & ~(SZ_FLAG_CHECKSUMS | SZ_FLAG_CHANNELS | SZ_FLAG_ENTROPY))
+    s += (s.empty() ? "" : ", ") + std::string("unknown bits");
   return s.empty() ? "none" : s;
 }
 
@@ -91,7 +115,9 @@ ordered_json frame_json(const sz_frame_info& f) {
   j["coded_chunks"] = f.coded_chunks;
   j["raw_chunks"] = f.raw_chunks;
   j["checksums"] = (f.flags & SZ_FLAG_CHECKSUMS) != 0;
-  if (f.version >= SZ_FORMAT_VERSION_CHANNELS) {
+  if (f.version == SZ_FORMAT_VERSION_ENTROPY) {
+    j["entropy_coded"] = true;
+  } else if (f.version >= SZ_FORMAT_VERSION_CHANNELS) {
     ordered_json w;
     w["code_bits"] = f.codebook.code_bits;
     j["channel_windows"] = w;
@@ -215,8 +241,11 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
     uint64_t original = 0;
     std::vector<sz_frame_info> frames(count);
     std::vector<sz_channel_book> books(count);
+    std::vector<sz_symbol_table> tables(count);
     for (uint32_t i = 0; i < count; ++i) {
       original += items[i].original_size;
+      if (items[i].kind == SZ_ITEM_TABLE)  // validated by read_container_index
+        check_status(sz_symbol_table_parse(p + items[i].data_offset, size_t(items[i].data_size), &tables[i]), file);
       if (items[i].kind == SZ_ITEM_BOOK)  // validated by read_container_index
         check_status(sz_channel_book_parse(p + items[i].data_offset, size_t(items[i].data_size), &books[i]), file);
       if (items[i].kind == SZ_ITEM_FRAME) {
@@ -235,7 +264,10 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
       const sz_item& it = items[i];
       ordered_json e;
       e["name"] = std::string(it.name, it.name_size);
-      e["kind"] = it.kind == SZ_ITEM_FRAME ? "frame" : it.kind == SZ_ITEM_BOOK ? "book" : "stored";
+      e["kind"] = it.kind == SZ_ITEM_FRAME   ? "frame"
+                  : it.kind == SZ_ITEM_BOOK  ? "book"
+                  : it.kind == SZ_ITEM_TABLE ? "table"
+                                             : "stored";
       std::vector<uint64_t> shape(it.shape, it.shape + it.ndim);
       e["shape"] = shape;
       e["original_offset"] = it.original_offset;
@@ -247,6 +279,8 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
         for (auto f = fj.begin(); f != fj.end(); ++f) e[f.key()] = f.value();
       } else if (it.kind == SZ_ITEM_BOOK) {
         e["channel_book"] = book_json(books[i]);
+      } else if (it.kind == SZ_ITEM_TABLE) {
+        e["symbol_table"] = table_json(tables[i]);
       }
       list.push_back(e);
     }
@@ -270,7 +304,10 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
         esc = format_fixed(f.n_values ? 100.0 * double(f.escapes) / double(f.n_values) : 0.0, 3) + "%";
         chunks = std::to_string(f.coded_chunks) + "/" + std::to_string(f.raw_chunks);
       }
-      const char* kind = frame ? "frame" : it.kind == SZ_ITEM_BOOK ? "book" : "stored";
+      const char* kind = frame                        ? "frame"
+                         : it.kind == SZ_ITEM_BOOK  ? "book"
+                         : it.kind == SZ_ITEM_TABLE ? "table"
+                                                    : "stored";
       text << "  " << pad(std::to_string(i), 3, true) << "  " << pad(kind, 6) << "  "
            << pad(frame ? dtype_str(it.dtype) : "-", 8) << "  " << pad(shape_text(it), 16) << "  "
            << pad(std::to_string(it.original_size), 10, true) << "  " << pad(std::to_string(it.data_size), 10, true)
@@ -280,6 +317,8 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
     }
     for (uint32_t i = 0; i < count; ++i)
       if (items[i].kind == SZ_ITEM_BOOK) text << "  channel book: " << book_text(books[i]) << "\n";
+    for (uint32_t i = 0; i < count; ++i)
+      if (items[i].kind == SZ_ITEM_TABLE) text << "  symbol table: " << table_text(tables[i]) << "\n";
     // Frame parameters, stated once for each distinct combination (per item in --json).
     std::vector<std::string> seen;
     for (uint32_t i = 0; i < count; ++i) {
@@ -305,6 +344,18 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
       return;
     }
     text << file << ": SplitZip channel book\n  " << book_text(b) << "\n";
+    return;
+  }
+  if (size >= 4 && p[0] == 'S' && p[1] == 'P' && p[2] == 'Z' && p[3] == 'T') {
+    sz_symbol_table t;
+    check_status(sz_symbol_table_parse(p, size, &t), file);
+    j["type"] = "symbol_table";
+    j["symbol_table"] = table_json(t);
+    if (json) {
+      *out = j;
+      return;
+    }
+    text << file << ": SplitZip symbol table\n  " << table_text(t) << "\n";
     return;
   }
   if (size >= 4 && p[0] == 'S' && p[1] == 'P' && p[2] == 'Z' && p[3] == 'B') {

@@ -203,42 +203,42 @@ LoadedBook load_channel_book(Buffer bytes, const std::string& file) {
   return b;
 }
 
-Compressed compress_kv(const uint8_t* data, size_t size, sz_dtype dtype, const KvShape& shape, const LoadedBook& lb,
-                       const sz_params& params, const std::string& file, Progress* progress) {
-  const sz_channel_book& book = lb.book;
-  if (book.dtype != uint8_t(dtype))
-    throw CliError(file + ": the channel book is for " + sz_dtype_name(sz_dtype(book.dtype)) + " but --dtype is " +
-                   sz_dtype_name(dtype));
-  if (book.tensors != shape.tensors() || book.period != shape.period())
-    throw CliError(file + ": the channel book has " + std::to_string(book.tensors) + " tensors of " +
-                   std::to_string(book.period) + " channels, --kv-shape gives " + std::to_string(shape.tensors()) +
-                   " of " + std::to_string(shape.period()));
+namespace {
+
+// A container of one book-like item (a channel book or a symbol table) and one frame per tensor of a raw KV file,
+// each frame made by `compress_tensor(values, n, tensor, dst, capacity, &written)`.
+template <class CompressTensor>
+Compressed kv_container(const uint8_t* data, size_t size, sz_dtype dtype, const KvShape& shape, uint8_t item_kind,
+                        const char* item_name, const Buffer& item_bytes, const sz_params& params,
+                        const std::string& file, Progress* progress, CompressTensor compress_tensor) {
+  (void)params;
+  const uint32_t tensors = shape.tensors();
   const uint64_t tokens = shape.tokens_of(size, dtype, file);
   const uint64_t n = tokens * shape.period(), tensor_bytes = n * sz_dtype_size(dtype);
   if (progress) progress->phase("compressing", file, size);
   const uint64_t bound = sz_compress_bound(n, dtype);
-  uint64_t capacity = align64(SZ_CONTAINER_HEADER_SIZE) + align64(lb.bytes.size()) + book.tensors * align64(bound);
+  uint64_t capacity = align64(SZ_CONTAINER_HEADER_SIZE) + align64(item_bytes.size()) + tensors * align64(bound);
   Buffer body{size_t(capacity)};
   std::memset(body.data(), 0, body.size());  // the padding between items
   check_status(sz_container_write_header(body.data(), body.size()), file);
   std::vector<sz_item> items;
   std::vector<std::string> names;
-  names.reserve(book.tensors + 1);
-  names.push_back("channel_book");
-  for (uint32_t t = 0; t < book.tensors; ++t)
+  names.reserve(tensors + 1);
+  names.push_back(item_name);
+  for (uint32_t t = 0; t < tensors; ++t)
     names.push_back("layer" + std::to_string(t / 2) + (t % 2 ? ".v" : ".k"));
   uint64_t pos = align64(SZ_CONTAINER_HEADER_SIZE);
   sz_item it;
   std::memset(&it, 0, sizeof it);
-  it.kind = SZ_ITEM_BOOK;
+  it.kind = item_kind;
   it.name = names[0].data();
   it.name_size = uint16_t(names[0].size());
   it.data_offset = pos;
-  it.data_size = lb.bytes.size();
-  std::memcpy(body.data() + pos, lb.bytes.data(), lb.bytes.size());
+  it.data_size = item_bytes.size();
+  std::memcpy(body.data() + pos, item_bytes.data(), item_bytes.size());
   items.push_back(it);
   pos = align64(pos + it.data_size);
-  for (uint32_t t = 0; t < book.tensors; ++t) {
+  for (uint32_t t = 0; t < tensors; ++t) {
     std::memset(&it, 0, sizeof it);
     it.kind = SZ_ITEM_FRAME;
     it.dtype = uint8_t(dtype);
@@ -252,8 +252,7 @@ Compressed compress_kv(const uint8_t* data, size_t size, sz_dtype dtype, const K
     it.original_size = tensor_bytes;
     it.data_offset = pos;
     size_t written = 0;
-    check_status(sz_compress_channels(data + t * tensor_bytes, n, dtype, &book, t, &params, body.data() + pos,
-                                      size_t(capacity - pos), &written),
+    check_status(compress_tensor(data + t * tensor_bytes, n, t, body.data() + pos, size_t(capacity - pos), &written),
                  file + ": tensor '" + names[t + 1] + "'");
     it.data_size = written;
     items.push_back(it);
@@ -263,6 +262,59 @@ Compressed compress_kv(const uint8_t* data, size_t size, sz_dtype dtype, const K
   // The last item ends the body (the index follows it directly).
   pos = items.back().data_offset + items.back().data_size;
   return finish_container(std::move(body), pos, items, file);
+}
+
+}  // namespace
+
+Compressed compress_kv(const uint8_t* data, size_t size, sz_dtype dtype, const KvShape& shape, const LoadedBook& lb,
+                       const sz_params& params, const std::string& file, Progress* progress) {
+  const sz_channel_book& book = lb.book;
+  if (book.dtype != uint8_t(dtype))
+    throw CliError(file + ": the channel book is for " + sz_dtype_name(sz_dtype(book.dtype)) + " but --dtype is " +
+                   sz_dtype_name(dtype));
+  if (book.tensors != shape.tensors() || book.period != shape.period())
+    throw CliError(file + ": the channel book has " + std::to_string(book.tensors) + " tensors of " +
+                   std::to_string(book.period) + " channels, --kv-shape gives " + std::to_string(shape.tensors()) +
+                   " of " + std::to_string(shape.period()));
+  return kv_container(data, size, dtype, shape, SZ_ITEM_BOOK, "channel_book", lb.bytes, params, file, progress,
+                      [&](const uint8_t* src, uint64_t n, uint32_t t, uint8_t* dst, size_t cap, size_t* written) {
+                        return sz_compress_channels(src, n, dtype, &book, t, &params, dst, cap, written);
+                      });
+}
+
+bool is_symbol_table_file(const Buffer& bytes) {
+  static const uint8_t magic[4] = {'S', 'P', 'Z', 'T'};
+  return bytes.size() >= 4 && std::memcmp(bytes.data(), magic, 4) == 0;
+}
+
+std::unique_ptr<LoadedTable> load_symbol_table(Buffer bytes, const std::string& file) {
+  auto lt = std::make_unique<LoadedTable>();
+  lt->bytes = std::move(bytes);
+  const sz_status st = sz_symbol_table_parse(lt->bytes.data(), lt->bytes.size(), &lt->table);
+  if (st != SZ_OK) throw CliError(file + ": not a valid symbol table file: " + status_text(st));
+  const sz_symbol_table& t = lt->table;
+  if (sz_symbol_table_file_size(sz_dtype(t.dtype), t.tensors, t.period, t.groups) != lt->bytes.size())
+    throw CliError(file + ": not a valid symbol table file: bytes after the table");
+  lt->workspace.resize(sz_symbol_table_workspace_size(&t));
+  check_status(sz_symbol_table_prepare(&lt->table, lt->workspace.data(), lt->workspace.size()), file);
+  return lt;
+}
+
+Compressed compress_kv_entropy(const uint8_t* data, size_t size, sz_dtype dtype, const KvShape& shape,
+                               const LoadedTable& lt, const sz_params& params, const std::string& file,
+                               Progress* progress) {
+  const sz_symbol_table& table = lt.table;
+  if (table.dtype != uint8_t(dtype))
+    throw CliError(file + ": the symbol table is for " + sz_dtype_name(sz_dtype(table.dtype)) + " but --dtype is " +
+                   sz_dtype_name(dtype));
+  if (table.tensors != shape.tensors() || table.period != shape.period())
+    throw CliError(file + ": the symbol table has " + std::to_string(table.tensors) + " tensors of " +
+                   std::to_string(table.period) + " channels, --kv-shape gives " + std::to_string(shape.tensors()) +
+                   " of " + std::to_string(shape.period()));
+  return kv_container(data, size, dtype, shape, SZ_ITEM_TABLE, "symbol_table", lt.bytes, params, file, progress,
+                      [&](const uint8_t* src, uint64_t n, uint32_t t, uint8_t* dst, size_t cap, size_t* written) {
+                        return sz_compress_entropy(src, n, dtype, &table, t, &params, dst, cap, written);
+                      });
 }
 
 std::vector<sz_item> read_container_index(const uint8_t* data, size_t size, const std::string& file) {
@@ -403,6 +455,15 @@ Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const 
       check_status(sz_channel_book_parse(data + it.data_offset, size_t(it.data_size), &b), file);
       books.push_back(b);
     }
+    // Symbol tables likewise, prepared once, for version 3 frames.
+    std::vector<std::unique_ptr<LoadedTable>> tables;
+    for (const sz_item& it : items) {
+      if (it.kind != SZ_ITEM_TABLE) continue;
+      Buffer bytes{size_t(it.data_size)};
+      std::memcpy(bytes.data(), data + it.data_offset, size_t(it.data_size));
+      tables.push_back(load_symbol_table(std::move(bytes), file + ": item '" +
+                                                                printable_name(std::string(it.name, it.name_size)) + "'"));
+    }
     Dctx ctx(threads);
     const uint32_t count = uint32_t(items.size());
     uint64_t total = 0;
@@ -417,7 +478,7 @@ Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const 
         check_status(SZ_ERROR_CORRUPT, what);
       const uint8_t* src = data + it.data_offset;
       uint8_t* dst = out.data() + it.original_offset;
-      if (it.kind == SZ_ITEM_BOOK) {
+      if (it.kind == SZ_ITEM_BOOK || it.kind == SZ_ITEM_TABLE) {
         continue;  // not part of the original file
       } else if (it.kind == SZ_ITEM_STORED) {
         if (it.data_size != it.original_size) check_status(SZ_ERROR_CORRUPT, what);
@@ -430,7 +491,15 @@ Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const 
           check_status(SZ_ERROR_CORRUPT, what);
         size_t written = 0;
         uint64_t book_id = 0;
-        if (sz_frame_book_ref(src, size_t(it.data_size), &book_id, nullptr, nullptr) == SZ_OK) {
+        if (sz_frame_table_ref(src, size_t(it.data_size), &book_id, nullptr, nullptr) == SZ_OK) {
+          const sz_symbol_table* table = nullptr;
+          for (const auto& t : tables)
+            if (t->table.id == book_id) table = &t->table;
+          if (table == nullptr) check_status(SZ_ERROR_BOOK_MISMATCH, what + " (its symbol table is not in the container)");
+          check_status(sz_decompress_entropy(src, size_t(it.data_size), table, dst, size_t(it.original_size), &written,
+                                             threads),
+                       what);
+        } else if (sz_frame_book_ref(src, size_t(it.data_size), &book_id, nullptr, nullptr) == SZ_OK) {
           const sz_channel_book* book = nullptr;
           for (const sz_channel_book& b : books)
             if (b.id == book_id) book = &b;

@@ -5,6 +5,7 @@
 #include "common.h"
 #include "inputs.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -102,6 +103,24 @@ LoadedBook load_channel_book(Buffer bytes, const std::string& file);
 // tensor, named "layer<l>.k" / "layer<l>.v" with shape [tokens, kv_heads, head_dim], that restores the file.
 Compressed compress_kv(const uint8_t* data, size_t size, sz_dtype dtype, const KvShape& shape, const LoadedBook& book,
                        const sz_params& params, const std::string& file, Progress* progress);
+
+// A symbol table file (docs/FORMAT.md §5.3), the bytes it points into, and its prepared lookup tables (the
+// workspace of sz_symbol_table_prepare).
+struct LoadedTable {
+  Buffer bytes;
+  std::vector<uint8_t> workspace;
+  sz_symbol_table table;
+};
+// Is this file's content a symbol table (by its magic)?
+bool is_symbol_table_file(const Buffer& bytes);
+// Parses (exact size) and prepares a table; the result must not be copied (table points into it): hence unique_ptr.
+std::unique_ptr<LoadedTable> load_symbol_table(Buffer bytes, const std::string& file);
+
+// Compresses a raw KV file with a symbol table ("max" mode): a container of the table (kind 4) and one version 3
+// frame per tensor, named and shaped as compress_kv does.
+Compressed compress_kv_entropy(const uint8_t* data, size_t size, sz_dtype dtype, const KvShape& shape,
+                               const LoadedTable& table, const sz_params& params, const std::string& file,
+                               Progress* progress);
 
 // Validates a container and returns its items in index order (one pass; names point into data).
 std::vector<sz_item> read_container_index(const uint8_t* data, size_t size, const std::string& file);

@@ -2,8 +2,8 @@
 # Builds the libFuzzer targets with clang-14 (ASan + UBSan) in build-fuzz and runs them for SECONDS in total:
 #   fuzz_decode and fuzz_roundtrip once for each CPU kernel set (SPLITZIP_CPU_ISA=portable, avx2, and the best this
 #   CPU has; a set the CPU lacks falls back to the next one below), fuzz_inputs (the CLI's .npy / .safetensors parsers
-#   and the container writer) once, fuzz_transfer (the transfer protocol's control stream, handshake, admission and
-#   the receiver's chunk checks) once.
+#   and the container writer), fuzz_entropy (symbol tables and entropy-coded frames) and fuzz_transfer (the transfer
+#   protocol's control stream, handshake, admission and the receiver's chunk checks) once each.
 # Usage: fuzz/run.sh [SECONDS]   (default 60 in total). Fails on any crash, leak, timeout or sanitizer report;
 # the input that failed is left in build-fuzz/fuzz/crash-<target>-*.
 #
@@ -21,10 +21,11 @@ CC=${CC_FUZZ:-clang-14} CXX=${CXX_FUZZ:-clang++-14} cmake -S "$root" -B "$build"
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPLITZIP_BUILD_FUZZ=ON -DSPLITZIP_SANITIZE=ON -DSPLITZIP_ENABLE_CUDA=OFF \
   -DSPLITZIP_BUILD_TESTS=OFF -DSPLITZIP_BUILD_BENCH=OFF -DSPLITZIP_BUILD_CLI=OFF -DSPLITZIP_ENABLE_TRANSFER=OFF \
   -DSPLITZIP_BUILD_PYTHON=OFF >/dev/null
-nice -n 10 ninja -C "$build" -j"$jobs" fuzz_decode fuzz_roundtrip fuzz_inputs fuzz_transfer
+nice -n 10 ninja -C "$build" -j"$jobs" fuzz_decode fuzz_roundtrip fuzz_entropy fuzz_inputs fuzz_transfer
 
 # (target, kernel set) runs; "" is the library's own choice, the best set of this CPU.
-runs=("decode portable" "decode avx2" "decode " "roundtrip portable" "roundtrip avx2" "roundtrip " "inputs " "transfer ")
+runs=("decode portable" "decode avx2" "decode " "roundtrip portable" "roundtrip avx2" "roundtrip " "entropy " "inputs "
+      "transfer ")
 per=$(( total / ${#runs[@]} ))
 (( per >= 1 )) || per=1
 

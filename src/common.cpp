@@ -19,7 +19,8 @@ sz_status parse_frame_header_only(const uint8_t* src, size_t src_size, FrameHead
   if (src_size < kHeaderSize) return SZ_ERROR_SRC_TRUNCATED;                            // 1
   if (load_u32(src + kOffMagic) != kFrameMagic) return SZ_ERROR_BAD_MAGIC;              // 2
   const unsigned version = src[kOffVersion];
-  if (version != kFormatVersion && version != kFormatVersionChannels) return SZ_ERROR_UNSUPPORTED_VERSION;  // 3
+  if (version != kFormatVersion && version != kFormatVersionChannels && version != kFormatVersionEntropy)
+    return SZ_ERROR_UNSUPPORTED_VERSION;                                                 // 3
   if (load_u32(src + kOffHeaderChecksum) != h32(src, kHeaderChecksummed)) return SZ_ERROR_CHECKSUM;  // 4
   const unsigned dtype = src[kOffDtype];
   if (!dtype_known(dtype)) return SZ_ERROR_UNSUPPORTED_DTYPE;                           // 5
@@ -31,15 +32,20 @@ sz_status parse_frame_header_only(const uint8_t* src, size_t src_size, FrameHead
   const unsigned count = src[kOffCodebookCount];
   const uint64_t n = load_u64(src + kOffNValues);
   const uint64_t exp_size = load_u64(src + kOffExpSectionSize);
-  if (k < 1 || k > 4 || k >= t.exponent_bits) return SZ_ERROR_CORRUPT;
+  const bool channels = version == kFormatVersionChannels, entropy = version == kFormatVersionEntropy;
   if (chunk_log2 < kMinChunkLog2 || chunk_log2 > kMaxChunkLog2) return SZ_ERROR_CORRUPT;
-  const bool channels = version == kFormatVersionChannels;
-  if (flags & ~(kKnownFlags | kFlagChannels)) return SZ_ERROR_CORRUPT;
-  if (((flags & kFlagChannels) != 0) != channels) return SZ_ERROR_CORRUPT;
-  if (count < 1 || count > (1u << k) || (channels && count != (1u << k))) return SZ_ERROR_CORRUPT;
+  if (entropy) {  // §4.10.1
+    if (k != 0 || count != 0 || (flags & ~(kKnownFlags | kFlagEntropy)) || !(flags & kFlagEntropy))
+      return SZ_ERROR_CORRUPT;
+  } else {
+    if (k < 1 || k > 4 || k >= t.exponent_bits) return SZ_ERROR_CORRUPT;
+    if (flags & ~(kKnownFlags | kFlagChannels)) return SZ_ERROR_CORRUPT;
+    if (((flags & kFlagChannels) != 0) != channels) return SZ_ERROR_CORRUPT;
+    if (count < 1 || count > (1u << k) || (channels && count != (1u << k))) return SZ_ERROR_CORRUPT;
+  }
   if (!reserved_zero(src + 13, 3)) return SZ_ERROR_CORRUPT;
   if (n >= kMaxValues) return SZ_ERROR_CORRUPT;
-  if (channels) {
+  if (channels || entropy) {
     const uint32_t period = load_u32(src + kOffBookPeriod), tensor = load_u32(src + kOffBookTensor);
     if (period < 1 || period > kMaxPeriod || tensor >= kMaxTensors) return SZ_ERROR_CORRUPT;
     h->book_id = load_u64(src + kOffBookId);
@@ -60,9 +66,15 @@ sz_status parse_frame_header_only(const uint8_t* src, size_t src_size, FrameHead
     h->tensor = h->period = 0;
   }
   if (!reserved_zero(src + 48, 12)) return SZ_ERROR_CORRUPT;
-  // No valid index can describe an exponent section larger than codes for every value plus an escape for every
-  // value (each record is at most max(G_c + 3 L_c, raw size) = G_c + 3 L_c bytes).
-  if (exp_size > packed_bytes(n, k) + kEscapeBytes * n) return SZ_ERROR_CORRUPT;
+  const SymbolSplit split = symbol_split(dtype);
+  if (entropy) {
+    // Every record is at most its raw size (§4.10.3).
+    if (exp_size > packed_bytes(n, split.symbol_bits)) return SZ_ERROR_CORRUPT;
+  } else {
+    // No valid index can describe an exponent section larger than codes for every value plus an escape for every
+    // value (each record is at most max(G_c + 3 L_c, raw size) = G_c + 3 L_c bytes).
+    if (exp_size > packed_bytes(n, k) + kEscapeBytes * n) return SZ_ERROR_CORRUPT;
+  }
 
   h->dtype = dtype;
   h->t = t;
@@ -76,7 +88,10 @@ sz_status parse_frame_header_only(const uint8_t* src, size_t src_size, FrameHead
   h->chunks = n_chunks(n, chunk_log2);
   h->checksums = (flags & kFlagChecksums) != 0;
   h->channels = channels;
-  h->off = frame_offsets(n, chunk_log2, h->checksums, t, exp_size);
+  h->entropy = entropy;
+  h->split = split;
+  h->off = entropy ? entropy_frame_offsets(n, chunk_log2, h->checksums, split.raw_bits, exp_size)
+                   : frame_offsets(n, chunk_log2, h->checksums, t, exp_size);
   return SZ_OK;
 }
 
@@ -115,6 +130,7 @@ void write_frame_header(uint8_t* dst, const sz_codebook& cb, unsigned chunk_log2
 }
 
 sz_status check_frame_book(const FrameHeader& h, const sz_channel_book* book) {
+  if (h.entropy) return SZ_ERROR_BOOK_MISMATCH;  // needs its symbol table (sz_decompress_entropy)
   if (!h.channels) return SZ_OK;
   if (book == nullptr || book->id != h.book_id || book->dtype != h.dtype || book->code_bits != h.code_bits ||
       book->period != h.period || h.tensor >= book->tensors || book->bases == nullptr)
@@ -169,6 +185,32 @@ sz_status check_book_arg(const sz_channel_book* book, sz_dtype dtype, uint32_t t
   if (book->dtype != (uint8_t)dtype) return SZ_ERROR_BAD_CODEBOOK;
   if (sz_channel_book_validate(book) != SZ_OK) return SZ_ERROR_BAD_CODEBOOK;
   if (tensor >= book->tensors) return SZ_ERROR_INVALID_ARGUMENT;
+  return SZ_OK;
+}
+
+sz_status check_entropy_index(const uint8_t* frame, const FrameHeader& h) {
+  const uint8_t* index = frame + h.off.index;
+  const uint8_t* section = frame + h.off.exponents;
+  uint64_t begin = 0;
+  for (uint64_t c = 0; c < h.chunks; ++c) {
+    const uint64_t entry = load_u64(index + kIndexEntrySize * c);
+    const uint64_t end = entry & kIndexEndMask;
+    const uint64_t mode = entry >> kIndexModeShift;
+    if (mode != kModeCoded && mode != kModeRaw) return SZ_ERROR_CORRUPT;
+    if (end < begin || end > h.exp_size) return SZ_ERROR_CORRUPT;
+    const uint64_t size = end - begin;
+    const uint64_t len = chunk_len(h.n, h.chunk_log2, c);
+    const uint64_t raw = packed_bytes(len, h.split.symbol_bits);
+    if (mode == kModeRaw) {
+      if (size != raw) return SZ_ERROR_CORRUPT;
+    } else {
+      if (size > raw || size < kRansRecordHeader) return SZ_ERROR_CORRUPT;
+      const uint64_t x = load_u32(section + begin + kRansStatesBytes);
+      if (x > len || x > size - kRansRecordHeader || (size - kRansRecordHeader - x) % 2 != 0) return SZ_ERROR_CORRUPT;
+    }
+    begin = end;
+  }
+  if (begin != h.exp_size) return SZ_ERROR_CORRUPT;
   return SZ_OK;
 }
 
@@ -348,7 +390,7 @@ SZ_API sz_status sz_frame_info_get(const void* src, size_t src_size, sz_frame_in
   if (s != SZ_OK) return s;
   sz_frame_info fi;
   memset(&fi, 0, sizeof fi);
-  fi.version = h.channels ? kFormatVersionChannels : kFormatVersion;
+  fi.version = h.entropy ? kFormatVersionEntropy : h.channels ? kFormatVersionChannels : kFormatVersion;
   fi.dtype = (uint8_t)h.dtype;
   fi.chunk_log2 = (uint8_t)h.chunk_log2;
   fi.flags = h.flags;
@@ -360,7 +402,22 @@ SZ_API sz_status sz_frame_info_get(const void* src, size_t src_size, sz_frame_in
   fi.decompressed_size = h.n * (h.t.value_bits / 8);
   fi.frame_size = h.off.end;
   fi.n_chunks = h.chunks;
-  if ((uint64_t)src_size >= h.off.end) {
+  if ((uint64_t)src_size >= h.off.end && h.entropy) {
+    const sz_status si = detail::check_entropy_index(p, h);
+    if (si != SZ_OK) return si;
+    uint64_t begin = 0;
+    for (uint64_t c = 0; c < h.chunks; ++c) {
+      const uint64_t entry = load_u64(p + h.off.index + kIndexEntrySize * c);
+      if ((entry >> kIndexModeShift) == kModeRaw) {
+        ++fi.raw_chunks;
+      } else {
+        ++fi.coded_chunks;
+        fi.escapes += load_u32(p + h.off.exponents + begin + kRansStatesBytes);
+      }
+      begin = entry & kIndexEndMask;
+    }
+    fi.stats_valid = 1;
+  } else if ((uint64_t)src_size >= h.off.end) {
     const sz_status si = detail::check_chunk_index(p, h);
     if (si != SZ_OK) return si;
     uint64_t begin = 0;

@@ -83,7 +83,7 @@ sz_status check_item(const sz_item& x, uint64_t index_offset, sz_status bad) {
     if (!dtype_known(x.dtype)) return bad;
   } else if (x.kind == SZ_ITEM_STORED) {
     if (x.dtype != 0 || x.data_size != x.original_size) return bad;
-  } else if (x.kind == SZ_ITEM_BOOK) {  // not part of the original file (§6.3)
+  } else if (x.kind == SZ_ITEM_BOOK || x.kind == SZ_ITEM_TABLE) {  // not part of the original file (§6.3)
     if (x.dtype != 0 || x.ndim != 0 || x.original_offset != 0 || x.original_size != 0) return bad;
   } else {
     return bad;
@@ -228,6 +228,14 @@ sz_status check_frame_entry(const Layout& l, const sz_item& x) {
     const sz_status s = sz_channel_book_parse(l.base + x.data_offset, (size_t)x.data_size, &b);
     if (s != SZ_OK) return s;
     return sz_channel_book_file_size(&b) == x.data_size ? SZ_OK : SZ_ERROR_CORRUPT;
+  }
+  if (x.kind == SZ_ITEM_TABLE) {
+    sz_symbol_table tb;
+    const sz_status s = sz_symbol_table_parse(l.base + x.data_offset, (size_t)x.data_size, &tb);
+    if (s != SZ_OK) return s;
+    return sz_symbol_table_file_size((sz_dtype)tb.dtype, tb.tensors, tb.period, tb.groups) == x.data_size
+               ? SZ_OK
+               : SZ_ERROR_CORRUPT;
   }
   if (x.kind != SZ_ITEM_FRAME) return SZ_OK;
   detail::FrameHeader h;

@@ -7,8 +7,14 @@
 #include "layout.h"
 #include "splitzip/splitzip.h"
 
-static_assert(splitzip::layout::kFlagChecksums == SZ_FLAG_CHECKSUMS && splitzip::layout::kFlagChannels == SZ_FLAG_CHANNELS,
+static_assert(splitzip::layout::kFlagChecksums == SZ_FLAG_CHECKSUMS && splitzip::layout::kFlagChannels == SZ_FLAG_CHANNELS &&
+                  splitzip::layout::kFlagEntropy == SZ_FLAG_ENTROPY,
               "the public frame flags are the format's");
+static_assert(splitzip::layout::kFormatVersionEntropy == SZ_FORMAT_VERSION_ENTROPY &&
+                  splitzip::layout::kSymbolTableHeader == SZ_SYMBOL_TABLE_HEADER &&
+                  splitzip::layout::kMaxGroups == SZ_MAX_GROUPS && splitzip::layout::kRansLanes == SZ_ENTROPY_LANES &&
+                  splitzip::layout::kEntropyChunkLog2 == SZ_ENTROPY_CHUNK_LOG2,
+              "the public entropy-mode constants are the format's");
 
 namespace splitzip {
 namespace detail {
@@ -32,8 +38,11 @@ struct FrameHeader {
   uint64_t chunks;
   layout::FrameOffsets off;  // off.end = total frame size
   bool checksums;
-  // Version 2 (channel windows, §4.9): the book reference.
+  // Version 2 (channel windows, §4.9): the book reference; version 3 (entropy-coded, §4.10): the table reference
+  // in the same fields.
   bool channels;
+  bool entropy;
+  layout::SymbolSplit split;  // version 3
   uint64_t book_id;
   uint32_t tensor, period;
 };
@@ -63,6 +72,9 @@ void code_map_of(const FrameHeader& h, const sz_channel_book* book, CodeMap* m);
 void code_map_for(const sz_codebook& cb, const sz_channel_book* book, uint32_t tensor, CodeMap* m);
 // Checks a channel book argument for compressing values of dtype with tensor `tensor`.
 sz_status check_book_arg(const sz_channel_book* book, sz_dtype dtype, uint32_t tensor);
+
+// Version 3: the index checks of §4.3 with the record-size rules of §4.10.3. SZ_OK or SZ_ERROR_CORRUPT.
+sz_status check_entropy_index(const uint8_t* frame, const FrameHeader& h);
 
 // Index checks of §4.3 and the record-size rule of §4.5, over all chunks. SZ_OK or SZ_ERROR_CORRUPT.
 sz_status check_chunk_index(const uint8_t* frame, const FrameHeader& h);

@@ -105,6 +105,43 @@ SZ_HD uint32_t join(uint32_t exponent, uint32_t rest, DtypeTraits t) {
   return (sign << (t.value_bits - 1)) | (exponent << t.mantissa_bits) | (rest & ((1u << t.mantissa_bits) - 1u));
 }
 
+// ---- §4.10 entropy-coded frames (version 3) and §5.3 symbol table file ----------------------------------------
+constexpr uint8_t kFormatVersionEntropy = 3;
+constexpr uint32_t kFlagEntropy = 4u;  // set exactly in version 3 frames
+constexpr uint32_t kSymbolTableMagic = 0x545A5053u;  // "SPZT"
+constexpr uint8_t kSymbolTableVersion = 1;
+constexpr size_t kSymbolTableHeader = 24;
+constexpr uint32_t kMaxGroups = 4096;
+constexpr unsigned kRansLanes = 32;                 // value j of a chunk is coded by lane j mod 32
+constexpr unsigned kRansProbBits = 12;              // frequencies of a group sum to 2^12
+constexpr uint32_t kRansProbTotal = 1u << kRansProbBits;
+constexpr uint32_t kRansLow = 1u << 16;             // states live in [2^16, 2^32)
+constexpr unsigned kRansWordBits = 16;              // renormalisation emits / reads 16-bit words
+constexpr size_t kRansStatesBytes = 4 * kRansLanes;
+constexpr size_t kRansRecordHeader = kRansStatesBytes + 4;  // the states and the escape count X
+constexpr unsigned kEntropyChunkLog2 = 16;          // the recommended chunk (not a format rule)
+
+// The split of a value into the coded symbol and the raw part (§4.10.2): FP8 values are coded whole.
+struct SymbolSplit {
+  uint8_t symbol_bits;  // B
+  uint8_t raw_bits;     // R' = W - B
+  bool whole;           // the symbol is the whole value
+};
+SZ_HD SymbolSplit symbol_split(unsigned dtype) {
+  const DtypeTraits t = dtype_traits(dtype);
+  if (t.value_bits == 8) return SymbolSplit{8, 0, true};
+  return SymbolSplit{t.exponent_bits, t.rest_bits, false};
+}
+SZ_HD uint32_t symbol_of(uint32_t x, DtypeTraits t, SymbolSplit sp) { return sp.whole ? x : exponent_of(x, t); }
+SZ_HD uint32_t raw_of(uint32_t x, DtypeTraits t, SymbolSplit sp) { return sp.whole ? 0u : rest_of(x, t); }
+SZ_HD uint32_t join_symbol(uint32_t symbol, uint32_t raw, DtypeTraits t, SymbolSplit sp) {
+  return sp.whole ? symbol : join(symbol, raw, t);
+}
+// §4.10.4: before pushing a symbol of frequency f the encoder emits a word when x >= f * 2^20, that is
+// f * ((kRansLow >> kRansProbBits) << kRansWordBits), so that the pushed state stays below 2^32.
+constexpr unsigned kRansEncShift = 16 - kRansProbBits + kRansWordBits;  // 20
+SZ_HD bool rans_enc_renorm(uint32_t x, uint32_t f) { return (uint64_t)x >= ((uint64_t)f << kRansEncShift); }
+
 // ---- sizes -------------------------------------------------------------------------------------------------------
 SZ_HD uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 // Bytes of n fields of b bits packed in groups of 8 (§3).
@@ -128,6 +165,18 @@ SZ_HD FrameOffsets frame_offsets(uint64_t n, unsigned chunk_log2, bool checksums
   o.rest = o.checksums + (checksums ? kChecksumEntrySize * c : 0);
   o.exponents = o.rest + packed_bytes(n, t.rest_bits);
   o.end = o.exponents + exp_section_size;
+  return o;
+}
+// Version 3 (§4.10.2): the raw section has R' bits per value.
+SZ_HD FrameOffsets entropy_frame_offsets(uint64_t n, unsigned chunk_log2, bool checksums, unsigned raw_bits,
+                                         uint64_t symbol_section_size) {
+  FrameOffsets o;
+  const uint64_t c = n_chunks(n, chunk_log2);
+  o.index = kHeaderSize;
+  o.checksums = o.index + kIndexEntrySize * c;
+  o.rest = o.checksums + (checksums ? kChecksumEntrySize * c : 0);
+  o.exponents = o.rest + packed_bytes(n, raw_bits);
+  o.end = o.exponents + symbol_section_size;
   return o;
 }
 // §4.8: the bound for every chunk_log2 >= 8.

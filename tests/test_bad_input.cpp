@@ -150,7 +150,8 @@ TEST(BitFlips, EverySingleBitFlipOfChecksummedFramesIsRejectedByBothDecoders) {
           // Where the documented check order makes the error precise, require it.
           sz_status expect = SZ_OK;
           if (byte < 4) expect = SZ_ERROR_BAD_MAGIC;
-          else if (byte == 4) expect = SZ_ERROR_UNSUPPORTED_VERSION;
+          else if (byte == 4)  // versions 1, 2 and 3 are known: their header checksum is checked next
+            expect = (f[4] >= 1 && f[4] <= 3) ? SZ_ERROR_CHECKSUM : SZ_ERROR_UNSUPPORTED_VERSION;
           else if (byte < 64) expect = SZ_ERROR_CHECKSUM;
           else if (byte >= L.checksums && byte < L.rest) expect = SZ_ERROR_CHECKSUM;
           const bool ok = expect == SZ_OK ? st != SZ_OK : st == expect;
@@ -276,13 +277,37 @@ TEST(HeaderChecks, BadMagicComesFirst) {
 }
 
 TEST(HeaderChecks, UnknownVersionIsUnsupportedVersionBeforeChecksum) {
-  for (int v : {0, 3, 4, 255}) {
+  for (int v : {0, 4, 5, 255}) {
     std::vector<uint8_t> f = base_frame();
     f[4] = (uint8_t)v;
     expect_all_decoders(f, SZ_ERROR_UNSUPPORTED_VERSION, "version " + std::to_string(v) + " unsealed");
     spec::reseal_header(f);
     expect_all_decoders(f, SZ_ERROR_UNSUPPORTED_VERSION, "version " + std::to_string(v) + " resealed");
   }
+}
+
+// Version 3 is known (entropy-coded, §4.10): its code width and codebook count must be 0 and the ENTROPY flag set,
+// and that flag is only for version 3; the fixed-length decoders reject a valid version 3 header as needing its
+// symbol table.
+TEST(HeaderChecks, VersionThreeFieldsAndEntropyFlagGoTogether) {
+  std::vector<uint8_t> f = base_frame();
+  f[4] = 3;
+  spec::reseal_header(f);
+  expect_all_decoders(f, SZ_ERROR_CORRUPT, "version 3 with a version 1 code width");
+  f[6] = 0;
+  f[12] = 0;
+  memset(f.data() + 32, 0, 16);
+  f[44] = 1;  // period 1
+  spec::reseal_header(f);
+  expect_all_decoders(f, SZ_ERROR_CORRUPT, "version 3 without the ENTROPY flag");
+  f[8] |= 4;
+  spec::put_le(f.data() + 24, 1001, 8);  // 1000 BF16 values: at most 1000 bytes of 8-bit symbols
+  spec::reseal_header(f);
+  expect_all_decoders(f, SZ_ERROR_CORRUPT, "version 3 whose symbol section exceeds its raw size");
+  std::vector<uint8_t> g = base_frame();
+  g[8] |= 4;
+  spec::reseal_header(g);
+  expect_all_decoders(g, SZ_ERROR_CORRUPT, "ENTROPY flag in a version 1 frame");
 }
 
 // Version 2 is known (channel windows, §4.9), and must come with the CHANNELS flag, and that flag with version 2.

@@ -4,7 +4,8 @@
  * SplitZip splits every value into its exponent and the rest (sign and mantissa). The rest is stored raw, packed;
  * the exponent is replaced by a k-bit code from a small codebook calibrated offline, and exponents outside the
  * codebook go to a sparse per-chunk escape list. Fixed-length codes keep encode and decode regular, so they run at
- * memory speed on CPUs and GPUs. The byte layout is specified in docs/FORMAT.md (format version 1).
+ * memory speed on CPUs and GPUs. The byte layout is specified in docs/FORMAT.md (format version 1; version 2 adds
+ * per-channel windows from a channel book, version 3 entropy-coded frames with a symbol table, the "max" mode).
  *
  * Conventions of this API
  *   - Every function returns an sz_status; SZ_OK (0) is success, anything else an error whose name
@@ -53,6 +54,8 @@ extern "C" {
 /** Frame format versions: 1 for frames with a codebook, 2 for frames with channel windows (docs/FORMAT.md §4.9). */
 #define SZ_FORMAT_VERSION 1
 #define SZ_FORMAT_VERSION_CHANNELS 2
+/** Format version of entropy-coded frames (docs/FORMAT.md §4.10): the "max" mode. */
+#define SZ_FORMAT_VERSION_ENTROPY 3
 
 /** Library version as SZ_VERSION_NUMBER, of the library actually linked. */
 SZ_API unsigned sz_version_number(void);
@@ -81,7 +84,8 @@ typedef enum sz_status {
   SZ_ERROR_NOT_SUPPORTED = 14,       /* the feature is not compiled in (for example CUDA in a CPU-only build) */
   SZ_ERROR_WORKSPACE_TOO_SMALL = 15, /* the GPU workspace is smaller than the size query returned */
   SZ_ERROR_INTERNAL = 16,            /* a bug: please report it */
-  SZ_ERROR_BOOK_MISMATCH = 17        /* a channel-window frame without its channel book, or with another one */
+  SZ_ERROR_BOOK_MISMATCH = 17        /* a channel-window frame without its channel book, or with another one; an
+                                        entropy-coded frame without its symbol table, or with another one */
 } sz_status;
 
 /** A static, NUL-terminated name such as "SZ_ERROR_CORRUPT"; "SZ_ERROR_UNKNOWN" for numbers not listed above. */
@@ -228,6 +232,8 @@ SZ_API sz_status sz_channel_calibrate(const uint32_t* counts, sz_dtype dtype, ui
 /** Frame flag set in exactly the version 2 frames (channel windows, §4.9); written by the codec, never passed in
  *  sz_params.flags. */
 #define SZ_FLAG_CHANNELS 2u
+/** Frame flag set in exactly the version 3 frames (entropy-coded, §4.10); written by the codec, never passed in. */
+#define SZ_FLAG_ENTROPY 4u
 
 /** Upper bound of a frame's size for n values (docs/FORMAT.md §4.8), valid for every chunk size >= 2^8.
  *  Also a macro for static buffers (valid for n < 2^48). Returns 0 for an unknown dtype and for n >= 2^48, a
@@ -288,6 +294,90 @@ SZ_API sz_status sz_decompress_book_reference(const void* src, size_t src_size, 
 /** The channel book reference of a version 2 frame (header only): SZ_ERROR_INVALID_ARGUMENT for version 1 frames. */
 SZ_API sz_status sz_frame_book_ref(const void* src, size_t src_size, uint64_t* book_id, uint32_t* tensor,
                                    uint32_t* period);
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * Entropy-coded frames, the "max" mode (docs/FORMAT.md §4.10, §5.3). Each value's symbol (the exponent; for FP8
+ * the whole byte) is coded by a 32-lane interleaved rANS coder with static 12-bit probability tables, one per
+ * group of channels; sign and mantissa of the wider types stay raw. The tables are calibrated offline from sample
+ * KV and shipped once as a symbol table file; a version 3 frame names its table by identifier and holds whole
+ * tokens of one tensor (value i belongs to channel i mod period). Chunks that would not shrink are stored raw, so
+ * frames obey sz_compress_bound() like the others. Slower than the fixed-length modes and closer to the entropy
+ * bound: bench/ratio_max.py measures both on real KV.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+#define SZ_SYMBOL_TABLE_HEADER 24
+#define SZ_MAX_GROUPS 4096u
+#define SZ_ENTROPY_LANES 32
+/** The recommended chunk of entropy-coded frames (each coded chunk carries 132 bytes of coder state): what a NULL
+ *  params gives sz_compress_entropy(). */
+#define SZ_ENTROPY_CHUNK_LOG2 16
+
+/** A symbol table (a parsed file, §5.3): `tensors` tensors of `period` channels, each channel mapped to one of
+ *  `groups` probability tables. The pointers point into the caller's file bytes. */
+typedef struct sz_symbol_table {
+  uint8_t dtype;          /* sz_dtype */
+  uint8_t symbol_bits;    /* B: 8, or 5 for fp16 */
+  uint8_t reserved[2];    /* 0 */
+  uint32_t period;        /* channels per tensor */
+  uint32_t tensors;       /* tensors (a KV cache: layers * 2, K then V of each layer) */
+  uint32_t groups;        /* probability tables, 1..SZ_MAX_GROUPS */
+  uint64_t id;            /* XXH3-64 of the file without its checksum: what frames refer to */
+  const uint8_t* group_of; /* 2 * tensors * period bytes: the u16 (little-endian) group of each channel */
+  const uint8_t* freq;    /* 2 * groups * (2^B + 1) bytes: u16 frequencies, the escape's last, summing to 4096 */
+  const void* prepared;   /* NULL, or the decoding and encoding tables of sz_symbol_table_prepare() */
+} sz_symbol_table;
+
+/** Bytes of a symbol table file (§5.3) of this shape; 0 when the shape is out of range. */
+SZ_API size_t sz_symbol_table_file_size(sz_dtype dtype, uint32_t tensors, uint32_t period, uint32_t groups);
+/** Parses and checks a table file (the errors of §5.3); the table then points into src (which must outlive it),
+ *  prepared = NULL. Bytes after the table are not read: compare sz_symbol_table_file_size() for exact sizes. */
+SZ_API sz_status sz_symbol_table_parse(const void* src, size_t src_size, sz_symbol_table* table);
+/** Bytes of caller memory that sz_symbol_table_prepare() needs for this table (about 5 KiB per group). */
+SZ_API size_t sz_symbol_table_workspace_size(const sz_symbol_table* table);
+/** Derives the lookup tables of the fast codec into the caller's workspace (any alignment) and sets
+ *  table->prepared. The workspace must outlive the table's use and not move. sz_compress_entropy() and
+ *  sz_decompress_entropy() need a prepared table; the reference functions take either. */
+SZ_API sz_status sz_symbol_table_prepare(sz_symbol_table* table, void* workspace, size_t workspace_size);
+
+/** Calibration: per-channel symbol histograms (u32 counts, 2^B per channel) in caller memory of
+ *  sz_symbol_histogram_size() bytes, zeroed by the caller, filled by _add from sample KV laid out as `tensors`
+ *  tensors of `tokens` tokens of `period` values, as sz_channel_histogram_add(). */
+SZ_API size_t sz_symbol_histogram_size(sz_dtype dtype, uint32_t tensors, uint32_t period);
+SZ_API sz_status sz_symbol_histogram_add(uint32_t* counts, sz_dtype dtype, uint32_t tensors, uint32_t period,
+                                         const void* values, uint64_t tokens);
+/** Clusters the channels into at most `groups` groups (k-means under the coded size: each channel joins the group
+ *  whose distribution codes its histogram in the fewest bits), quantises each group's distribution to 12 bits with
+ *  an escape frequency from the group's rare symbols, and writes the table file into dst
+ *  (sz_symbol_table_file_size(dtype, tensors, period, groups) bytes suffice; *dst_size receives the size). A
+ *  calibration helper, not a codec call: it allocates its working memory (SZ_ERROR_OUT_OF_MEMORY if it cannot).
+ *  If bits_per_value is not NULL it receives the predicted symbol bits per value on the samples. */
+SZ_API sz_status sz_symbol_calibrate(const uint32_t* counts, sz_dtype dtype, uint32_t tensors, uint32_t period,
+                                     uint32_t groups, void* dst, size_t dst_capacity, size_t* dst_size,
+                                     double* bits_per_value);
+
+/** Compresses n values of tensor `tensor` of a symbol table into a version 3 frame (§4.10). params: NULL gives
+ *  chunk_log2 = SZ_ENTROPY_CHUNK_LOG2 and checksums; params->threads is ignored (one thread). The table must be
+ *  prepared. No allocation: *dst_size is at most sz_compress_bound(n, dtype). The output bytes depend only on
+ *  (input, dtype, table, tensor, chunk_log2, flags). */
+SZ_API sz_status sz_compress_entropy(const void* src, uint64_t n_values, sz_dtype dtype,
+                                     const sz_symbol_table* table, uint32_t tensor, const sz_params* params,
+                                     void* dst, size_t dst_capacity, size_t* dst_size);
+/** The same frame by the scalar reference coder (the oracle); the table need not be prepared. */
+SZ_API sz_status sz_compress_entropy_reference(const void* src, uint64_t n_values, sz_dtype dtype,
+                                               const sz_symbol_table* table, uint32_t tensor,
+                                               const sz_params* params, void* dst, size_t dst_capacity,
+                                               size_t* dst_size);
+/** Decompresses a version 3 frame with its (prepared) symbol table; the whole frame is validated (§4.10) and
+ *  nothing is allocated. A frame of another version gives SZ_ERROR_INVALID_ARGUMENT; a table that is not the
+ *  frame's, SZ_ERROR_BOOK_MISMATCH. threads: 0 = one per hardware thread (threads are started for the call, for
+ *  frames of at least 1 MiB of output a thread); the output never depends on it. */
+SZ_API sz_status sz_decompress_entropy(const void* src, size_t src_size, const sz_symbol_table* table, void* dst,
+                                       size_t dst_capacity, size_t* dst_size, unsigned threads);
+SZ_API sz_status sz_decompress_entropy_reference(const void* src, size_t src_size, const sz_symbol_table* table,
+                                                 void* dst, size_t dst_capacity, size_t* dst_size);
+/** The symbol table reference of a version 3 frame (header only): SZ_ERROR_INVALID_ARGUMENT for other versions. */
+SZ_API sz_status sz_frame_table_ref(const void* src, size_t src_size, uint64_t* table_id, uint32_t* tensor,
+                                    uint32_t* period);
 
 /** What a frame holds. */
 typedef struct sz_frame_info {
@@ -359,8 +449,9 @@ SZ_API sz_status sz_decompress_dctx(sz_dctx* dctx, const void* src, size_t src_s
 #define SZ_MAX_NAME 4096
 
 /** FRAME: a frame of the original file's values; STORED: original bytes kept as they are; BOOK: a channel book
- *  file (§5.2) that later version 2 frames of the container refer to (not part of the original file). */
-typedef enum sz_item_kind { SZ_ITEM_FRAME = 1, SZ_ITEM_STORED = 2, SZ_ITEM_BOOK = 3 } sz_item_kind;
+ *  file (§5.2) that later version 2 frames of the container refer to (not part of the original file); TABLE: a
+ *  symbol table file (§5.3) for version 3 frames, likewise. */
+typedef enum sz_item_kind { SZ_ITEM_FRAME = 1, SZ_ITEM_STORED = 2, SZ_ITEM_BOOK = 3, SZ_ITEM_TABLE = 4 } sz_item_kind;
 
 typedef struct sz_item {
   uint8_t kind;  /* sz_item_kind */

@@ -756,6 +756,61 @@ def case_channel_book(r, ctx):
                      "global.spz", "kv.book", "bad.spz"])
 
 
+def case_max_mode(r, ctx):
+    """Max mode on real KV (data/kv_code_bf16_slice.bin): calibrate a symbol table on some tokens, compress held-out
+    tokens into a container of the table and one entropy-coded frame per tensor, which restores the file and codes
+    smaller than the channel book; wrong tables, shapes and modes fail with a message, and a damaged frame is
+    rejected without output."""
+    path = os.path.join(REPO, "data", "kv_code_bf16_slice.bin")
+    if not os.path.exists(path):
+        raise Skip("data/kv_code_bf16_slice.bin is absent")
+    with open(path, "rb") as f:
+        kv = f.read()
+    r.write("calib.bin", kv_tokens(kv, 8, 224, 256, 0, 112))
+    r.write("held.bin", kv_tokens(kv, 8, 224, 256, 112, 112))
+    shape = "8,2,*,4,64"
+    r.ok(["calibrate", "--mode", "max", "--groups", "16", "--dtype", "bf16", "--kv-shape", shape, "calib.bin",
+          "-o", "kv.spzt"])
+    r.ok(["info", "kv.spzt"])
+    r.ok(["calibrate", "--dtype", "bf16", "--kv-shape", shape, "calib.bin", "-o", "kv.book"])
+    r.ok(["compress", "--mode", "max", "--dtype", "bf16", "--kv-shape", shape, "--codebook", "kv.spzt", "held.bin"])
+    r.ok(["info", "held.bin.spz"])
+    info = json.loads(r.ok(["info", "--json", "held.bin.spz"], record=False))
+    kinds = [it["kind"] for it in info["item_list"]]
+    check(kinds == ["table"] + ["frame"] * 16, "a table, then one frame per tensor: %s" % kinds)
+    check(all(it.get("entropy_coded") for it in info["item_list"][1:]), "every frame is entropy-coded")
+    os.rename(r.path("held.bin"), r.path("held.orig"))
+    r.ok(["decompress", "held.bin.spz"])
+    same_bytes(r, "held.bin", "held.orig")
+    r.ok(["compress", "--dtype", "bf16", "--kv-shape", shape, "--codebook", "kv.book", "held.bin", "-o", "fast.spz"])
+    max_size, fast_size = os.path.getsize(r.path("held.bin.spz")), os.path.getsize(r.path("fast.spz"))
+    r.note("max mode %d bytes, channel book %d bytes" % (max_size, fast_size))
+    check(max_size < fast_size, "max mode codes smaller than the channel book")
+    r.fails(["compress", "--mode", "max", "--dtype", "bf16", "--kv-shape", shape, "--codebook", "kv.book", "held.bin",
+             "-o", "x.spz"])                                                # a channel book is not a symbol table
+    r.fails(["compress", "--dtype", "bf16", "--kv-shape", shape, "--codebook", "kv.spzt", "held.bin", "-o", "x.spz"])
+    r.fails(["compress", "--mode", "max", "--dtype", "bf16", "--kv-shape", shape, "held.bin", "-o", "x.spz"])
+    r.fails(["compress", "--mode", "max", "--dtype", "bf16", "--codebook", "kv.spzt", "held.bin", "-o", "x.spz"])
+    r.fails(["compress", "--mode", "max", "--dtype", "bf16", "--kv-shape", "4,2,*,8,64", "--codebook", "kv.spzt",
+             "held.bin", "-o", "x.spz"])                                    # other shape
+    r.fails(["compress", "--mode", "best", "--dtype", "bf16", "held.bin", "-o", "x.spz"])
+    r.fails(["calibrate", "--mode", "max", "--dtype", "bf16", "calib.bin", "-o", "y.spzt"])      # no --kv-shape
+    r.fails(["calibrate", "--mode", "max", "--groups", "0", "--dtype", "bf16", "--kv-shape", shape, "calib.bin",
+             "-o", "y.spzt"])
+    # A table with a damaged byte is refused, and so is a container whose frame is damaged.
+    table = bytearray(r.read("kv.spzt"))
+    table[30] ^= 0x01
+    r.write("bad.spzt", bytes(table))
+    r.fails(["info", "bad.spzt"])
+    data = bytearray(r.read("held.bin.spz"))
+    frame = info["item_list"][5]
+    data[frame["data_offset"] + frame["data_size"] - 3] ^= 0x20
+    r.write("bad.spz", bytes(data))
+    r.fails(["decompress", "bad.spz", "-o", "bad.out"])
+    no_leftovers(r, ["calib.bin", "held.orig", "held.bin", "held.bin.spz", "fast.spz", "kv.spzt", "kv.book",
+                     "bad.spzt", "bad.spz"])
+
+
 def bench_rows(out):
     rows = [l for l in out.splitlines() if " cpu x" in l or " gpu" in l]
     check(rows, "bench printed rows:\n" + out)
@@ -839,6 +894,7 @@ CASES = {
     "interrupt": case_interrupt,
     "calibrate": case_calibrate,
     "channel_book": case_channel_book,
+    "max_mode": case_max_mode,
     "bench_repo_data": case_bench_repo_data,
     "bench_formats": case_bench_formats,
     "bench_shared_data": case_bench_shared_data,

@@ -241,8 +241,10 @@ int main(int argc, char** argv) {
   F("bad_magic", edited(base, [](std::vector<uint8_t>& f) { f[0] = 0x54; }), SZ_ERROR_BAD_MAGIC, "magic SPZF -> TPZF");
   F("container_magic", edited(base, [](std::vector<uint8_t>& f) { f[3] = 0x43; }), SZ_ERROR_BAD_MAGIC,
     "a container's magic where a frame's is expected");
-  F("version_3", edited(base, [](std::vector<uint8_t>& f) { f[4] = 3; }), SZ_ERROR_UNSUPPORTED_VERSION,
-    "version 3 with a valid header checksum");
+  F("version_4", edited(base, [](std::vector<uint8_t>& f) { f[4] = 4; }), SZ_ERROR_UNSUPPORTED_VERSION,
+    "version 4 with a valid header checksum");
+  F("version_3_with_code_bits", edited(base, [](std::vector<uint8_t>& f) { f[4] = 3; }), SZ_ERROR_CORRUPT,
+    "version 3 (entropy-coded) with the code width and codebook of a version 1 header");
   F("version_2_no_channels", edited(base, [](std::vector<uint8_t>& f) { f[4] = 2; }), SZ_ERROR_CORRUPT,
     "version 2 (channel windows) without the CHANNELS flag");
   F("version_0_bad_checksum", edited(base, [](std::vector<uint8_t>& f) { f[4] = 0; }, false),

@@ -27,10 +27,13 @@ SZ_NOINLINE sz_status parse_header(const uint8_t* src, uint64_t src_size, Header
   for (int i = 0; i < 64; ++i) b[i] = src[i];
   if (layout::load_u32(b) != layout::kFrameMagic) return SZ_ERROR_BAD_MAGIC;
   const uint32_t version = b[layout::kOffVersion];
-  if (version != layout::kFormatVersion && version != layout::kFormatVersionChannels)
+  if (version != layout::kFormatVersion && version != layout::kFormatVersionChannels &&
+      version != layout::kFormatVersionEntropy)
     return SZ_ERROR_UNSUPPORTED_VERSION;
   if (xxh3::h32(b, layout::kHeaderChecksummed) != layout::load_u32(b + layout::kOffHeaderChecksum))
     return SZ_ERROR_CHECKSUM;
+  // Entropy-coded frames (§4.10) are known to the format but not decoded by these kernels.
+  if (version == layout::kFormatVersionEntropy) return SZ_ERROR_NOT_SUPPORTED;
   const uint32_t dtype = b[layout::kOffDtype];
   if (!layout::dtype_known(dtype)) return SZ_ERROR_UNSUPPORTED_DTYPE;
   const layout::DtypeTraits t = layout::dtype_traits(dtype);

@@ -1,0 +1,205 @@
+// ratio_max — the ratio table of the max mode (entropy-coded frames, docs/FORMAT.md §4.10) on real KV caches, in
+// one run next to the fast mode with a channel book, zstd -1 and -19, and the channel-conditioned entropy bound.
+//
+//   splitzip_ratio_max --dtype D --kv-shape L,2,T,H,D --calib FILE --measure FILE [--groups G] [--label NAME]
+//
+// Tables and books are calibrated on --calib and applied to --measure (another text). Per K, V and both it prints:
+//   max      raw bytes / sum of the version 3 frames (one per tensor, chunk 2^16, checksums on; the symbol table is
+//            shipped once and not counted; its size is printed)
+//   fast     the same with version 2 frames from a channel book (chunk 2^12, checksums on)
+//   zstd-1, zstd-19   libzstd (one thread) on the concatenated K (or V) tensors; K+V adds the two sizes
+//   bound    W / (H + R'): H = the entropy of the symbol (BF16/FP16 exponent, FP8 whole byte) given the channel
+//            (layer, K/V, kv_head, dim), measured on --measure itself; R' the raw bits (§4.10.2)
+//   frac     max / bound
+// and the single-thread CPU speed of the max mode (GB/s of uncompressed data per second of the thread's CPU time,
+// median of 3 runs over all tensors).
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <zstd.h>
+
+#include "splitzip/splitzip.h"
+
+namespace {
+
+[[noreturn]] void die(const std::string& m) {
+  fprintf(stderr, "ratio_max: %s\n", m.c_str());
+  exit(2);
+}
+void ok(sz_status s, const char* what) {
+  if (s != SZ_OK) die(std::string(what) + ": " + sz_status_name(s));
+}
+
+std::vector<uint8_t> read_all(const std::string& path) {
+  FILE* f = fopen(path.c_str(), "rb");
+  if (!f) die("cannot open " + path);
+  std::vector<uint8_t> v;
+  uint8_t buf[1 << 16];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof buf, f)) > 0) v.insert(v.end(), buf, buf + got);
+  fclose(f);
+  return v;
+}
+
+// CPU time of the calling thread: the codec runs on one thread, and on a shared machine wall time would also count
+// other processes' time slices.
+double now() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+double zstd_size(const std::vector<uint8_t>& v, int level) {
+  std::vector<uint8_t> out(ZSTD_compressBound(v.size()));
+  const size_t r = ZSTD_compress(out.data(), out.size(), v.data(), v.size(), level);
+  if (ZSTD_isError(r)) die("zstd failed");
+  return (double)r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dtype_name, shape_text, calib, measure, label;
+  uint32_t groups = 64;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--dtype") dtype_name = v;
+    else if (a == "--kv-shape") shape_text = v;
+    else if (a == "--calib") calib = v;
+    else if (a == "--measure") measure = v;
+    else if (a == "--groups") groups = (uint32_t)atoi(v.c_str());
+    else if (a == "--label") label = v;
+    else die("unknown option " + a);
+  }
+  if (dtype_name.empty() || shape_text.empty() || calib.empty() || measure.empty())
+    die("usage: --dtype D --kv-shape L,2,T,H,D --calib FILE --measure FILE [--groups G] [--label NAME]");
+  sz_dtype dt;
+  ok(sz_dtype_from_name(dtype_name.c_str(), &dt), "--dtype");
+  unsigned L = 0, two = 0, T = 0, H = 0, D = 0;
+  if (sscanf(shape_text.c_str(), "%u,%u,%u,%u,%u", &L, &two, &T, &H, &D) != 5 || two != 2) die("bad --kv-shape");
+  const uint32_t tensors = 2 * L, period = H * D;
+  const size_t vb = sz_dtype_size(dt);
+  const std::vector<uint8_t> cal = read_all(calib), mea = read_all(measure);
+  const uint64_t tensor_values = (uint64_t)T * period, tensor_bytes = tensor_values * vb;
+  if (mea.size() != tensors * tensor_bytes || cal.size() % (tensors * period * vb) != 0)
+    die("file sizes do not match --kv-shape");
+  const uint64_t cal_tokens = cal.size() / (tensors * period * vb);
+
+  // Max mode: symbol table from --calib.
+  std::vector<uint32_t> counts(sz_symbol_histogram_size(dt, tensors, period) / 4, 0);
+  ok(sz_symbol_histogram_add(counts.data(), dt, tensors, period, cal.data(), cal_tokens), "histogram");
+  std::vector<uint8_t> table_file(sz_symbol_table_file_size(dt, tensors, period, groups));
+  size_t table_size = 0;
+  ok(sz_symbol_calibrate(counts.data(), dt, tensors, period, groups, table_file.data(), table_file.size(), &table_size,
+                         nullptr),
+     "calibrate");
+  sz_symbol_table table;
+  ok(sz_symbol_table_parse(table_file.data(), table_size, &table), "parse");
+  std::vector<uint8_t> ws(sz_symbol_table_workspace_size(&table));
+  ok(sz_symbol_table_prepare(&table, ws.data(), ws.size()), "prepare");
+
+  // Fast mode: channel book from --calib.
+  std::vector<uint32_t> ccounts(sz_channel_histogram_size(dt, tensors, period) / 4, 0);
+  ok(sz_channel_histogram_add(ccounts.data(), dt, tensors, period, cal.data(), cal_tokens), "channel histogram");
+  std::vector<uint8_t> bases((size_t)tensors * period);
+  unsigned k = 0;
+  ok(sz_channel_calibrate(ccounts.data(), dt, tensors, period, 0, bases.data(), &k, nullptr), "channel calibrate");
+  sz_channel_book book;
+  ok(sz_channel_book_init(&book, dt, k, period, tensors, bases.data()), "book");
+
+  // Sizes per K / V, and the round trip of every frame.
+  const uint64_t bound = sz_compress_bound(tensor_values, dt);
+  std::vector<uint8_t> frame(bound), back(tensor_bytes);
+  double max_size[2] = {0, 0}, fast_size[2] = {0, 0}, raw[2] = {0, 0};
+  std::vector<uint8_t> part[2];
+  std::vector<double> enc_t, dec_t;
+  for (int rep = 0; rep < 3; ++rep) {
+    double te = 0, td = 0;
+    for (uint32_t t = 0; t < tensors; ++t) {
+      const uint8_t* src = mea.data() + t * tensor_bytes;
+      size_t size = 0, w = 0;
+      double a = now();
+      ok(sz_compress_entropy(src, tensor_values, dt, &table, t, nullptr, frame.data(), frame.size(), &size), "max");
+      te += now() - a;
+      a = now();
+      ok(sz_decompress_entropy(frame.data(), size, &table, back.data(), back.size(), &w, 1), "max decode");
+      td += now() - a;
+      if (w != tensor_bytes || memcmp(back.data(), src, w) != 0) die("max mode round trip differs");
+      if (rep > 0) continue;
+      max_size[t % 2] += size;
+      raw[t % 2] += tensor_bytes;
+      part[t % 2].insert(part[t % 2].end(), src, src + tensor_bytes);
+      ok(sz_compress_channels(src, tensor_values, dt, &book, t, nullptr, frame.data(), frame.size(), &size), "fast");
+      ok(sz_decompress_book(frame.data(), size, &book, back.data(), back.size(), &w, 1), "fast decode");
+      if (w != tensor_bytes || memcmp(back.data(), src, w) != 0) die("fast mode round trip differs");
+      fast_size[t % 2] += size;
+    }
+    enc_t.push_back(te);
+    dec_t.push_back(td);
+  }
+  std::sort(enc_t.begin(), enc_t.end());
+  std::sort(dec_t.begin(), dec_t.end());
+
+  // The channel-conditioned bound on --measure.
+  const unsigned B = dt == SZ_DTYPE_FP16 ? 5 : 8, A = 1u << B, W = (unsigned)vb * 8;
+  const unsigned Rp = vb == 1 ? 0 : W - sz_dtype_exponent_bits(dt);
+  double bits[2] = {0, 0};
+  std::vector<uint64_t> h((size_t)period * A);
+  for (uint32_t t = 0; t < tensors; ++t) {
+    std::fill(h.begin(), h.end(), 0);
+    const uint8_t* src = mea.data() + t * tensor_bytes;
+    for (uint64_t i = 0; i < tensor_values; ++i) {
+      uint32_t x = 0;
+      for (size_t b = 0; b < vb; ++b) x |= (uint32_t)src[i * vb + b] << (8 * b);
+      const uint32_t sym = vb == 1 ? x : (x >> (W - 1 - sz_dtype_exponent_bits(dt))) & (A - 1);
+      ++h[(i % period) * A + sym];
+    }
+    for (uint32_t c = 0; c < period; ++c) {
+      double n = 0;
+      for (unsigned s = 0; s < A; ++s) n += (double)h[(size_t)c * A + s];
+      for (unsigned s = 0; s < A; ++s) {
+        const double m = (double)h[(size_t)c * A + s];
+        if (m > 0) bits[t % 2] += -m * log2(m / n);
+      }
+    }
+  }
+
+  const char* names[3] = {"K", "V", "K+V"};
+  double zs1[2] = {0, 0}, zs19[2] = {0, 0};
+  printf("%-22s %-9s %-4s %8s %8s %8s %8s %8s %7s\n", "data", "dtype", "part", "max", "fast", "zstd-1", "zstd-19",
+         "bound", "frac");
+  for (int p = 0; p < 3; ++p) {
+    const double r = p < 2 ? raw[p] : raw[0] + raw[1];
+    const double ms = p < 2 ? max_size[p] : max_size[0] + max_size[1];
+    const double fs = p < 2 ? fast_size[p] : fast_size[0] + fast_size[1];
+    const double n = r / vb, hb = p < 2 ? bits[p] : bits[0] + bits[1];
+    const double bound_ratio = W / (hb / n + Rp);
+    // zstd on K and on V (K+V: the two compressed sizes added, as the frames are per tensor).
+    double z1, z19;
+    if (p < 2) {
+      z1 = zstd_size(part[p], 1);
+      z19 = zstd_size(part[p], 19);
+      zs1[p] = z1;
+      zs19[p] = z19;
+    } else {
+      z1 = zs1[0] + zs1[1];
+      z19 = zs19[0] + zs19[1];
+    }
+    z1 = r / z1;
+    z19 = r / z19;
+    printf("%-22s %-9s %-4s %8.4f %8.4f %8.4f %8.4f %8.4f %7.3f\n", label.c_str(), sz_dtype_name(dt), names[p], r / ms,
+           r / fs, z1, z19, bound_ratio, (r / ms) / bound_ratio);
+  }
+  const double total = raw[0] + raw[1];
+  printf("%-22s %-9s symbol table %zu bytes (%u groups, shipped once, not counted); max mode on 1 thread: encode "
+         "%.3f GB/s, decode %.3f GB/s of its CPU time (median of 3)\n",
+         label.c_str(), sz_dtype_name(dt), table_size, table.groups, total / enc_t[1] / 1e9, total / dec_t[1] / 1e9);
+  return 0;
+}

@@ -1,0 +1,934 @@
+// entropy.cpp — entropy-coded frames (docs/FORMAT.md §4.10) and symbol tables (§5.3): parsing and checking tables,
+// calibrating them from per-channel symbol histograms, the scalar reference coder (the oracle: reads the table file
+// directly, one symbol at a time, exactly as the spec's pseudo-code) and the fast CPU coder (lookup tables derived
+// by sz_symbol_table_prepare into caller memory, specialised packing per dtype, chunk-parallel decoding).
+#include <math.h>
+#include <string.h>
+
+#include <algorithm>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include "internal.h"
+
+using namespace splitzip;
+using namespace splitzip::layout;
+
+namespace {
+
+// ---- symbol tables (§5.3) ------------------------------------------------------------------------------------
+
+bool table_shape_ok(unsigned dtype, uint64_t tensors, uint64_t period, uint64_t groups) {
+  if (!dtype_known(dtype)) return false;
+  if (period < 1 || period > kMaxPeriod || tensors < 1 || tensors > kMaxTensors) return false;
+  if (period * tensors > kMaxBookBases) return false;
+  return groups >= 1 && groups <= kMaxGroups;
+}
+
+// Bytes of a table file; computed in 128 bits since the fields of an untrusted file may be anything.
+unsigned __int128 table_bytes(unsigned B, uint64_t tensors, uint64_t period, uint64_t groups) {
+  return (unsigned __int128)kSymbolTableHeader + (unsigned __int128)2 * tensors * period +
+         (unsigned __int128)2 * groups * ((1u << B) + 1) + 4;
+}
+
+// The frequency of symbol index s (0..A, A = the escape) of group g, read from the file bytes.
+inline uint32_t file_freq(const sz_symbol_table& t, uint32_t g, uint32_t s) {
+  return load_u16(t.freq + 2 * ((uint64_t)g * ((1u << t.symbol_bits) + 1) + s));
+}
+inline uint32_t file_group(const sz_symbol_table& t, uint64_t channel) { return load_u16(t.group_of + 2 * channel); }
+
+// The derived tables of the fast coder (in the caller's workspace).
+struct Prepared {
+  uint64_t id;
+  uint32_t groups, a1;  // a1 = A + 1 symbol indices per group
+  uint64_t channels;
+  const uint32_t* enc;        // [g][s]: freq | cum << 16 (freq 0: the symbol is escaped)
+  const uint8_t* dec;         // [g][slot]: the symbol whose range holds the slot (escape slots: 0); 4 KiB a group,
+                              // so that the tables of a frame's groups stay in cache
+  const uint16_t* esc_start;  // [g]: 4096 - F_g[A]; slots at or above it decode to the escape
+  const uint16_t* group_of;   // [tensor * period + channel]
+};
+
+constexpr size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
+
+size_t workspace_bytes(uint32_t groups, unsigned B, uint64_t channels) {
+  const size_t a1 = (1u << B) + 1;
+  return 64 + align64(sizeof(Prepared)) + align64(4 * (size_t)groups * a1) +
+         align64((size_t)groups * kRansProbTotal) + align64(2 * (size_t)groups) + align64(2 * channels);
+}
+
+const Prepared* prepared_of(const sz_symbol_table* t) {
+  const Prepared* p = (const Prepared*)t->prepared;
+  if (p == nullptr || p->id != t->id || p->groups != t->groups || p->channels != (uint64_t)t->tensors * t->period)
+    return nullptr;
+  return p;
+}
+
+// ---- bit packing (§3), generic --------------------------------------------------------------------------------
+
+inline uint32_t get_field(const uint8_t* base, uint64_t j, unsigned b) {
+  uint64_t bit = j * b;
+  uint32_t v = 0;
+  for (unsigned i = 0; i < b; ++i, ++bit) v |= (uint32_t)((base[bit >> 3] >> (bit & 7)) & 1u) << i;
+  return v;
+}
+inline void put_field(uint8_t* base, uint64_t j, unsigned b, uint32_t v) {
+  uint64_t bit = j * b;
+  for (unsigned i = 0; i < b; ++i, ++bit) {
+    const uint8_t m = (uint8_t)(1u << (bit & 7));
+    if ((v >> i) & 1u) base[bit >> 3] |= m;
+    else base[bit >> 3] &= (uint8_t)~m;
+  }
+}
+// The same a byte at a time (b <= 24): for the fast coder. or_field needs the destination zeroed first.
+inline uint32_t load_field(const uint8_t* base, uint64_t j, unsigned b) {
+  const uint64_t bit = j * b;
+  const uint8_t* p = base + (bit >> 3);
+  const unsigned sh = (unsigned)(bit & 7), bytes = (sh + b + 7) >> 3;
+  uint64_t v = 0;
+  for (unsigned k = 0; k < bytes; ++k) v |= (uint64_t)p[k] << (8 * k);
+  return (uint32_t)(v >> sh) & ((1u << b) - 1u);
+}
+inline void or_field(uint8_t* base, uint64_t j, unsigned b, uint32_t v) {
+  const uint64_t bit = j * b;
+  uint8_t* p = base + (bit >> 3);
+  const unsigned sh = (unsigned)(bit & 7), bytes = (sh + b + 7) >> 3;
+  const uint64_t x = (uint64_t)v << sh;
+  for (unsigned k = 0; k < bytes; ++k) p[k] |= (uint8_t)(x >> (8 * k));
+}
+// The padding fields after n fields of b bits (up to the group of 8) are all zero.
+bool padding_zero(const uint8_t* base, uint64_t n, unsigned b) {
+  for (uint64_t j = n; j % 8 != 0; ++j)
+    if (get_field(base, j, b) != 0) return false;
+  return true;
+}
+
+inline uint32_t load_value(const uint8_t* p, uint64_t j, unsigned vb) {
+  uint32_t x = 0;
+  for (unsigned b = 0; b < vb; ++b) x |= (uint32_t)p[j * vb + b] << (8 * b);
+  return x;
+}
+inline void store_value(uint8_t* p, uint64_t j, unsigned vb, uint32_t x) {
+  for (unsigned b = 0; b < vb; ++b) p[j * vb + b] = (uint8_t)(x >> (8 * b));
+}
+
+// ---- arguments -------------------------------------------------------------------------------------------------
+
+// The table's frequencies and group ids obey §5.3 (a table filled in by hand must be as valid as a parsed one).
+bool table_contents_ok(const sz_symbol_table& t) {
+  const uint32_t A = 1u << t.symbol_bits;
+  for (uint32_t g = 0; g < t.groups; ++g) {
+    uint32_t sum = 0;
+    for (uint32_t s = 0; s <= A; ++s) sum += file_freq(t, g, s);
+    if (sum != kRansProbTotal || file_freq(t, g, A) == 0) return false;
+  }
+  for (uint64_t c = 0; c < (uint64_t)t.tensors * t.period; ++c)
+    if (file_group(t, c) >= t.groups) return false;
+  return true;
+}
+
+sz_status check_table_arg(const sz_symbol_table* table, sz_dtype dtype, uint32_t tensor) {
+  if (table == nullptr || table->group_of == nullptr || table->freq == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  if (table->dtype != (uint8_t)dtype) return SZ_ERROR_BAD_CODEBOOK;
+  if (!table_shape_ok(table->dtype, table->tensors, table->period, table->groups) ||
+      table->symbol_bits != symbol_split(table->dtype).symbol_bits)
+    return SZ_ERROR_BAD_CODEBOOK;
+  if (tensor >= table->tensors) return SZ_ERROR_INVALID_ARGUMENT;
+  return SZ_OK;
+}
+
+sz_status resolve_params(const sz_params* params, sz_params* out) {
+  sz_params p = sz_params_default();
+  p.chunk_log2 = kEntropyChunkLog2;
+  if (params) p = *params;
+  if (p.chunk_log2 < kMinChunkLog2 || p.chunk_log2 > kMaxChunkLog2 || (p.flags & ~kKnownFlags) || p.reserved != 0)
+    return SZ_ERROR_INVALID_ARGUMENT;
+  *out = p;
+  return SZ_OK;
+}
+
+void write_header(uint8_t* dst, unsigned dtype, unsigned chunk_log2, uint32_t flags, uint64_t n, uint64_t sym_size,
+                  uint64_t table_id, uint32_t tensor, uint32_t period) {
+  memset(dst, 0, kHeaderSize);
+  store_u32(dst + kOffMagic, kFrameMagic);
+  dst[kOffVersion] = kFormatVersionEntropy;
+  dst[kOffDtype] = (uint8_t)dtype;
+  dst[kOffChunkLog2] = (uint8_t)chunk_log2;
+  store_u32(dst + kOffFlags, flags | kFlagEntropy);
+  store_u64(dst + kOffNValues, n);
+  store_u64(dst + kOffExpSectionSize, sym_size);
+  store_u64(dst + kOffBookId, table_id);
+  store_u32(dst + kOffBookTensor, tensor);
+  store_u32(dst + kOffBookPeriod, period);
+  store_u32(dst + kOffHeaderChecksum, detail::h32(dst, kHeaderChecksummed));
+}
+
+// ---- the encoder of one chunk (§4.10.4) -----------------------------------------------------------------------
+// Codes the chunk's len symbols into buf[0, raw): states, X, escapes, words. Returns the record size, or 0 when
+// the coded record would be larger than raw (the chunk is then stored raw). `lookup(j, symbol, &f, &cum)` gives
+// the frequency and cumulative frequency of value j's symbol in its group, f = 0 when it is escaped, and the
+// escape's in that case through `esc(j, &f, &cum)`.
+template <class Sym, class Lookup, class Esc>
+size_t encode_chunk(uint64_t len, size_t raw, Sym symbol, Lookup lookup, Esc esc, uint8_t* buf) {
+  if (raw < kRansRecordHeader) return 0;
+  uint32_t x[kRansLanes];
+  for (unsigned l = 0; l < kRansLanes; ++l) x[l] = kRansLow;
+  size_t wpos = raw, epos = kRansRecordHeader;
+  for (uint64_t jj = len; jj-- > 0;) {
+    const unsigned l = (unsigned)(jj & (kRansLanes - 1));
+    const uint32_t v = symbol(jj);
+    uint32_t f, cum;
+    lookup(jj, v, &f, &cum);
+    if (f == 0) {
+      if (epos >= wpos) return 0;
+      buf[epos++] = (uint8_t)v;
+      esc(jj, &f, &cum);
+    }
+    uint32_t s = x[l];
+    // Renormalisation without a branch (taken at random): the low word is stored in any case and kept if needed.
+    const uint32_t need = rans_enc_renorm(s, f);
+    if (wpos < epos + 2) {  // the record is full: it only goes on if no word is needed
+      if (need) return 0;
+    } else {
+      store_u16(buf + wpos - 2, (uint16_t)s);
+    }
+    wpos -= 2 * need;
+    s = need ? s >> kRansWordBits : s;
+    x[l] = ((s / f) << kRansProbBits) + (s % f) + cum;
+  }
+  const size_t X = epos - kRansRecordHeader, words = raw - wpos;
+  std::reverse(buf + kRansRecordHeader, buf + epos);  // escapes in increasing value order
+  memmove(buf + kRansRecordHeader + X, buf + wpos, words);
+  for (unsigned l = 0; l < kRansLanes; ++l) store_u32(buf + 4 * l, x[l]);
+  store_u32(buf + kRansStatesBytes, (uint32_t)X);
+  return kRansRecordHeader + X + words;
+}
+
+// ---- compression (reference and fast share the frame layout; they differ in how they look symbols up) ------------
+
+sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const sz_symbol_table* table,
+                           uint32_t tensor, const sz_params* params, void* dst_v, size_t dst_capacity,
+                           size_t* dst_size, bool reference) {
+  if ((src_v == nullptr && n != 0) || dst_v == nullptr || dst_size == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  if (!dtype_known((unsigned)dtype) || n >= kMaxValues) return SZ_ERROR_INVALID_ARGUMENT;
+  sz_status s = check_table_arg(table, dtype, tensor);
+  if (s != SZ_OK) return s;
+  const Prepared* prep = reference ? nullptr : prepared_of(table);
+  if (!reference && prep == nullptr) return SZ_ERROR_INVALID_ARGUMENT;  // sz_symbol_table_prepare first
+  if (reference && !table_contents_ok(*table)) return SZ_ERROR_BAD_CODEBOOK;
+  sz_params p;
+  if ((s = resolve_params(params, &p)) != SZ_OK) return s;
+
+  const uint8_t* src = (const uint8_t*)src_v;
+  uint8_t* dst = (uint8_t*)dst_v;
+  const DtypeTraits t = dtype_traits((unsigned)dtype);
+  const SymbolSplit sp = symbol_split((unsigned)dtype);
+  const unsigned vb = t.value_bits / 8, B = sp.symbol_bits, A = 1u << B;
+  const bool checksums = (p.flags & kFlagChecksums) != 0;
+  const FrameOffsets off = entropy_frame_offsets(n, p.chunk_log2, checksums, sp.raw_bits, 0);
+  if ((uint64_t)dst_capacity < off.exponents) return SZ_ERROR_DST_TOO_SMALL;
+  const uint64_t S = (uint64_t)1 << p.chunk_log2, chunks = n_chunks(n, p.chunk_log2);
+  const uint32_t P = table->period;
+  const uint64_t ch_base = (uint64_t)tensor * P;
+
+  // Raw section (§4.10.2).
+  uint8_t* rawsec = dst + off.rest;
+  if (sp.raw_bits == 8 && !reference) {
+    for (uint64_t i = 0; i < n; ++i) rawsec[i] = (uint8_t)rest_of(load_u16(src + 2 * i), t);
+  } else if (sp.raw_bits != 0) {
+    const uint64_t bytes = packed_bytes(n, sp.raw_bits);
+    memset(rawsec, 0, bytes);
+    if (reference) {
+      for (uint64_t i = 0; i < n; ++i) put_field(rawsec, i, sp.raw_bits, raw_of(load_value(src, i, vb), t, sp));
+    } else {
+      for (uint64_t i = 0; i < n; ++i) or_field(rawsec, i, sp.raw_bits, raw_of(load_value(src, i, vb), t, sp));
+    }
+  }
+
+  // Chunk records; a record is built in place when the raw size fits in dst, else in this buffer.
+  uint8_t local[(size_t)1 << kMaxChunkLog2];  // the largest raw record: 2^16 symbols of 8 bits
+  uint64_t pos = 0;  // within the symbol section
+  for (uint64_t c = 0; c < chunks; ++c) {
+    const uint64_t len = chunk_len(n, p.chunk_log2, c), first = c * S;
+    const uint8_t* values = src + first * vb;
+    const size_t raw = (size_t)packed_bytes(len, B);
+    uint8_t* at = dst + off.exponents + pos;
+    const bool in_place = off.exponents + pos + raw <= (uint64_t)dst_capacity;
+    uint8_t* buf = in_place ? at : local;
+    const uint64_t ch0 = first % P;
+    auto channel = [&](uint64_t j) { return ch_base + (ch0 + j) % P; };
+    auto symbol = [&](uint64_t j) { return symbol_of(load_value(values, j, vb), t, sp); };
+    size_t size;
+    if (reference) {
+      auto lookup = [&](uint64_t j, uint32_t v, uint32_t* f, uint32_t* cum) {
+        const uint32_t g = file_group(*table, channel(j));
+        uint32_t cu = 0;
+        for (uint32_t q = 0; q < v; ++q) cu += file_freq(*table, g, q);
+        *f = file_freq(*table, g, v);
+        *cum = cu;
+      };
+      auto esc = [&](uint64_t j, uint32_t* f, uint32_t* cum) {
+        const uint32_t g = file_group(*table, channel(j));
+        *f = file_freq(*table, g, A);
+        *cum = kRansProbTotal - *f;
+      };
+      size = encode_chunk(len, raw, symbol, lookup, esc, buf);
+    } else {
+      // The channel walks down from the chunk's last value; no division per value.
+      uint64_t ch = (ch0 + (len ? len - 1 : 0)) % P;
+      const uint16_t* gof = prep->group_of + ch_base;
+      const uint32_t* enc = prep->enc;
+      const uint32_t a1 = prep->a1;
+      uint32_t g_cur = 0;
+      auto lookup = [&](uint64_t, uint32_t v, uint32_t* f, uint32_t* cum) {
+        g_cur = gof[ch];
+        ch = ch == 0 ? P - 1 : ch - 1;
+        const uint32_t e = enc[g_cur * a1 + v];
+        *f = e & 0xFFFFu;
+        *cum = e >> 16;
+      };
+      auto esc = [&](uint64_t, uint32_t* f, uint32_t* cum) {
+        const uint32_t e = enc[g_cur * a1 + A];
+        *f = e & 0xFFFFu;
+        *cum = e >> 16;
+      };
+      if (vb == 2 && !sp.whole) {
+        auto sym16 = [&](uint64_t j) { return exponent_of(load_u16(values + 2 * j), t); };
+        size = encode_chunk(len, raw, sym16, lookup, esc, buf);
+      } else if (vb == 1) {
+        auto sym8 = [&](uint64_t j) { return (uint32_t)values[j]; };
+        size = encode_chunk(len, raw, sym8, lookup, esc, buf);
+      } else {
+        size = encode_chunk(len, raw, symbol, lookup, esc, buf);
+      }
+    }
+    uint64_t mode = kModeCoded;
+    if (size == 0) {
+      mode = kModeRaw;
+      size = raw;
+      if (!in_place) return SZ_ERROR_DST_TOO_SMALL;
+      memset(at, 0, raw);
+      if (B == 8) {
+        for (uint64_t j = 0; j < len; ++j) at[j] = (uint8_t)symbol(j);
+      } else {
+        for (uint64_t j = 0; j < len; ++j) put_field(at, j, B, symbol(j));
+      }
+    } else if (!in_place) {
+      if (off.exponents + pos + size > (uint64_t)dst_capacity) return SZ_ERROR_DST_TOO_SMALL;
+      memcpy(at, local, size);
+    }
+    pos += size;
+    store_u64(dst + off.index + kIndexEntrySize * c, pos | (mode << kIndexModeShift));
+    if (checksums) store_u32(dst + off.checksums + kChecksumEntrySize * c, detail::h32(values, len * vb));
+  }
+  write_header(dst, (unsigned)dtype, p.chunk_log2, p.flags, n, pos, table->id, tensor, P);
+  *dst_size = (size_t)(off.exponents + pos);
+  return SZ_OK;
+}
+
+// ---- decompression ---------------------------------------------------------------------------------------------
+
+struct Frame {
+  detail::FrameHeader h;
+  const uint8_t* src;
+  uint8_t* dst;
+  const sz_symbol_table* table;
+  const Prepared* prep;  // fast coder
+};
+
+sz_status open_frame(const void* src_v, size_t src_size, const sz_symbol_table* table, void* dst_v,
+                     size_t dst_capacity, size_t* dst_size, bool reference, Frame* f) {
+  if (src_v == nullptr || dst_size == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  f->src = (const uint8_t*)src_v;
+  f->dst = (uint8_t*)dst_v;
+  sz_status s = detail::parse_frame_header(f->src, src_size, &f->h);
+  if (s != SZ_OK) return s;
+  const detail::FrameHeader& h = f->h;
+  if (!h.entropy) return SZ_ERROR_INVALID_ARGUMENT;  // versions 1 and 2: sz_decompress_book
+  // Step 8 (§4.10.1).
+  if (table == nullptr || table->id != h.book_id || table->dtype != h.dtype || table->period != h.period ||
+      h.tensor >= table->tensors || table->group_of == nullptr || table->freq == nullptr ||
+      !table_shape_ok(table->dtype, table->tensors, table->period, table->groups) ||
+      table->symbol_bits != h.split.symbol_bits)
+    return SZ_ERROR_BOOK_MISMATCH;
+  f->table = table;
+  f->prep = nullptr;
+  if (!reference && (f->prep = prepared_of(table)) == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  if (reference && !table_contents_ok(*table)) return SZ_ERROR_BOOK_MISMATCH;
+  const uint64_t out_size = h.n * (h.t.value_bits / 8);
+  if (out_size > (uint64_t)dst_capacity) return SZ_ERROR_DST_TOO_SMALL;
+  if (f->dst == nullptr && out_size != 0) return SZ_ERROR_INVALID_ARGUMENT;
+  if ((s = detail::check_entropy_index(f->src, h)) != SZ_OK) return s;
+  // The raw section's padding (only the last group of the frame can have any).
+  if (h.split.raw_bits != 0 && !padding_zero(f->src + h.off.rest, h.n, h.split.raw_bits)) return SZ_ERROR_CORRUPT;
+  return SZ_OK;
+}
+
+inline uint64_t record_begin(const Frame& f, uint64_t c) {
+  return c == 0 ? 0 : load_u64(f.src + f.h.off.index + kIndexEntrySize * (c - 1)) & kIndexEndMask;
+}
+
+// The reference decoder of chunk c: §4.10.3 step by step, table lookups by scanning the file's frequencies.
+sz_status decode_chunk_reference(const Frame& f, uint64_t c) {
+  const detail::FrameHeader& h = f.h;
+  const sz_symbol_table& tb = *f.table;
+  const DtypeTraits t = h.t;
+  const SymbolSplit sp = h.split;
+  const unsigned vb = t.value_bits / 8, B = sp.symbol_bits, A = 1u << B;
+  const uint64_t entry = load_u64(f.src + h.off.index + kIndexEntrySize * c);
+  const uint64_t begin = record_begin(f, c), end = entry & kIndexEndMask;
+  const uint64_t len = chunk_len(h.n, h.chunk_log2, c), first = c << h.chunk_log2;
+  const uint8_t* rec = f.src + h.off.exponents + begin;
+  const uint8_t* rawsec = f.src + h.off.rest;
+  uint8_t* out = f.dst + first * vb;
+  auto raw_part = [&](uint64_t j) { return sp.raw_bits ? get_field(rawsec, first + j, sp.raw_bits) : 0u; };
+  if ((entry >> kIndexModeShift) == kModeRaw) {
+    if (!padding_zero(rec, len, B)) return SZ_ERROR_CORRUPT;
+    for (uint64_t j = 0; j < len; ++j)
+      store_value(out, j, vb, join_symbol(get_field(rec, j, B), raw_part(j), t, sp));
+  } else {
+    uint32_t x[kRansLanes];
+    for (unsigned l = 0; l < kRansLanes; ++l) {
+      x[l] = load_u32(rec + 4 * l);
+      if (x[l] < kRansLow) return SZ_ERROR_CORRUPT;
+    }
+    const uint64_t X = load_u32(rec + kRansStatesBytes);
+    const uint8_t* esc = rec + kRansRecordHeader;
+    const uint8_t* words = esc + X;
+    const uint64_t w = (end - begin - kRansRecordHeader - X) / 2;
+    uint64_t pw = 0, q = 0;
+    for (uint64_t j = 0; j < len; ++j) {
+      const unsigned l = (unsigned)(j % kRansLanes);
+      const uint32_t g = file_group(tb, (uint64_t)h.tensor * h.period + (first + j) % h.period);
+      const uint32_t slot = x[l] % kRansProbTotal;
+      uint32_t s = 0, cum = 0, fr = file_freq(tb, g, 0);
+      while (s < A && !(slot < cum + fr)) {  // the frequencies sum to 2^12 > slot: this ends at s <= A
+        cum += fr;
+        ++s;
+        fr = file_freq(tb, g, s);
+      }
+      x[l] = fr * (x[l] >> kRansProbBits) + slot - cum;
+      if (x[l] < kRansLow) {
+        if (pw == w) return SZ_ERROR_CORRUPT;
+        x[l] = (x[l] << kRansWordBits) | load_u16(words + 2 * pw);
+        ++pw;
+      }
+      uint32_t sym = s;
+      if (s == A) {
+        if (q == X) return SZ_ERROR_CORRUPT;
+        sym = esc[q++];
+        if (sym >= A || file_freq(tb, g, sym) != 0) return SZ_ERROR_CORRUPT;
+      }
+      store_value(out, j, vb, join_symbol(sym, raw_part(j), t, sp));
+    }
+    if (pw != w || q != X) return SZ_ERROR_CORRUPT;
+    for (unsigned l = 0; l < kRansLanes; ++l)
+      if (x[l] != kRansLow) return SZ_ERROR_CORRUPT;
+  }
+  if (h.checksums && detail::h32(out, len * vb) != load_u32(f.src + h.off.checksums + kChecksumEntrySize * c))
+    return SZ_ERROR_CHECKSUM;
+  return SZ_OK;
+}
+
+// The fast decoder of chunk c: the same steps with the prepared lookup tables; `Join` makes value j from its
+// symbol, `Raw` symbols of raw chunks.
+template <class Join>
+sz_status decode_coded_fast(const Frame& f, const uint8_t* rec, uint64_t size, uint64_t len, uint64_t first,
+                            Join join_value) {
+  const Prepared& pr = *f.prep;
+  const detail::FrameHeader& h = f.h;
+  const uint32_t A = 1u << h.split.symbol_bits;
+  uint32_t x[kRansLanes];
+  uint32_t low = 0xFFFFFFFFu;
+  for (unsigned l = 0; l < kRansLanes; ++l) {
+    x[l] = load_u32(rec + 4 * l);
+    low = x[l] < low ? x[l] : low;
+  }
+  if (low < kRansLow) return SZ_ERROR_CORRUPT;
+  const uint64_t X = load_u32(rec + kRansStatesBytes);
+  const uint8_t* esc = rec + kRansRecordHeader;
+  const uint8_t* words = esc + X;
+  const uint8_t* words_end = rec + size;
+  const uint8_t* wp = words;
+  uint32_t overrun = 0;
+  uint64_t q = 0;
+  const uint32_t P = h.period;
+  const uint16_t* gof = pr.group_of + (uint64_t)h.tensor * P;
+  uint64_t ch = first % P;
+  // Locals, not loads through pr: the output stores (bytes) could alias anything reached through a pointer.
+  const uint8_t* __restrict dec = pr.dec;
+  const uint16_t* __restrict esc_start = pr.esc_start;
+  const uint32_t* __restrict enc = pr.enc;
+  const uint32_t a1 = pr.a1;
+  for (uint64_t j = 0; j < len; ++j) {
+    const unsigned l = (unsigned)(j & (kRansLanes - 1));
+    const uint32_t g = gof[ch];
+    ch = ch + 1 == P ? 0 : ch + 1;
+    uint32_t s = x[l];
+    const uint32_t slot = s & (kRansProbTotal - 1);
+    const bool escape = slot >= esc_start[g];
+    uint32_t sym = dec[(uint64_t)g * kRansProbTotal + slot];
+    const uint32_t e = enc[(uint64_t)g * a1 + (escape ? A : sym)];
+    s = (e & 0xFFFFu) * (s >> kRansProbBits) + slot - (e >> 16);
+    // Renormalisation without a branch (it is taken at random, ~1 value in 6 on KV): the next word is loaded
+    // whenever one is left, and taken when the state needs it; needing one when none is left is remembered.
+    const uint32_t need = s < kRansLow;
+    const uint32_t word = wp < words_end ? load_u16(wp) : 0u;  // predictable: false only at a chunk's end
+    const uint32_t have = wp < words_end;
+    overrun |= need & (have ^ 1u);
+    s = need ? (s << kRansWordBits) | word : s;
+    wp += 2 * (need & have);
+    x[l] = s;
+    if (escape) {
+      if (q == X) return SZ_ERROR_CORRUPT;
+      sym = esc[q++];
+      if (sym >= A || (enc[(uint64_t)g * a1 + sym] & 0xFFFFu) != 0) return SZ_ERROR_CORRUPT;
+    }
+    join_value(j, sym);
+  }
+  if (overrun || wp != words_end || q != X) return SZ_ERROR_CORRUPT;
+  for (unsigned l = 0; l < kRansLanes; ++l)
+    if (x[l] != kRansLow) return SZ_ERROR_CORRUPT;
+  return SZ_OK;
+}
+
+sz_status decode_chunk_fast(const Frame& f, uint64_t c) {
+  const detail::FrameHeader& h = f.h;
+  const DtypeTraits t = h.t;
+  const SymbolSplit sp = h.split;
+  const unsigned vb = t.value_bits / 8, B = sp.symbol_bits;
+  const uint64_t entry = load_u64(f.src + h.off.index + kIndexEntrySize * c);
+  const uint64_t begin = record_begin(f, c), end = entry & kIndexEndMask;
+  const uint64_t len = chunk_len(h.n, h.chunk_log2, c), first = c << h.chunk_log2;
+  const uint8_t* rec = f.src + h.off.exponents + begin;
+  const uint8_t* rawsec = f.src + h.off.rest;
+  uint8_t* out = f.dst + first * vb;
+  const bool raw_mode = (entry >> kIndexModeShift) == kModeRaw;
+  if (raw_mode && !padding_zero(rec, len, B)) return SZ_ERROR_CORRUPT;
+  sz_status s = SZ_OK;
+  if (vb == 2 && sp.raw_bits == 8) {  // bf16: one raw byte per value
+    const uint8_t* rb = rawsec + first;
+    auto join_bf16 = [rb, out](uint64_t j, uint32_t sym) {
+      const uint32_t r = rb[j];
+      store_u16(out + 2 * j, (uint16_t)(((r & 0x80u) << 8) | (sym << 7) | (r & 0x7Fu)));
+    };
+    if (raw_mode) {
+      for (uint64_t j = 0; j < len; ++j) join_bf16(j, rec[j]);
+    } else {
+      s = decode_coded_fast(f, rec, end - begin, len, first, join_bf16);
+    }
+  } else if (vb == 1) {  // fp8: the symbol is the value
+    auto join_fp8 = [out](uint64_t j, uint32_t sym) { out[j] = (uint8_t)sym; };
+    if (raw_mode) memcpy(out, rec, (size_t)len);
+    else s = decode_coded_fast(f, rec, end - begin, len, first, join_fp8);
+  } else {  // fp16 (11 raw bits), fp32 (24 raw bits)
+    auto join_any = [&](uint64_t j, uint32_t sym) {
+      store_value(out, j, vb, join(sym, load_field(rawsec, first + j, sp.raw_bits), t));
+    };
+    if (raw_mode) {
+      for (uint64_t j = 0; j < len; ++j) join_any(j, load_field(rec, j, B));
+    } else {
+      s = decode_coded_fast(f, rec, end - begin, len, first, join_any);
+    }
+  }
+  if (s != SZ_OK) return s;
+  if (h.checksums && detail::h32(out, len * vb) != load_u32(f.src + h.off.checksums + kChecksumEntrySize * c))
+    return SZ_ERROR_CHECKSUM;
+  return SZ_OK;
+}
+
+sz_status decompress_entropy(const void* src, size_t src_size, const sz_symbol_table* table, void* dst,
+                             size_t dst_capacity, size_t* dst_size, unsigned threads, bool reference) {
+  Frame f;
+  sz_status s = open_frame(src, src_size, table, dst, dst_capacity, dst_size, reference, &f);
+  if (s != SZ_OK) return s;
+  const uint64_t chunks = f.h.chunks;
+  const uint64_t out_size = f.h.n * (f.h.t.value_bits / 8);
+  if (reference) {
+    for (uint64_t c = 0; c < chunks; ++c)
+      if ((s = decode_chunk_reference(f, c)) != SZ_OK) return s;
+  } else {
+    // Threads: one per MiB of output at most; each takes a contiguous run of chunks; the error of the lowest
+    // failing chunk is the call's, as a single thread would report it.
+    uint64_t nt = threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : threads;
+    nt = std::min<uint64_t>(std::min<uint64_t>(nt, std::max<uint64_t>(1, out_size >> 20)), std::max<uint64_t>(1, chunks));
+    nt = std::min<uint64_t>(nt, 256);
+    std::vector<uint64_t> fail_chunk;
+    std::vector<sz_status> fail_status;
+    auto run = [&](uint64_t lo, uint64_t hi, uint64_t* fc, sz_status* fs) {
+      for (uint64_t c = lo; c < hi; ++c) {
+        const sz_status r = decode_chunk_fast(f, c);
+        if (r != SZ_OK) {
+          *fc = c;
+          *fs = r;
+          return;
+        }
+      }
+    };
+    if (nt <= 1) {
+      uint64_t fc = chunks;
+      sz_status fs = SZ_OK;
+      run(0, chunks, &fc, &fs);
+      if (fs != SZ_OK) return fs;
+    } else {
+      try {
+        fail_chunk.assign(nt, chunks);
+        fail_status.assign(nt, SZ_OK);
+        std::vector<std::thread> pool;
+        pool.reserve(nt - 1);
+        for (uint64_t i = 1; i < nt; ++i)
+          pool.emplace_back(run, chunks * i / nt, chunks * (i + 1) / nt, &fail_chunk[i], &fail_status[i]);
+        run(0, chunks / nt, &fail_chunk[0], &fail_status[0]);
+        for (auto& th : pool) th.join();
+      } catch (...) {
+        return SZ_ERROR_OUT_OF_MEMORY;
+      }
+      uint64_t best = chunks;
+      for (uint64_t i = 0; i < nt; ++i)
+        if (fail_status[i] != SZ_OK && fail_chunk[i] < best) {
+          best = fail_chunk[i];
+          s = fail_status[i];
+        }
+      if (s != SZ_OK) return s;
+    }
+  }
+  *dst_size = (size_t)out_size;
+  return SZ_OK;
+}
+
+// ---- calibration ------------------------------------------------------------------------------------------------
+
+// Quantises a group's counts to 12-bit frequencies: the escape gets the Good-Turing estimate of the unseen mass
+// (symbols seen once / all, at least 1/4096); every seen symbol at least 1; the rest by the counts, then the sum
+// fixed one step at a time where it costs the fewest bits. freq: A + 1 entries.
+void quantise(const double* counts, unsigned A, uint32_t* freq) {
+  double total = 0, once = 0;
+  unsigned seen = 0;
+  for (unsigned s = 0; s < A; ++s) {
+    total += counts[s];
+    if (counts[s] > 0) ++seen;
+    if (counts[s] > 0 && counts[s] <= 1.5) once += 1;
+  }
+  for (unsigned s = 0; s <= A; ++s) freq[s] = 0;
+  if (total <= 0) {  // no samples: every symbol escapes
+    freq[A] = kRansProbTotal;
+    return;
+  }
+  uint32_t fe = (uint32_t)llround(kRansProbTotal * once / total);
+  fe = std::max<uint32_t>(1, std::min<uint32_t>(fe, 64));
+  const int64_t target = (int64_t)kRansProbTotal - fe;
+  int64_t sum = 0;
+  for (unsigned s = 0; s < A; ++s) {
+    if (counts[s] <= 0) continue;
+    freq[s] = (uint32_t)std::max<int64_t>(1, llround(counts[s] * (double)target / total));
+    sum += freq[s];
+  }
+  (void)seen;
+  while (sum != target) {
+    unsigned best = A;
+    double best_cost = 0;
+    for (unsigned s = 0; s < A; ++s) {
+      if (freq[s] == 0) continue;
+      if (sum > target) {  // take a slot where it costs least
+        if (freq[s] <= 1) continue;
+        const double cost = counts[s] * log2((double)freq[s] / (freq[s] - 1));
+        if (best == A || cost < best_cost) best = s, best_cost = cost;
+      } else {  // give a slot where it gains most
+        const double gain = counts[s] * log2((double)(freq[s] + 1) / freq[s]);
+        if (best == A || gain > best_cost) best = s, best_cost = gain;
+      }
+    }
+    if (sum > target) --freq[best], --sum;
+    else ++freq[best], ++sum;
+  }
+  freq[A] = fe;
+}
+
+}  // namespace
+
+extern "C" {
+
+SZ_API size_t sz_symbol_table_file_size(sz_dtype dtype, uint32_t tensors, uint32_t period, uint32_t groups) {
+  if (!table_shape_ok((unsigned)dtype, tensors, period, groups)) return 0;
+  return (size_t)table_bytes(symbol_split((unsigned)dtype).symbol_bits, tensors, period, groups);
+}
+
+SZ_API sz_status sz_symbol_table_parse(const void* src_v, size_t src_size, sz_symbol_table* table) {
+  if (src_v == nullptr || table == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  const uint8_t* src = (const uint8_t*)src_v;
+  if (src_size < kSymbolTableHeader + 4) return SZ_ERROR_SRC_TRUNCATED;
+  const uint32_t period = load_u32(src + 8), tensors = load_u32(src + 12), groups = load_u32(src + 16);
+  const unsigned dtype = src[5];
+  const unsigned B = dtype_known(dtype) ? symbol_split(dtype).symbol_bits : 8;
+  const unsigned __int128 size = table_bytes(B, tensors, period, groups);
+  if ((unsigned __int128)src_size < size) return SZ_ERROR_SRC_TRUNCATED;
+  if (load_u32(src) != kSymbolTableMagic) return SZ_ERROR_BAD_MAGIC;
+  if (src[4] != kSymbolTableVersion) return SZ_ERROR_UNSUPPORTED_VERSION;
+  const size_t body = (size_t)size - 4;
+  const uint64_t id = detail::h64(src, body);
+  if (load_u32(src + body) != (uint32_t)id) return SZ_ERROR_CHECKSUM;
+  if (!dtype_known(dtype)) return SZ_ERROR_UNSUPPORTED_DTYPE;
+  if (!table_shape_ok(dtype, tensors, period, groups) || src[6] != B || src[7] != kRansProbBits ||
+      load_u32(src + 20) != 0)
+    return SZ_ERROR_CORRUPT;
+  sz_symbol_table t;
+  memset(&t, 0, sizeof t);
+  t.dtype = (uint8_t)dtype;
+  t.symbol_bits = (uint8_t)B;
+  t.period = period;
+  t.tensors = tensors;
+  t.groups = groups;
+  t.id = id;
+  t.group_of = src + kSymbolTableHeader;
+  t.freq = t.group_of + 2 * (uint64_t)tensors * period;
+  for (uint64_t c = 0; c < (uint64_t)tensors * period; ++c)
+    if (file_group(t, c) >= groups) return SZ_ERROR_CORRUPT;
+  const uint32_t A = 1u << B;
+  for (uint32_t g = 0; g < groups; ++g) {
+    uint32_t sum = 0;
+    for (uint32_t s = 0; s <= A; ++s) sum += file_freq(t, g, s);
+    if (sum != kRansProbTotal || file_freq(t, g, A) == 0) return SZ_ERROR_CORRUPT;
+  }
+  *table = t;
+  return SZ_OK;
+}
+
+SZ_API size_t sz_symbol_table_workspace_size(const sz_symbol_table* table) {
+  if (table == nullptr || !table_shape_ok(table->dtype, table->tensors, table->period, table->groups)) return 0;
+  return workspace_bytes(table->groups, symbol_split(table->dtype).symbol_bits,
+                         (uint64_t)table->tensors * table->period);
+}
+
+SZ_API sz_status sz_symbol_table_prepare(sz_symbol_table* table, void* workspace, size_t workspace_size) {
+  if (table == nullptr || workspace == nullptr || table->group_of == nullptr || table->freq == nullptr)
+    return SZ_ERROR_INVALID_ARGUMENT;
+  if (!table_shape_ok(table->dtype, table->tensors, table->period, table->groups) ||
+      table->symbol_bits != symbol_split(table->dtype).symbol_bits)
+    return SZ_ERROR_BAD_CODEBOOK;
+  const size_t need = sz_symbol_table_workspace_size(table);
+  if (workspace_size < need) return SZ_ERROR_WORKSPACE_TOO_SMALL;
+  const uint32_t G = table->groups, A = 1u << table->symbol_bits, a1 = A + 1;
+  const uint64_t channels = (uint64_t)table->tensors * table->period;
+  if (!table_contents_ok(*table)) return SZ_ERROR_BAD_CODEBOOK;
+  uint8_t* base = (uint8_t*)(((uintptr_t)workspace + 63) & ~(uintptr_t)63);
+  Prepared* p = new (base) Prepared;
+  uint8_t* at = base + align64(sizeof(Prepared));
+  uint32_t* enc = (uint32_t*)at;
+  at += align64(4 * (size_t)G * a1);
+  uint8_t* dec = at;
+  at += align64((size_t)G * kRansProbTotal);
+  uint16_t* esc_start = (uint16_t*)at;
+  at += align64(2 * (size_t)G);
+  uint16_t* gof = (uint16_t*)at;
+  for (uint32_t g = 0; g < G; ++g) {
+    uint32_t cum = 0;
+    for (uint32_t s = 0; s <= A; ++s) {
+      const uint32_t f = file_freq(*table, g, s);
+      enc[(uint64_t)g * a1 + s] = f | (cum << 16);
+      const uint32_t sym = s == A ? 0 : s;
+      for (uint32_t k = 0; k < f; ++k) dec[(uint64_t)g * kRansProbTotal + cum + k] = (uint8_t)sym;
+      cum += f;
+    }
+    esc_start[g] = (uint16_t)(kRansProbTotal - file_freq(*table, g, A));
+  }
+  for (uint64_t c = 0; c < channels; ++c) gof[c] = (uint16_t)file_group(*table, c);
+  p->id = table->id;
+  p->groups = G;
+  p->a1 = a1;
+  p->channels = channels;
+  p->enc = enc;
+  p->dec = dec;
+  p->esc_start = esc_start;
+  p->group_of = gof;
+  table->prepared = p;
+  return SZ_OK;
+}
+
+SZ_API size_t sz_symbol_histogram_size(sz_dtype dtype, uint32_t tensors, uint32_t period) {
+  if (!table_shape_ok((unsigned)dtype, tensors, period, 1)) return 0;
+  return sizeof(uint32_t) * (size_t)tensors * period * ((size_t)1 << symbol_split((unsigned)dtype).symbol_bits);
+}
+
+SZ_API sz_status sz_symbol_histogram_add(uint32_t* counts, sz_dtype dtype, uint32_t tensors, uint32_t period,
+                                         const void* values_v, uint64_t tokens) {
+  if (counts == nullptr || (values_v == nullptr && tokens > 0)) return SZ_ERROR_INVALID_ARGUMENT;
+  if (sz_symbol_histogram_size(dtype, tensors, period) == 0) return SZ_ERROR_INVALID_ARGUMENT;
+  const DtypeTraits t = dtype_traits((unsigned)dtype);
+  const SymbolSplit sp = symbol_split((unsigned)dtype);
+  const unsigned vb = t.value_bits / 8, A = 1u << sp.symbol_bits;
+  const uint8_t* values = (const uint8_t*)values_v;
+  for (uint64_t tz = 0; tz < tensors; ++tz) {
+    uint32_t* ct = counts + tz * period * A;
+    const uint8_t* v = values + tz * tokens * period * vb;
+    uint64_t ch = 0;
+    for (uint64_t i = 0; i < tokens * period; ++i) {
+      uint32_t& c = ct[ch * A + symbol_of(load_value(v, i, vb), t, sp)];
+      if (c != 0xFFFFFFFFu) ++c;  // saturate rather than wrap on huge samples
+      ch = ch + 1 == period ? 0 : ch + 1;
+    }
+  }
+  return SZ_OK;
+}
+
+SZ_API sz_status sz_symbol_calibrate(const uint32_t* counts, sz_dtype dtype, uint32_t tensors, uint32_t period,
+                                     uint32_t groups, void* dst_v, size_t dst_capacity, size_t* dst_size,
+                                     double* bits_per_value) {
+  if (counts == nullptr || dst_v == nullptr || dst_size == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  if (!table_shape_ok((unsigned)dtype, tensors, period, groups)) return SZ_ERROR_INVALID_ARGUMENT;
+  const unsigned B = symbol_split((unsigned)dtype).symbol_bits, A = 1u << B;
+  const uint64_t C = (uint64_t)tensors * period;
+  const uint32_t G = (uint32_t)std::min<uint64_t>(groups, C);
+  const size_t size = sz_symbol_table_file_size(dtype, tensors, period, G);
+  if (dst_capacity < size) return SZ_ERROR_DST_TOO_SMALL;
+  try {
+    // Sparse per-channel histograms.
+    std::vector<uint64_t> start(C + 1, 0);
+    std::vector<uint16_t> sym;
+    std::vector<double> cnt;
+    std::vector<double> total(C, 0), mean(C, 0);
+    for (uint64_t c = 0; c < C; ++c) {
+      for (unsigned s = 0; s < A; ++s) {
+        const uint32_t k = counts[c * A + s];
+        if (k == 0) continue;
+        sym.push_back((uint16_t)s);
+        cnt.push_back((double)k);
+        total[c] += k;
+        mean[c] += (double)k * s;
+      }
+      start[c + 1] = sym.size();
+      if (total[c] > 0) mean[c] /= total[c];
+    }
+    // Initial groups: channels ordered by mean symbol, cut into G runs of equal count.
+    std::vector<uint32_t> order(C), assign(C, 0);
+    for (uint64_t c = 0; c < C; ++c) order[c] = (uint32_t)c;
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return mean[a] < mean[b]; });
+    for (uint64_t i = 0; i < C; ++i) assign[order[i]] = (uint32_t)(i * G / C);
+    // Lloyd iterations under the coded size: a symbol of a group costs -log2 of its share, one the group never
+    // saw costs an escape (12 + B bits).
+    const double unseen = kRansProbBits + B;
+    std::vector<double> gc((size_t)G * A), cost((size_t)G * A), chan_cost(C);
+    for (int iter = 0; iter < 20; ++iter) {
+      std::fill(gc.begin(), gc.end(), 0.0);
+      for (uint64_t c = 0; c < C; ++c)
+        for (uint64_t i = start[c]; i < start[c + 1]; ++i) gc[(size_t)assign[c] * A + sym[i]] += cnt[i];
+      for (uint32_t g = 0; g < G; ++g) {
+        double tot = 0;
+        for (unsigned s = 0; s < A; ++s) tot += gc[(size_t)g * A + s];
+        for (unsigned s = 0; s < A; ++s) {
+          const double k = gc[(size_t)g * A + s];
+          cost[(size_t)g * A + s] = k > 0 ? -log2(k / tot) : unseen;
+        }
+      }
+      bool changed = false;
+      std::vector<uint32_t> members(G, 0);
+      for (uint64_t c = 0; c < C; ++c) {
+        if (total[c] == 0) {
+          ++members[assign[c]];
+          continue;
+        }
+        uint32_t best = assign[c];
+        double best_cost = 0;
+        for (uint64_t i = start[c]; i < start[c + 1]; ++i) best_cost += cnt[i] * cost[(size_t)best * A + sym[i]];
+        for (uint32_t g = 0; g < G; ++g) {
+          if (g == assign[c]) continue;
+          double x = 0;
+          for (uint64_t i = start[c]; i < start[c + 1] && x < best_cost; ++i) x += cnt[i] * cost[(size_t)g * A + sym[i]];
+          if (x < best_cost) best = g, best_cost = x;
+        }
+        chan_cost[c] = best_cost;
+        if (best != assign[c]) changed = true;
+        assign[c] = best;
+        ++members[best];
+      }
+      // An emptied group restarts from the channel that codes worst per value.
+      for (uint32_t g = 0; g < G; ++g) {
+        if (members[g] != 0) continue;
+        uint64_t worst = C;
+        double worst_cost = -1;
+        for (uint64_t c = 0; c < C; ++c)
+          if (total[c] > 0 && members[assign[c]] > 1 && chan_cost[c] / total[c] > worst_cost)
+            worst = c, worst_cost = chan_cost[c] / total[c];
+        if (worst == C) break;
+        --members[assign[worst]];
+        assign[worst] = g;
+        members[g] = 1;
+        changed = true;
+      }
+      if (!changed) break;
+    }
+    // The file.
+    uint8_t* dst = (uint8_t*)dst_v;
+    memset(dst, 0, size);
+    store_u32(dst, kSymbolTableMagic);
+    dst[4] = kSymbolTableVersion;
+    dst[5] = (uint8_t)dtype;
+    dst[6] = (uint8_t)B;
+    dst[7] = (uint8_t)kRansProbBits;
+    store_u32(dst + 8, period);
+    store_u32(dst + 12, tensors);
+    store_u32(dst + 16, G);
+    for (uint64_t c = 0; c < C; ++c) store_u16(dst + kSymbolTableHeader + 2 * c, (uint16_t)assign[c]);
+    std::fill(gc.begin(), gc.end(), 0.0);
+    for (uint64_t c = 0; c < C; ++c)
+      for (uint64_t i = start[c]; i < start[c + 1]; ++i) gc[(size_t)assign[c] * A + sym[i]] += cnt[i];
+    uint8_t* fq = dst + kSymbolTableHeader + 2 * C;
+    std::vector<uint32_t> freq(A + 1);
+    double bits = 0, all = 0;
+    for (uint32_t g = 0; g < G; ++g) {
+      quantise(&gc[(size_t)g * A], A, freq.data());
+      for (unsigned s = 0; s <= A; ++s) store_u16(fq + 2 * ((size_t)g * (A + 1) + s), (uint16_t)freq[s]);
+      for (unsigned s = 0; s < A; ++s) {
+        const double k = gc[(size_t)g * A + s];
+        if (k <= 0) continue;
+        all += k;
+        bits += k * (freq[s] ? -log2(freq[s] / (double)kRansProbTotal)
+                             : -log2(freq[A] / (double)kRansProbTotal) + B);
+      }
+    }
+    store_u32(dst + size - 4, (uint32_t)detail::h64(dst, size - 4));
+    *dst_size = size;
+    if (bits_per_value) *bits_per_value = all > 0 ? bits / all : 0;
+  } catch (const std::bad_alloc&) {
+    return SZ_ERROR_OUT_OF_MEMORY;
+  }
+  return SZ_OK;
+}
+
+SZ_API sz_status sz_compress_entropy(const void* src, uint64_t n, sz_dtype dtype, const sz_symbol_table* table,
+                                     uint32_t tensor, const sz_params* params, void* dst, size_t dst_capacity,
+                                     size_t* dst_size) {
+  return compress_entropy(src, n, dtype, table, tensor, params, dst, dst_capacity, dst_size, false);
+}
+
+SZ_API sz_status sz_compress_entropy_reference(const void* src, uint64_t n, sz_dtype dtype,
+                                               const sz_symbol_table* table, uint32_t tensor,
+                                               const sz_params* params, void* dst, size_t dst_capacity,
+                                               size_t* dst_size) {
+  return compress_entropy(src, n, dtype, table, tensor, params, dst, dst_capacity, dst_size, true);
+}
+
+SZ_API sz_status sz_decompress_entropy(const void* src, size_t src_size, const sz_symbol_table* table, void* dst,
+                                       size_t dst_capacity, size_t* dst_size, unsigned threads) {
+  return decompress_entropy(src, src_size, table, dst, dst_capacity, dst_size, threads, false);
+}
+
+SZ_API sz_status sz_decompress_entropy_reference(const void* src, size_t src_size, const sz_symbol_table* table,
+                                                 void* dst, size_t dst_capacity, size_t* dst_size) {
+  return decompress_entropy(src, src_size, table, dst, dst_capacity, dst_size, 1, true);
+}
+
+SZ_API sz_status sz_frame_table_ref(const void* src, size_t src_size, uint64_t* table_id, uint32_t* tensor,
+                                    uint32_t* period) {
+  if (src == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  detail::FrameHeader h;
+  const sz_status s = detail::parse_frame_header_only((const uint8_t*)src, src_size, &h);
+  if (s != SZ_OK) return s;
+  if (!h.entropy) return SZ_ERROR_INVALID_ARGUMENT;
+  if (table_id) *table_id = h.book_id;
+  if (tensor) *tensor = h.tensor;
+  if (period) *period = h.period;
+  return SZ_OK;
+}
+
+}  // extern "C"
