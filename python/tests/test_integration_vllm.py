@@ -1,0 +1,233 @@
+"""The vLLM connector through its engine-facing interface (KVConnectorBase_V1), on the host with the project's real KV.
+
+vLLM is not needed: the scheduler-side inputs are plain objects carrying exactly the attributes the connector reads
+from vLLM's Request / SchedulerOutput (request_id, prompt_token_ids; scheduled_new_reqs[].req_id / prompt_token_ids /
+block_ids / num_computed_tokens, scheduled_cached_reqs, num_scheduled_tokens). test_engine_vllm.py runs the same
+hand-over against vLLM's own classes (`pytest -m vllm`, in a venv with vLLM).
+"""
+
+import itertools
+from types import SimpleNamespace as NS
+
+import numpy as np
+import pytest
+
+import splitzip
+from conftest import needs_ml_dtypes, numpy_dtype
+from splitzip.integrations.transport import FileTransport, InProcessTransport
+from splitzip.integrations.vllm import SplitZipConnector, KVConnectorRole
+
+BLOCK = 16
+LAYERS = [f"model.layers.{i}.self_attn.attn" for i in range(8)]
+_names = itertools.count()
+
+
+def layer_caches(kv_slice, num_blocks=32, fill=True):
+    """Per layer a vLLM-layout cache (2, num_blocks, 16, 4, 64) of bf16: the slice's 14 blocks of real KV, tiled."""
+    bf16 = numpy_dtype("bf16")
+    out = {}
+    for layer, name in enumerate(LAYERS):
+        cache = np.zeros((2, num_blocks, BLOCK, 4, 64), dtype=np.uint16)
+        if fill:
+            blocks = kv_slice[layer].reshape(2, 224 // BLOCK, BLOCK, 4, 64)
+            for b in range(num_blocks):
+                cache[:, b] = blocks[:, (7 * b + layer) % blocks.shape[1]]
+        out[name] = cache.view(bf16)
+    return out
+
+
+def config(role, **extra):
+    extra.setdefault("transport", "inprocess")
+    if extra["transport"] == "inprocess":
+        extra.setdefault("name", f"test-vllm-{next(_names)}")
+    return NS(kv_transfer_config=NS(kv_role=role, kv_connector_extra_config=extra),
+              cache_config=NS(block_size=BLOCK), model_config=NS(model="test-model"))
+
+
+def pair(role, **extra):
+    cfg = config(role, **extra)
+    return (SplitZipConnector(cfg, KVConnectorRole.SCHEDULER), SplitZipConnector(cfg, KVConnectorRole.WORKER), cfg)
+
+
+def new_req(req_id, prompt, blocks, computed=0):
+    return NS(req_id=req_id, prompt_token_ids=prompt, block_ids=(list(blocks),), num_computed_tokens=computed)
+
+
+def step(scheduled_new=(), cached=None, scheduled=None):
+    return NS(scheduled_new_reqs=list(scheduled_new), scheduled_cached_reqs=cached, num_scheduled_tokens=scheduled or {})
+
+
+def run_save(worker, meta, caches):
+    worker.bind_connector_metadata(meta)
+    for name, cache in caches.items():
+        worker.save_kv_layer(name, cache, None)
+    worker.wait_for_save()
+    worker.clear_connector_metadata()
+
+
+def run_load(worker, meta):
+    worker.bind_connector_metadata(meta)
+    worker.start_load_kv(None)
+    for name in LAYERS:
+        worker.wait_for_layer_load(name)
+    worker.clear_connector_metadata()
+
+
+def same_blocks(src, dst, src_blocks, dst_blocks):
+    return all(np.array_equal(src[n][:, s].view(np.uint16), dst[n][:, d].view(np.uint16))
+               for n in src for s, d in zip(src_blocks, dst_blocks))
+
+
+def hand_over(kv_slice, prompt_len=70, src_blocks=(5, 9, 2, 7, 11), dst_blocks=(3, 1, 8, 0, 20), computed=0,
+              **extra):
+    """Producer saves a request, consumer loads it; returns (src caches, dst caches, producer, consumer)."""
+    s_sched, s_work, cfg = pair("kv_producer", **extra)
+    c_extra = dict(cfg.kv_transfer_config.kv_connector_extra_config)
+    c_sched, c_work, _ = pair("kv_consumer", **c_extra)
+    src, dst = layer_caches(kv_slice), layer_caches(kv_slice, fill=False)
+    s_work.register_kv_caches(src)
+    c_work.register_kv_caches(dst)
+    prompt = list(range(1000, 1000 + prompt_len))
+    req = NS(request_id="r1", prompt_token_ids=prompt)
+    assert s_sched.get_num_new_matched_tokens(req, 0) == (0, False)  # a producer loads nothing
+    meta = s_sched.build_connector_meta(step([new_req("r1", prompt, src_blocks)], scheduled={"r1": prompt_len}))
+    run_save(s_work, meta, src)
+    n = s_sched.transfer_tokens(prompt_len)
+    assert c_sched.get_num_new_matched_tokens(req, computed) == (n - computed, False)
+    c_sched.update_state_after_alloc(req, None, n - computed)
+    meta = c_sched.build_connector_meta(step([new_req("r1", prompt, dst_blocks, computed)],
+                                             scheduled={"r1": prompt_len - n}))
+    run_load(c_work, meta)
+    return src, dst, s_work, c_work
+
+
+@needs_ml_dtypes
+def test_hand_over_is_bit_exact_and_counted(kv_slice):
+    src, dst, producer, consumer = hand_over(kv_slice)
+    # 70 prompt tokens: 69 transferable -> 4 whole blocks of 16; the fifth block stays the consumer's to compute
+    assert same_blocks(src, dst, [5, 9, 2, 7], [3, 1, 8, 0])
+    untouched = sorted(set(range(32)) - {3, 1, 8, 0})
+    assert all(not dst[n][:, untouched].view(np.uint16).any() for n in dst)
+    raw = 8 * 2 * 4 * BLOCK * 4 * 64 * 2
+    assert producer.stats["raw_bytes_saved"] == raw == consumer.stats["raw_bytes_loaded"]
+    assert producer.stats["frame_bytes_saved"] == consumer.stats["frame_bytes_loaded"]
+    assert producer.transport.bytes_stored == producer.stats["frame_bytes_saved"]
+    ratio = raw / producer.stats["frame_bytes_saved"]
+    assert 1.3 < ratio < 1.42, ratio  # real BF16 KV with the default codebook (whole container, headers included)
+
+
+@needs_ml_dtypes
+def test_stored_object_is_a_container_of_page_api_frames(kv_slice):
+    src, _, producer, _ = hand_over(kv_slice)
+    key = producer.request_key(list(range(1000, 1070)), 64)
+    box = splitzip.Container(producer.transport.get(key))
+    assert box.names == LAYERS
+    for name in LAYERS:
+        pages = [src[name][kv, b] for kv in range(2) for b in (5, 9, 2, 7)]
+        assert box.data(name).tobytes() == splitzip.compress_pages(pages).tobytes()
+        assert box.item(name).shape == (8, BLOCK, 4, 64)
+
+
+@needs_ml_dtypes
+def test_file_transport(kv_slice, tmp_path):
+    src, dst, producer, _ = hand_over(kv_slice, transport="file", path=str(tmp_path / "kv"))
+    assert same_blocks(src, dst, [5, 9, 2, 7], [3, 1, 8, 0])
+    files = list((tmp_path / "kv").iterdir())
+    assert len(files) == 1 and files[0].suffix == FileTransport.SUFFIX
+    assert files[0].stat().st_size == producer.stats["frame_bytes_saved"]
+
+
+@needs_ml_dtypes
+def test_locally_computed_prefix_is_not_overwritten(kv_slice):
+    # the consumer had the first block (16 tokens) in its prefix cache: the load writes blocks 2..4 only
+    src, dst, _, _ = hand_over(kv_slice, computed=16)
+    assert same_blocks(src, dst, [9, 2, 7], [1, 8, 0])
+    assert all(not dst[n][:, 3].view(np.uint16).any() for n in dst)
+
+
+@needs_ml_dtypes
+def test_chunked_prefill_is_saved_when_complete(kv_slice):
+    sched, work, cfg = pair("kv_both")
+    src = layer_caches(kv_slice)
+    work.register_kv_caches(src)
+    prompt = list(range(500, 600))  # 99 transferable tokens -> 6 blocks
+    meta = sched.build_connector_meta(step([new_req("a", prompt, [1, 2, 3])], scheduled={"a": 48}))
+    assert meta.requests == []  # only 48 of 96 tokens computed: nothing saved yet
+    cached = NS(req_ids=["a"], new_block_ids=[([4, 5, 6, 7],)], num_computed_tokens=[48], resumed_req_ids=set())
+    meta = sched.build_connector_meta(step(cached=cached, scheduled={"a": 52}))
+    assert [(r.req_id, r.block_ids, r.is_store) for r in meta.requests] == [("a", [1, 2, 3, 4, 5, 6], True)]
+    run_save(work, meta, src)
+    assert work.transport.contains(sched.request_key(prompt, 96))
+
+
+@needs_ml_dtypes
+def test_no_match_and_lost_objects(kv_slice):
+    sched, work, _ = pair("kv_both")
+    req = NS(request_id="x", prompt_token_ids=list(range(40)))
+    assert sched.get_num_new_matched_tokens(req, 0) == (0, False)
+    assert sched.get_num_new_matched_tokens(NS(request_id="y", prompt_token_ids=[1] * 16), 0) == (0, False)
+    # an object that vanished between match and load: its blocks are reported, nothing is written
+    dst = layer_caches(kv_slice, fill=False)
+    work.register_kv_caches(dst)
+    sched.update_state_after_alloc(req, None, 32)
+    meta = sched.build_connector_meta(step([new_req("x", req.prompt_token_ids, [4, 6, 9])]))
+    run_load(work, meta)
+    assert work.get_block_ids_with_load_errors() == {4, 6}
+    assert work.get_finished({"x"}) == (None, None)
+    assert all(not c.view(np.uint16).any() for c in dst.values())
+
+
+@needs_ml_dtypes
+def test_corrupt_object_raises(kv_slice):
+    src, dst, producer, _ = hand_over(kv_slice)
+    key = producer.request_key(list(range(1000, 1070)), 64)
+    blob = producer.transport.get(key).copy()
+    box = splitzip.Container(blob)
+    item = box.item(LAYERS[3])
+    blob[item.data_offset + item.data_size // 2] ^= 0x40
+    producer.transport.put(key, blob)
+    c_sched, c_work, _ = pair("kv_consumer", transport="inprocess", name=producer.transport.name)
+    c_work.register_kv_caches(layer_caches(kv_slice, fill=False))
+    req = NS(request_id="r1", prompt_token_ids=list(range(1000, 1070)))
+    c_sched.update_state_after_alloc(req, None, 64)
+    meta = c_sched.build_connector_meta(step([new_req("r1", req.prompt_token_ids, [0, 1, 2, 3])]))
+    c_work.bind_connector_metadata(meta)
+    with pytest.raises(splitzip.Error):
+        c_work.start_load_kv(None)
+
+
+def test_configuration_errors(kv_slice):
+    with pytest.raises(ValueError, match="unknown kv_connector_extra_config"):
+        pair("kv_both", compression="lz4")
+    with pytest.raises(ValueError, match="transport must be"):
+        pair("kv_both", transport="tcp")
+    with pytest.raises(ValueError, match="needs 'path'"):
+        pair("kv_both", transport="file")
+    with pytest.raises(ValueError, match="kv_role"):
+        SplitZipConnector(NS(kv_transfer_config=NS(kv_role="both", kv_connector_extra_config={}),
+                             cache_config=NS(block_size=16)), KVConnectorRole.WORKER)
+    with pytest.raises(ValueError, match="kv_transfer_config"):
+        SplitZipConnector(NS(kv_transfer_config=None, cache_config=NS(block_size=16)), KVConnectorRole.WORKER)
+    _, work, _ = pair("kv_both")
+    with pytest.raises(ValueError, match="expected"):
+        work.register_kv_caches({"l0": np.zeros((4, 16, 4, 64), dtype=np.float16)})
+    with pytest.raises(TypeError, match="int32"):
+        work.register_kv_caches({"l0": np.zeros((2, 4, 16, 4, 64), dtype=np.int32)})
+
+
+def test_transports_store_complete_objects(tmp_path):
+    for t in (InProcessTransport(f"t-{next(_names)}"), FileTransport(tmp_path)):
+        assert not t.contains("k") and t.get("k") is None
+        t.put("k", np.arange(10, dtype=np.uint8))
+        t.put("k2", b"abc")
+        assert t.contains("k") and t.get("k").tobytes() == bytes(range(10)) and t.get("k2").tobytes() == b"abc"
+        with pytest.raises(ValueError):
+            t.get("k")[0] = 1  # read-only
+        t.delete("k")
+        t.delete("k")
+        assert not t.contains("k")
+        with pytest.raises(TypeError):
+            t.put("k", np.zeros(3, dtype=np.uint16))
+        with pytest.raises(TypeError):
+            t.put(3, b"x")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".partial-")]
