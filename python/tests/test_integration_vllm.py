@@ -15,7 +15,8 @@ import pytest
 import splitzip
 from conftest import needs_ml_dtypes, numpy_dtype
 from splitzip.integrations.transport import FileTransport, InProcessTransport
-from splitzip.integrations.vllm import SplitZipConnector, KVConnectorRole
+from splitzip.integrations.vllm import (KVConnectorRole, SplitZipConnector, SplitZipConnectorMetadata,
+                                       SplitZipRequestMeta)
 
 BLOCK = 16
 LAYERS = [f"model.layers.{i}.self_attn.attn" for i in range(8)]
@@ -210,7 +211,7 @@ def test_configuration_errors(kv_slice):
         SplitZipConnector(NS(kv_transfer_config=None, cache_config=NS(block_size=16)), KVConnectorRole.WORKER)
     _, work, _ = pair("kv_both")
     with pytest.raises(ValueError, match="expected"):
-        work.register_kv_caches({"l0": np.zeros((4, 16, 4, 64), dtype=np.float16)})
+        work.register_kv_caches({"l0": np.zeros(64, dtype=np.float16)})
     with pytest.raises(TypeError, match="int32"):
         work.register_kv_caches({"l0": np.zeros((2, 4, 16, 4, 64), dtype=np.int32)})
 
@@ -231,3 +232,51 @@ def test_transports_store_complete_objects(tmp_path):
         with pytest.raises(TypeError):
             t.put(3, b"x")
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".partial-")]
+
+
+def blocks_first_caches(kv_slice, num_blocks=24, permuted=False, fill=True):
+    """Per layer a blocks-first cache: vLLM's standardized per-layer view [num_blocks, kv_heads, block_size,
+    2 * head_size] (K and V side by side in the last axis); with ``permuted`` that view is over memory laid out
+    [num_blocks, block_size, kv_heads, 2 * head_size] (a dense block in another physical order)."""
+    bf16 = numpy_dtype("bf16")
+    out = {}
+    for layer, name in enumerate(LAYERS):
+        phys = np.zeros((num_blocks, BLOCK, 4, 128), dtype=np.uint16)
+        if fill:
+            kv = kv_slice[layer].reshape(2, 14, BLOCK, 4, 64)
+            for b in range(num_blocks):
+                phys[b] = np.concatenate([kv[0, b % 14], kv[1, b % 14]], axis=-1)
+        view = phys.transpose(0, 2, 1, 3) if permuted else np.ascontiguousarray(phys.transpose(0, 2, 1, 3))
+        out[name] = view.view(bf16)
+    return out
+
+
+@needs_ml_dtypes
+@pytest.mark.parametrize("permuted", [False, True])
+def test_blocks_first_layouts(kv_slice, permuted):
+    s_sched, s_work, cfg = pair("kv_both")
+    c_sched, c_work, _ = pair("kv_both", **cfg.kv_transfer_config.kv_connector_extra_config)
+    src = blocks_first_caches(kv_slice, permuted=permuted)
+    dst = blocks_first_caches(kv_slice, permuted=permuted, fill=False)
+    s_work.register_kv_caches(src)
+    c_work.register_kv_caches(dst)
+    prompt = list(range(33))  # 32 transferable tokens: 2 blocks
+    run_save(s_work, s_sched.build_connector_meta(step([new_req("q", prompt, [7, 2, 5])], scheduled={"q": 33})), src)
+    req = NS(request_id="q", prompt_token_ids=prompt)
+    assert c_sched.get_num_new_matched_tokens(req, 0) == (32, False)
+    c_sched.update_state_after_alloc(req, None, 32)
+    run_load(c_work, c_sched.build_connector_meta(step([new_req("q", prompt, [0, 11, 4])], scheduled={"q": 1})))
+    for name in LAYERS:
+        for s, d in ((7, 0), (2, 11)):
+            assert np.array_equal(src[name][s].view(np.uint16), dst[name][d].view(np.uint16))
+        assert not dst[name][4].view(np.uint16).any()
+    assert s_work.stats["raw_bytes_saved"] == 8 * 2 * BLOCK * 4 * 128 * 2
+
+
+def test_blocks_that_are_not_one_run_of_memory(kv_slice):
+    _, work, _ = pair("kv_both")
+    cache = np.zeros((4, 16, 4, 256), dtype=np.float16)[..., ::2]  # every other value: not dense
+    work.register_kv_caches({"l0": cache})
+    work.bind_connector_metadata(SplitZipConnectorMetadata([SplitZipRequestMeta("r", "k", [1], True)]))
+    with pytest.raises(ValueError, match="dense run"):
+        work.save_kv_layer("l0", cache, None)

@@ -78,10 +78,44 @@ class Codec:
         dst.bytes[:size] = frame
         return size
 
-    def compress_pages(self, pages: Sequence, what: str = "compress_pages"):
-        """One frame of equal-size pages in list order (one launch on a GPU); a numpy array or device tensor."""
-        return compress_pages(pages, self.codebook, chunk=self.chunk, threads=self.threads, checksum=self.checksum,
-                              dtype=self.dtype)
+    def compress_pages(self, pages: Sequence, what: str = "compress_pages", dst: Optional[_Tensor] = None):
+        """One frame of equal-size pages in list order (one launch on a GPU): a device tensor, or for host pages a
+        numpy array of its own. Host pages are gathered into, and compressed in, buffers this codec keeps from
+        call to call (fresh allocations of that size cost more than the codec on a loaded host). With ``dst`` (a
+        byte view of ``bound`` bytes on the pages' device) the frame is written into it and its size returned."""
+        first = _Tensor(pages[0], f"{what}: pages[0]") if pages else None
+        if first is None or first.device != "cpu":
+            frame = compress_pages(pages, self.codebook, chunk=self.chunk, threads=self.threads,
+                                   checksum=self.checksum, dtype=self.dtype)
+            if dst is None:
+                return frame
+            f = _Tensor(frame, "frame")
+            if f.device != dst.device:
+                raise ValueError(f"{what}: dst is in {dst.device} memory, the pages in {f.device} memory")
+            dst.bytes[: f.nbytes] = f.bytes
+            return f.nbytes
+        ts = [_Tensor(p, f"{what}: pages[{i}]") for i, p in enumerate(pages)]
+        size = first.nbytes
+        if any(t.nbytes != size for t in ts):
+            raise ValueError(f"{what}: all pages must have the same size")
+        total = size * len(ts)
+        gathered = self._scratch("_gather", total)
+        for i, t in enumerate(ts):
+            gathered[i * size:(i + 1) * size] = t.bytes
+        n = self.values_of(_Tensor(gathered, what), what)
+        if dst is not None and dst.device != "cpu":
+            raise ValueError(f"{what}: dst is in {dst.device} memory, the pages in host memory")
+        out = self._scratch("_frame", self.bound(n)) if dst is None else dst.bytes
+        status, fsize = _ext.compress(gathered, n, self.did, self._cb, self._log2, self._flags, self.threads, out)
+        check(status, what)
+        return out[:fsize].copy() if dst is None else int(fsize)
+
+    def _scratch(self, name: str, nbytes: int) -> np.ndarray:
+        buf = getattr(self, name, None)
+        if buf is None or buf.shape[0] < nbytes:
+            buf = np.empty(nbytes, dtype=np.uint8)
+            setattr(self, name, buf)
+        return buf[:nbytes]
 
     def frame_header(self, src: _Tensor, what: str) -> dict:
         """The frame header at the start of src (for a device buffer: a copy of its first 64 bytes)."""

@@ -137,11 +137,7 @@ class SplitZipBackend:
         if d.nbytes < need:
             raise ValueError(f"gather_compress_into: dst holds {d.nbytes} bytes, max_output_bytes({tokens}) is "
                              f"{need}")
-        frame = _Tensor(self._codec.compress_pages(pages), "frame")
-        if frame.device != d.device:
-            raise ValueError(f"gather_compress_into: dst is in {d.device} memory, the pools in {frame.device}")
-        d.bytes[: frame.nbytes] = frame.bytes
-        return frame.nbytes
+        return self._codec.compress_pages(pages, "gather_compress_into", dst=d)
 
     def scatter_decompress(self, src: Tensor, k_buffers: Sequence[Tensor], v_buffers: Sequence[Tensor],
                            kv_indices) -> int:

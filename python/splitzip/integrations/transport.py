@@ -73,7 +73,7 @@ class InProcessTransport:
     producer and a consumer connector in one process (tests, a single-process engine, a loopback check) meet there.
     ``bytes_stored`` counts the bytes of the objects held now."""
 
-    _stores: Dict[str, Dict[str, bytes]] = {}
+    _stores: Dict[str, Dict[str, Union[bytes, np.ndarray]]] = {}
     _lock = threading.Lock()
 
     def __init__(self, name: str = "default"):
@@ -84,7 +84,15 @@ class InProcessTransport:
             self._objects = InProcessTransport._stores.setdefault(name, {})
 
     def put(self, key: str, data: Blob) -> None:
-        k, b = _key_arg(key), bytes(_blob_view(data))
+        """Stores a copy of bytes-like data; a numpy array is kept by reference (no copy of a large object within
+        one process): do not modify it after the call."""
+        k = _key_arg(key)
+        if isinstance(data, np.ndarray):
+            _blob_view(data)  # checks the type
+            b = data.view()
+            b.flags.writeable = False
+        else:
+            b = bytes(_blob_view(data))
         with InProcessTransport._lock:
             self._objects[k] = b
 
@@ -92,7 +100,9 @@ class InProcessTransport:
         k = _key_arg(key)
         with InProcessTransport._lock:
             b = self._objects.get(k)
-        return None if b is None else _readonly(b)
+        if b is None:
+            return None
+        return b if isinstance(b, np.ndarray) else _readonly(b)
 
     def contains(self, key: str) -> bool:
         k = _key_arg(key)

@@ -332,14 +332,15 @@ class SplitZipConnector(KVConnectorBase_V1):
         shape = tuple(int(d) for d in cache.shape)
         if self._layout is not None:
             layout = self._layout
-        elif len(shape) >= 3 and shape[0] == 2:
+        elif len(shape) == 5 and shape[0] == 2:
             layout = "kv_first"
-        elif len(shape) == 3 or (len(shape) >= 3 and shape[1] == 2):
+        elif len(shape) >= 2:
             layout = "blocks_first"
         else:
             raise ValueError(f"register_kv_caches: layer {name!r} has shape {shape}; expected (2, num_blocks, "
-                             f"block_size, kv_heads, head_size), (num_blocks, 2, block_size, kv_heads, head_size) or "
-                             f"(num_blocks, block_size, head_size)")
+                             f"block_size, kv_heads, head_size) or a cache whose first axis is the block")
+        if layout == "kv_first" and (len(shape) < 3 or shape[0] != 2):
+            raise ValueError(f"register_kv_caches: layer {name!r} has shape {shape}, not (2, num_blocks, ...)")
         element = str(getattr(cache, "dtype", "")).replace("torch.", "")
         if element not in _FLOAT_ELEMENTS:
             raise TypeError(f"register_kv_caches: layer {name!r} holds {element} values; SplitZip codes "
@@ -360,11 +361,13 @@ class SplitZipConnector(KVConnectorBase_V1):
             if not 0 <= b < num_blocks:
                 raise ValueError(f"layer {name!r}: block {b} outside its {num_blocks} blocks")
         if skip:
-            scratch = _empty_like(cache[0, 0] if layout == "kv_first" else cache[0])
+            scratch = _dense(_empty_like(cache[0, 0] if layout == "kv_first" else cache[0]), name)
+
         def page(kv, i, b):
             if i < skip:
                 return scratch
-            return cache[kv, b] if kv is not None else cache[b]
+            return _dense(cache[kv, b] if kv is not None else cache[b], name)
+
         if layout == "kv_first":
             return [page(kv, i, b) for kv in (0, 1) for i, b in enumerate(block_ids)]
         return [page(None, i, b) for i, b in enumerate(block_ids)]
@@ -442,6 +445,30 @@ class SplitZipConnector(KVConnectorBase_V1):
         """Blocks of requests whose stored KV had disappeared from the transport (they are recomputed)."""
         errors, self._load_errors = self._load_errors, set()
         return errors
+
+
+def _dense(page: Any, name: str):
+    """A block as one flat run of memory: the block itself when contiguous; for a block laid out in another
+    physical order than its shape (a permuted, dense view, as some attention backends give), a 1-D view of its
+    memory in physical order, so that a block lands in a block of the same layout byte for byte."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(page, torch.Tensor):
+        if page.is_contiguous():
+            return page
+        shape, strides = list(page.shape), list(page.stride())
+        flat = lambda: page.as_strided((page.numel(),), (1,))  # noqa: E731
+    else:
+        if page.flags.c_contiguous:
+            return page
+        shape, strides = list(page.shape), [s // page.itemsize for s in page.strides]
+        flat = lambda: np.lib.stride_tricks.as_strided(page, (page.size,), (page.itemsize,))  # noqa: E731
+    dims = sorted((st, n) for st, n in zip(strides, shape) if n != 1)
+    expect = 1
+    for st, n in dims:
+        if st != expect:
+            raise ValueError(f"layer {name!r}: a block of strides {tuple(strides)} is not one dense run of memory")
+        expect *= n
+    return flat()
 
 
 def _empty_like(x: Any):
