@@ -148,8 +148,29 @@ class Codec:
         decompress(frame, out=dst.bytes[:size], status=status)
         return size
 
-    def decompress_pages(self, frame, pages: Sequence, status=None) -> None:
-        if status is None:
-            decompress_pages(frame, pages, threads=self.threads)
-        else:
-            decompress_pages(frame, pages, threads=self.threads, status=status)
+    def decompress_pages(self, frame, pages: Sequence, status=None, what: str = "decompress_pages") -> None:
+        """Decodes a frame into equal-size pages in list order: on a GPU one launch (enqueued with ``status``);
+        on the host the frame is decoded into a buffer this codec keeps and scattered into the pages."""
+        f = _Tensor(frame, "frame")
+        if f.device != "cpu":
+            if status is None:
+                decompress_pages(frame, pages, threads=self.threads)
+            else:
+                decompress_pages(frame, pages, threads=self.threads, status=status)
+            return
+        ts = [_Tensor(p, f"{what}: pages[{i}]", writable=True) for i, p in enumerate(pages)]
+        if not ts:
+            raise ValueError(f"{what}: no pages")
+        size = ts[0].nbytes
+        if any(t.nbytes != size or t.device != "cpu" for t in ts):
+            raise ValueError(f"{what}: all pages must be host tensors of the same size")
+        raw = self.frame_header(f, what)
+        total = size * len(ts)
+        if raw["decompressed_size"] != total:
+            raise error_for(2 if raw["decompressed_size"] > total else 1,
+                            f"{what}: the frame holds {raw['decompressed_size']} bytes, the pages {total}")
+        tmp = self._scratch("_gather", total)
+        st, _ = _ext.decompress(f.bytes[: int(raw["frame_size"])], tmp, self.threads)
+        check(st, what)
+        for i, t in enumerate(ts):
+            t.bytes[...] = tmp[i * size:(i + 1) * size]

@@ -18,12 +18,13 @@ import hashlib
 import os
 import tempfile
 import threading
-from typing import Dict, Optional, Protocol, Union, runtime_checkable
+from typing import Dict, List, Optional, Protocol, Sequence, Union, runtime_checkable
 
 import numpy as np
 
-#: what ``put`` accepts: bytes, or a 1-D uint8 numpy array (a frame or container in host memory)
-Blob = Union[bytes, bytearray, memoryview, np.ndarray]
+#: what ``put`` accepts: bytes, a 1-D uint8 numpy array (a frame or container in host memory), or a list of those
+#: that are the object's bytes back to back (written without joining them first)
+Blob = Union[bytes, bytearray, memoryview, np.ndarray, Sequence[Union[bytes, bytearray, memoryview, np.ndarray]]]
 
 
 @runtime_checkable
@@ -31,8 +32,8 @@ class Transport(Protocol):
     """Stores and finds immutable byte objects by key."""
 
     def put(self, key: str, data: Blob) -> None:
-        """Stores ``data`` under ``key`` (replacing an earlier object of that key); visible to ``get`` and
-        ``contains`` only once complete."""
+        """Stores ``data`` (one buffer, or a list of buffers that are its bytes back to back) under ``key``,
+        replacing an earlier object of that key; visible to ``get`` and ``contains`` only once complete."""
 
     def get(self, key: str) -> Optional[np.ndarray]:
         """The object's bytes as a read-only 1-D uint8 array, or None when there is none."""
@@ -64,6 +65,13 @@ def _blob_view(data: Blob) -> memoryview:
     raise TypeError(f"transport objects are bytes or 1-D uint8 arrays, got {type(data).__name__}")
 
 
+def _pieces(data: Blob) -> List[memoryview]:
+    """The object's bytes as a list of flat memoryviews (one for a single buffer)."""
+    if isinstance(data, (list, tuple)):
+        return [_blob_view(d) for d in data]
+    return [_blob_view(data)]
+
+
 def _readonly(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8)  # a view of immutable bytes: read-only
 
@@ -84,12 +92,20 @@ class InProcessTransport:
             self._objects = InProcessTransport._stores.setdefault(name, {})
 
     def put(self, key: str, data: Blob) -> None:
-        """Stores a copy of bytes-like data; a numpy array is kept by reference (no copy of a large object within
-        one process): do not modify it after the call."""
+        """Stores a copy of bytes-like data or of a list of pieces; a numpy array is kept by reference (no copy of
+        a large object within one process): do not modify it after the call."""
         k = _key_arg(key)
         if isinstance(data, np.ndarray):
             _blob_view(data)  # checks the type
             b = data.view()
+            b.flags.writeable = False
+        elif isinstance(data, (list, tuple)):
+            views = _pieces(data)
+            b = np.empty(sum(v.nbytes for v in views), dtype=np.uint8)
+            at = 0
+            for v in views:
+                b[at:at + v.nbytes] = np.frombuffer(v, dtype=np.uint8)
+                at += v.nbytes
             b.flags.writeable = False
         else:
             b = bytes(_blob_view(data))
@@ -145,11 +161,12 @@ class FileTransport:
 
     def put(self, key: str, data: Blob) -> None:
         target = self.path(key)
-        view = _blob_view(data)
+        views = _pieces(data)
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".partial-", suffix=self.SUFFIX)
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(view)
+                for v in views:
+                    f.write(v)
             os.replace(tmp, target)
         except BaseException:
             try:
