@@ -221,6 +221,8 @@ def test_transports_store_complete_objects(tmp_path):
         assert not t.contains("k") and t.get("k") is None
         t.put("k", np.arange(10, dtype=np.uint8))
         t.put("k2", b"abc")
+        t.put("k3", [b"ab", np.arange(3, dtype=np.uint8), memoryview(b"z")])  # pieces, back to back
+        assert t.get("k3").tobytes() == b"ab\x00\x01\x02z"
         assert t.contains("k") and t.get("k").tobytes() == bytes(range(10)) and t.get("k2").tobytes() == b"abc"
         with pytest.raises(ValueError):
             t.get("k")[0] = 1  # read-only
