@@ -282,3 +282,12 @@ def test_blocks_that_are_not_one_run_of_memory(kv_slice):
     work.bind_connector_metadata(SplitZipConnectorMetadata([SplitZipRequestMeta("r", "k", [1], True)]))
     with pytest.raises(ValueError, match="dense run"):
         work.save_kv_layer("l0", cache, None)
+
+
+def test_import_splitzip_loads_no_adapter_and_no_engine():
+    import subprocess
+    import sys
+    code = ("import sys, splitzip; bad = [m for m in sys.modules if m.split('.')[0] in ('vllm', 'sglang', 'lmcache') "
+            "or m.startswith('splitzip.integrations')]; print(bad); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
