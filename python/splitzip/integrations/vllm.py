@@ -16,11 +16,12 @@ What it does, on the two sides of vLLM's connector interface (``KVConnectorBase_
   ``build_connector_meta`` lists, per step, the requests to load (with their new blocks) and the requests whose
   prefill completes in this step, to save (producer roles only, and only when the key is not stored yet);
   ``request_finished`` frees blocks at once (saves finish within the step that computes them).
-- Worker side. ``register_kv_caches`` takes each layer's paged cache, ``(2, num_blocks, block_size, kv_heads,
-  head_size)`` (K and V first, vLLM's default layout), ``(num_blocks, 2, block_size, kv_heads, head_size)`` (K and
-  V inside a block) or ``(num_blocks, block_size, head_size)`` (MLA). ``save_kv_layer`` compresses the request's
-  pages of that layer — for each block ``cache[0, b]`` then ``cache[1, b]`` ordered K pages first — into one frame
-  with the page API (on a GPU: one kernel launch over a device array of page pointers); ``wait_for_save`` puts one
+- Worker side. ``register_kv_caches`` takes each layer's paged cache: ``(2, num_blocks, block_size, kv_heads,
+  head_size)`` (K and V first; pages ``cache[0, b]`` for every block, then ``cache[1, b]``), or any cache whose
+  first axis is the block (vLLM 0.33's standardized ``[num_blocks, kv_heads, block_size, 2 * head_size]``, MLA's
+  ``[num_blocks, block_size, head_size]``; one page ``cache[b]`` per block). A page must be one dense run of memory
+  (a permuted view is taken in its physical order). ``save_kv_layer`` compresses the request's pages of that layer
+  into one frame with the page API (on a GPU: one kernel launch over a device array of page pointers); ``wait_for_save`` puts one
   object per request into the transport: a container (docs/FORMAT.md §6) of one frame item per layer, named by the
   layer. ``start_load_kv`` fetches each request's object and decodes every layer's frame straight into the
   consumer's blocks (on a GPU: enqueued, one launch per layer, checked in ``wait_for_layer_load``); blocks whose
