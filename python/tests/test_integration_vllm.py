@@ -37,12 +37,13 @@ def layer_caches(kv_slice, num_blocks=32, fill=True):
     return out
 
 
-def config(role, **extra):
+def config(role, tp=1, rank=0, **extra):
     extra.setdefault("transport", "inprocess")
     if extra["transport"] == "inprocess":
         extra.setdefault("name", f"test-vllm-{next(_names)}")
     return NS(kv_transfer_config=NS(kv_role=role, kv_connector_extra_config=extra),
-              cache_config=NS(block_size=BLOCK), model_config=NS(model="test-model"))
+              cache_config=NS(block_size=BLOCK), model_config=NS(model="test-model"),
+              parallel_config=NS(tensor_parallel_size=tp, pipeline_parallel_size=1, rank=rank))
 
 
 def pair(role, **extra):
@@ -120,7 +121,7 @@ def test_hand_over_is_bit_exact_and_counted(kv_slice):
 @needs_ml_dtypes
 def test_stored_object_is_a_container_of_page_api_frames(kv_slice):
     src, _, producer, _ = hand_over(kv_slice)
-    key = producer.request_key(list(range(1000, 1070)), 64)
+    key = producer.object_key(producer.request_key(list(range(1000, 1070)), 64), 0)
     box = splitzip.Container(producer.transport.get(key))
     assert box.names == LAYERS
     for name in LAYERS:
@@ -158,7 +159,7 @@ def test_chunked_prefill_is_saved_when_complete(kv_slice):
     meta = sched.build_connector_meta(step(cached=cached, scheduled={"a": 52}))
     assert [(r.req_id, r.block_ids, r.is_store) for r in meta.requests] == [("a", [1, 2, 3, 4, 5, 6], True)]
     run_save(work, meta, src)
-    assert work.transport.contains(sched.request_key(prompt, 96))
+    assert work.transport.contains(sched.object_key(sched.request_key(prompt, 96), 0))
 
 
 @needs_ml_dtypes
@@ -181,7 +182,7 @@ def test_no_match_and_lost_objects(kv_slice):
 @needs_ml_dtypes
 def test_corrupt_object_raises(kv_slice):
     src, dst, producer, _ = hand_over(kv_slice)
-    key = producer.request_key(list(range(1000, 1070)), 64)
+    key = producer.object_key(producer.request_key(list(range(1000, 1070)), 64), 0)
     blob = producer.transport.get(key).copy()
     box = splitzip.Container(blob)
     item = box.item(LAYERS[3])
@@ -291,3 +292,34 @@ def test_import_splitzip_loads_no_adapter_and_no_engine():
             "or m.startswith('splitzip.integrations')]; print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@needs_ml_dtypes
+def test_tensor_parallel_workers_store_and_load_their_own_parts(kv_slice):
+    """Two tensor-parallel ranks hold different heads of every layer: each stores its own object, the consumer
+    matches only once both are stored, and each consumer rank loads its own part."""
+    name = f"test-vllm-tp-{next(_names)}"
+    prompt = list(range(3000, 3050))  # 49 transferable tokens -> 3 blocks
+    req = NS(request_id="t", prompt_token_ids=prompt)
+    full = layer_caches(kv_slice)
+    parts = [{n: np.ascontiguousarray(c[..., 2 * r:2 * r + 2, :]) for n, c in full.items()} for r in range(2)]
+    p_sched = SplitZipConnector(config("kv_producer", tp=2, name=name), KVConnectorRole.SCHEDULER)
+    c_sched = SplitZipConnector(config("kv_consumer", tp=2, name=name), KVConnectorRole.SCHEDULER)
+    meta = p_sched.build_connector_meta(step([new_req("t", prompt, [6, 1, 12, 3])], scheduled={"t": 50}))
+    dsts = []
+    for r in range(2):
+        w = SplitZipConnector(config("kv_producer", tp=2, rank=r, name=name), KVConnectorRole.WORKER)
+        w.register_kv_caches(parts[r])
+        run_save(w, meta, parts[r])
+        assert c_sched.get_num_new_matched_tokens(req, 0) == ((48, False) if r == 1 else (0, False))
+    c_sched.update_state_after_alloc(req, None, 48)
+    meta = c_sched.build_connector_meta(step([new_req("t", prompt, [9, 0, 4, 2])], scheduled={"t": 2}))
+    for r in range(2):
+        dst = layer_caches(kv_slice, fill=False)
+        dst = {n: np.ascontiguousarray(c[..., 2 * r:2 * r + 2, :]) for n, c in dst.items()}
+        w = SplitZipConnector(config("kv_consumer", tp=2, rank=r, name=name), KVConnectorRole.WORKER)
+        w.register_kv_caches(dst)
+        run_load(w, meta)
+        assert same_blocks(parts[r], dst, [6, 1, 12], [9, 0, 4])
+        dsts.append(dst)
+    assert not same_blocks(dsts[0], dsts[1], [9], [9])  # the ranks got different heads

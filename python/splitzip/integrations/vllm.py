@@ -207,6 +207,11 @@ class SplitZipConnector(KVConnectorBase_V1):
             raise ValueError(f"SplitZipConnector: kv_role must be kv_producer, kv_consumer or kv_both, got {kv_role!r}")
         self._produce = kv_role in ("kv_producer", "kv_both")
         self._consume = kv_role in ("kv_consumer", "kv_both")
+        # every tensor- / pipeline-parallel worker holds a part of each request's KV and stores it as its own object
+        parallel = getattr(vllm_config, "parallel_config", None)
+        self._world = (int(getattr(parallel, "tensor_parallel_size", 1) or 1)
+                       * int(getattr(parallel, "pipeline_parallel_size", 1) or 1))
+        self._rank: Optional[int] = None  # a worker's rank among them, found when its caches are registered
         # scheduler side
         self._need_load: Dict[str, Tuple[Any, int]] = {}     # req_id -> (request, skip_blocks)
         self._unfinished: Dict[str, Tuple[str, List[int], int]] = {}  # req_id -> (key, blocks so far, tokens)
@@ -239,6 +244,30 @@ class SplitZipConnector(KVConnectorBase_V1):
         h.update(ids.tobytes())
         return "splitzip-vllm/" + h.hexdigest()
 
+    def object_key(self, key: str, rank: int) -> str:
+        """The transport key of one worker's part (rank among the tensor x pipeline parallel workers)."""
+        return f"{key}/rank{rank}of{self._world}"
+
+    def _stored(self, key: str) -> bool:
+        """Whether every worker's part of a request is in the transport."""
+        return all(self._transport.contains(self.object_key(key, r)) for r in range(self._world))
+
+    def _worker_rank(self) -> int:
+        if self._rank is None:
+            rank = None
+            if HAVE_VLLM and self._world > 1:
+                try:
+                    from vllm.distributed.parallel_state import get_pp_group, get_tp_group
+                    tp = get_tp_group()
+                    rank = tp.rank_in_group + tp.world_size * get_pp_group().rank_in_group
+                except (AssertionError, AttributeError, RuntimeError, ImportError):
+                    rank = None
+            if rank is None:
+                parallel = getattr(self._vllm_config, "parallel_config", None)
+                rank = int(getattr(parallel, "rank", 0) or 0) % self._world
+            self._rank = int(rank)
+        return self._rank
+
     @staticmethod
     def _prompt(obj: Any) -> List[int]:
         ids = getattr(obj, "prompt_token_ids", None)
@@ -253,7 +282,7 @@ class SplitZipConnector(KVConnectorBase_V1):
             return 0, False
         prompt = self._prompt(request)
         n = self.transfer_tokens(len(prompt))
-        if n <= num_computed_tokens or not self._transport.contains(self.request_key(prompt, n)):
+        if n <= num_computed_tokens or not self._stored(self.request_key(prompt, n)):
             return 0, False
         return n - num_computed_tokens, False
 
@@ -280,7 +309,7 @@ class SplitZipConnector(KVConnectorBase_V1):
             if req_id in self._need_load:
                 _, skip = self._need_load.pop(req_id)
                 meta.requests.append(SplitZipRequestMeta(req_id, key, blocks[: n // self._block_size], False, skip))
-            elif self._produce and not self._transport.contains(key):
+            elif self._produce and not self._stored(key):
                 done = int(getattr(new, "num_computed_tokens", 0) or 0) + int(scheduled.get(new.req_id, n))
                 if done >= n:
                     meta.requests.append(SplitZipRequestMeta(req_id, key, blocks[: n // self._block_size], True))
@@ -328,6 +357,7 @@ class SplitZipConnector(KVConnectorBase_V1):
         for name, cache in kv_caches.items():
             self._layouts[name] = self._layout_of(name, cache)
         self._kv_caches = dict(kv_caches)
+        self._worker_rank()
 
     def _layout_of(self, name: str, cache: Any) -> str:
         shape = tuple(int(d) for d in cache.shape)
@@ -400,7 +430,7 @@ class SplitZipConnector(KVConnectorBase_V1):
                 offset += raw
                 raw_total += raw
             pieces = _assemble_pieces(parts)  # the container's bytes, written without joining them
-            self._transport.put(key, pieces)
+            self._transport.put(self.object_key(key, self._worker_rank()), pieces)
             self.stats["requests_saved"] += 1
             self.stats["raw_bytes_saved"] += raw_total
             self.stats["frame_bytes_saved"] += sum(int(p.shape[0]) for p in pieces)
@@ -411,7 +441,7 @@ class SplitZipConnector(KVConnectorBase_V1):
         for req in meta.requests:
             if req.is_store or not req.block_ids:
                 continue
-            blob = self._transport.get(req.key)
+            blob = self._transport.get(self.object_key(req.key, self._worker_rank()))
             if blob is None:
                 self._load_errors.update(req.block_ids[req.skip_blocks:])
                 continue
