@@ -335,6 +335,18 @@ def compress_container(items: Union[Mapping[str, ItemValue], Iterable[Tuple[str,
 def _assemble(parts: list) -> np.ndarray:
     """The container of parts ((kind, dtype id, shape, name bytes, original_offset, original_size), item bytes):
     header, each item at the next 64-byte aligned offset (zero gaps), index and footer written by the library."""
+    pieces = _assemble_pieces(parts)
+    out = np.empty(sum(int(p.shape[0]) for p in pieces), dtype=np.uint8)
+    pos = 0
+    for p in pieces:
+        out[pos:pos + p.shape[0]] = p
+        pos += int(p.shape[0])
+    return out
+
+
+def _assemble_pieces(parts: list) -> list:
+    """The container of parts as the list of byte arrays that, back to back, are its bytes (the items themselves,
+    not copies): what a writer that takes several buffers (a file, a socket) sends without building it first."""
     pos = _ext.CONTAINER_HEADER_SIZE
     index_entries = []
     for (kind, did, shape, raw_name, ooff, osize), data in parts:
@@ -343,10 +355,13 @@ def _assemble(parts: list) -> np.ndarray:
         pos = start + int(data.shape[0])
     status, index = _ext.container_index(index_entries, pos)
     check(status, "container index")
-    out = np.zeros(pos + len(index), dtype=np.uint8)
-    out[:_ext.CONTAINER_HEADER_SIZE] = np.frombuffer(_ext.container_header(), dtype=np.uint8)
+    pieces = [np.frombuffer(_ext.container_header(), dtype=np.uint8)]
+    at = _ext.CONTAINER_HEADER_SIZE
     for entry, (_, data) in zip(index_entries, parts):
         start, size = entry[6], entry[7]
-        out[start:start + size] = data
-    out[pos:] = np.frombuffer(index, dtype=np.uint8)
-    return out
+        if start > at:
+            pieces.append(np.zeros(start - at, dtype=np.uint8))
+        pieces.append(np.asarray(data, dtype=np.uint8).reshape(-1))
+        at = start + size
+    pieces.append(np.frombuffer(index, dtype=np.uint8))
+    return pieces

@@ -74,3 +74,23 @@ def find_cli():
         if c.is_file() and os.access(c, os.X_OK):
             return str(c)
     return shutil.which("splitzip")
+
+
+# Optional tiers that test the engine adapters against the engines' own packages (vLLM, SGLang, LMCache). They are
+# skipped unless selected by name (`pytest -m vllm`), so a plain run never depends on an engine being installed.
+ENGINE_TIERS = ("vllm", "sglang", "lmcache")
+
+
+def pytest_configure(config):
+    for tier in ENGINE_TIERS:
+        config.addinivalue_line("markers", f"{tier}: optional tier against the real {tier} package "
+                                           f"(`pytest -m {tier}` in a virtual environment that has it)")
+
+
+def pytest_collection_modifyitems(config, items):
+    expr = config.getoption("markexpr") or ""
+    for item in items:
+        for tier in ENGINE_TIERS:
+            if item.get_closest_marker(tier) is not None and tier not in expr:
+                item.add_marker(pytest.mark.skip(reason=f"optional {tier} tier: run `pytest -m {tier}` where "
+                                                        f"{tier} is installed"))

@@ -1,0 +1,533 @@
+"""SplitZip as a vLLM v1 KV connector: a request's KV blocks leave the producer compressed and land bit-exact in the
+consumer's blocks.
+
+Enable it with one configuration line (the module is loaded by vLLM's connector factory):
+
+    --kv-transfer-config '{"kv_connector": "SplitZipConnector", "kv_connector_module_path":
+        "splitzip.integrations.vllm", "kv_role": "kv_both",
+        "kv_connector_extra_config": {"transport": "file", "path": "/shared/kv"}}'
+
+What it does, on the two sides of vLLM's connector interface (``KVConnectorBase_V1``):
+
+- Scheduler side. A request's transferable prefix is its prompt less the last token, rounded down to whole blocks
+  (the consumer computes at least one token itself). Its key is a SHA-256 of those token ids (and the namespace,
+  the model name by default). ``get_num_new_matched_tokens`` reports the prefix beyond the locally computed tokens
+  when the transport holds the key; ``update_state_after_alloc`` marks such a request for loading;
+  ``build_connector_meta`` lists, per step, the requests to load (with their new blocks) and the requests whose
+  prefill completes in this step, to save (producer roles only, and only when the key is not stored yet);
+  ``request_finished`` frees blocks at once (saves finish within the step that computes them).
+- Worker side. ``register_kv_caches`` takes each layer's paged cache: ``(2, num_blocks, block_size, kv_heads,
+  head_size)`` (K and V first; pages ``cache[0, b]`` for every block, then ``cache[1, b]``), or any cache whose
+  first axis is the block (vLLM 0.33's standardized ``[num_blocks, kv_heads, block_size, 2 * head_size]``, MLA's
+  ``[num_blocks, block_size, head_size]``; one page ``cache[b]`` per block). A page must be one dense run of memory
+  (a permuted view is taken in its physical order). ``save_kv_layer`` compresses the request's pages of that layer
+  into one frame with the page API (on a GPU: one kernel launch over a device array of page pointers); ``wait_for_save`` puts one
+  object per request into the transport: a container (docs/FORMAT.md §6) of one frame item per layer, named by the
+  layer. ``start_load_kv`` fetches each request's object and decodes every layer's frame straight into the
+  consumer's blocks (on a GPU: enqueued, one launch per layer, checked in ``wait_for_layer_load``); blocks whose
+  tokens the consumer had computed already are decoded into a scratch page, never over the prefix cache.
+  ``get_finished`` reports nothing pending (loads and saves are synchronous with the step).
+
+Options in ``kv_connector_extra_config``: ``transport`` ("inprocess" with ``name``, or "file" with ``path``; see
+:mod:`splitzip.integrations.transport`), ``codebook`` (a codebook file, or "key" / "value" / "generic"), ``chunk``,
+``threads``, ``checksum``, ``namespace``, ``layout`` ("kv_first", "blocks_first": for a cache whose first axes are
+ambiguous).
+
+Without vLLM installed the module still loads: ``KVConnectorBase_V1``, ``KVConnectorMetadata`` and
+``KVConnectorRole`` are then minimal local definitions of vLLM's, and the connector reads from vLLM's objects only
+the attributes named in docs/INTEGRATION.md.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import hashlib
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .._container import Container, _assemble_pieces
+from .._core import _FLOAT_ELEMENTS, _Tensor, _int_arg, check_status
+from ._codec import Codec
+from .transport import Transport, make_transport
+
+try:  # vLLM's own interface when it is installed
+    from vllm.distributed.kv_transfer.kv_connector.v1.base import (
+        KVConnectorBase_V1,
+        KVConnectorMetadata,
+        KVConnectorRole,
+    )
+    HAVE_VLLM = True
+except ImportError:
+    HAVE_VLLM = False
+
+    class KVConnectorRole(enum.Enum):  # type: ignore[no-redef]
+        """Local stand-in of vLLM's KVConnectorRole."""
+        SCHEDULER = 0
+        WORKER = 1
+
+    class KVConnectorMetadata:  # type: ignore[no-redef]
+        """Local stand-in of vLLM's KVConnectorMetadata."""
+
+    class KVConnectorBase_V1(abc.ABC):  # type: ignore[no-redef]  # noqa: N801
+        """Local stand-in of vLLM's KVConnectorBase_V1: the constructor and the metadata binding the connector
+        relies on; the abstract methods are the ones vLLM calls."""
+
+        def __init__(self, vllm_config: Any, role: Any, kv_cache_config: Any = None):
+            if getattr(vllm_config, "kv_transfer_config", None) is None:
+                raise ValueError("kv_transfer_config must be set for KVConnectorBase_V1")
+            self._connector_metadata = None
+            self._vllm_config = vllm_config
+            self._kv_transfer_config = vllm_config.kv_transfer_config
+            self._kv_cache_config = kv_cache_config
+            self._role = role
+
+        @property
+        def role(self):
+            return self._role
+
+        def bind_connector_metadata(self, connector_metadata) -> None:
+            self._connector_metadata = connector_metadata
+
+        def clear_connector_metadata(self) -> None:
+            self._connector_metadata = None
+
+        def has_connector_metadata(self) -> bool:
+            return self._connector_metadata is not None
+
+        def _get_connector_metadata(self):
+            if self._connector_metadata is None:
+                raise RuntimeError("no connector metadata bound for this step")
+            return self._connector_metadata
+
+        def register_kv_caches(self, kv_caches) -> None:
+            return None
+
+        def get_finished(self, finished_req_ids):
+            return None, None
+
+        def request_finished(self, request, block_ids):
+            return False, None
+
+        @abc.abstractmethod
+        def start_load_kv(self, forward_context, **kwargs) -> None: ...
+
+        @abc.abstractmethod
+        def wait_for_layer_load(self, layer_name: str) -> None: ...
+
+        @abc.abstractmethod
+        def save_kv_layer(self, layer_name: str, kv_layer, attn_metadata, **kwargs) -> None: ...
+
+        @abc.abstractmethod
+        def wait_for_save(self) -> None: ...
+
+        @abc.abstractmethod
+        def get_num_new_matched_tokens(self, request, num_computed_tokens: int): ...
+
+        @abc.abstractmethod
+        def update_state_after_alloc(self, request, blocks, num_external_tokens: int): ...
+
+        @abc.abstractmethod
+        def build_connector_meta(self, scheduler_output): ...
+
+
+_EXTRA_KEYS = {"transport", "name", "path", "codebook", "chunk", "threads", "checksum", "namespace", "layout"}
+_LAYOUTS = ("kv_first", "blocks_first")
+
+
+@dataclass
+class SplitZipRequestMeta:
+    """One request of a step: its transport key, its blocks (the transferable prefix's, in order), and whether the
+    worker saves or loads it. ``skip_blocks``: leading blocks a load must not write (the consumer computed them)."""
+
+    req_id: str
+    key: str
+    block_ids: List[int]
+    is_store: bool
+    skip_blocks: int = 0
+
+
+@dataclass
+class SplitZipConnectorMetadata(KVConnectorMetadata):
+    """What the scheduler side tells the workers for one step."""
+
+    requests: List[SplitZipRequestMeta] = field(default_factory=list)
+
+
+def _first_group(block_ids: Any) -> List[int]:
+    """vLLM gives block ids per KV cache group (a tuple of lists); this connector uses the first group. A flat list
+    is taken as is."""
+    if block_ids is None:
+        return []
+    seq = list(block_ids)
+    if seq and isinstance(seq[0], (list, tuple)):
+        seq = list(seq[0])
+    return [int(b) for b in seq]
+
+
+def _role_name(role: Any) -> str:
+    return getattr(role, "name", str(role)).upper()
+
+
+class SplitZipConnector(KVConnectorBase_V1):
+    """A vLLM KV connector that moves requests' KV as SplitZip frames through a :class:`Transport`.
+
+    ``stats`` counts what went through: requests saved / loaded, raw and compressed bytes each way.
+    """
+
+    def __init__(self, vllm_config: Any, role: Any, kv_cache_config: Any = None):
+        super().__init__(vllm_config=vllm_config, role=role, kv_cache_config=kv_cache_config)
+        ktc = self._kv_transfer_config
+        extra = dict(getattr(ktc, "kv_connector_extra_config", None) or {})
+        unknown = sorted(set(extra) - _EXTRA_KEYS)
+        if unknown:
+            raise ValueError(f"SplitZipConnector: unknown kv_connector_extra_config keys {unknown} "
+                             f"(known: {sorted(_EXTRA_KEYS)})")
+        self._block_size = _int_arg(vllm_config.cache_config.block_size, "cache_config.block_size", 1, 1 << 20)
+        spec = extra.get("transport", "inprocess")
+        self._transport: Transport = make_transport(
+            spec if not isinstance(spec, str) else {"transport": spec, **{k: extra[k] for k in ("name", "path")
+                                                                         if k in extra}})
+        self._codebook = extra.get("codebook")
+        self._chunk = extra.get("chunk")
+        self._threads = extra.get("threads")
+        self._checksum = extra.get("checksum", True)
+        if not isinstance(self._checksum, bool):
+            raise TypeError(f"SplitZipConnector: checksum must be true or false, got {self._checksum!r}")
+        self._layout = extra.get("layout")
+        if self._layout is not None and self._layout not in _LAYOUTS:
+            raise ValueError(f"SplitZipConnector: layout must be one of {_LAYOUTS}, got {self._layout!r}")
+        model = getattr(getattr(vllm_config, "model_config", None), "model", None)
+        self._namespace = str(extra.get("namespace", model or ""))
+        kv_role = str(getattr(ktc, "kv_role", "kv_both") or "kv_both")
+        if kv_role not in ("kv_producer", "kv_consumer", "kv_both"):
+            raise ValueError(f"SplitZipConnector: kv_role must be kv_producer, kv_consumer or kv_both, got {kv_role!r}")
+        self._produce = kv_role in ("kv_producer", "kv_both")
+        self._consume = kv_role in ("kv_consumer", "kv_both")
+        # every tensor- / pipeline-parallel worker holds a part of each request's KV and stores it as its own object
+        parallel = getattr(vllm_config, "parallel_config", None)
+        self._world = (int(getattr(parallel, "tensor_parallel_size", 1) or 1)
+                       * int(getattr(parallel, "pipeline_parallel_size", 1) or 1))
+        self._rank: Optional[int] = None  # a worker's rank among them, found when its caches are registered
+        # scheduler side
+        self._need_load: Dict[str, Tuple[Any, int]] = {}     # req_id -> (request, skip_blocks)
+        self._unfinished: Dict[str, Tuple[str, List[int], int]] = {}  # req_id -> (key, blocks so far, tokens)
+        # worker side
+        self._kv_caches: Dict[str, Any] = {}
+        self._layouts: Dict[str, str] = {}
+        self._codecs: Dict[int, Codec] = {}
+        self._saves: Dict[str, Dict[str, Tuple[np.ndarray, int, Tuple[int, ...], int]]] = {}
+        self._load_status: Dict[str, List[Any]] = {}
+        self._load_errors: set = set()
+        self.stats = {"requests_saved": 0, "raw_bytes_saved": 0, "frame_bytes_saved": 0,
+                      "requests_loaded": 0, "raw_bytes_loaded": 0, "frame_bytes_loaded": 0}
+
+    @property
+    def transport(self) -> Transport:
+        return self._transport
+
+    # ---- keys ---------------------------------------------------------------------------------------------------
+
+    def transfer_tokens(self, num_prompt_tokens: int) -> int:
+        """Tokens of a prompt that are transferred: all but the last, rounded down to whole blocks."""
+        return max(0, (int(num_prompt_tokens) - 1) // self._block_size * self._block_size)
+
+    def request_key(self, token_ids: Sequence[int], num_tokens: int) -> str:
+        """The transport key of a request's first num_tokens tokens."""
+        ids = np.asarray(list(token_ids)[:num_tokens], dtype="<i8")
+        h = hashlib.sha256()
+        h.update(self._namespace.encode("utf-8", "surrogateescape") + b"\0")
+        h.update(b"%d\0" % self._block_size)
+        h.update(ids.tobytes())
+        return "splitzip-vllm/" + h.hexdigest()
+
+    def object_key(self, key: str, rank: int) -> str:
+        """The transport key of one worker's part (rank among the tensor x pipeline parallel workers)."""
+        return f"{key}/rank{rank}of{self._world}"
+
+    def _stored(self, key: str) -> bool:
+        """Whether every worker's part of a request is in the transport."""
+        return all(self._transport.contains(self.object_key(key, r)) for r in range(self._world))
+
+    def _worker_rank(self) -> int:
+        if self._rank is None:
+            rank = None
+            if HAVE_VLLM and self._world > 1:
+                try:
+                    from vllm.distributed.parallel_state import get_pp_group, get_tp_group
+                    tp = get_tp_group()
+                    rank = tp.rank_in_group + tp.world_size * get_pp_group().rank_in_group
+                except (AssertionError, AttributeError, RuntimeError, ImportError):
+                    rank = None
+            if rank is None:
+                parallel = getattr(self._vllm_config, "parallel_config", None)
+                rank = int(getattr(parallel, "rank", 0) or 0) % self._world
+            self._rank = int(rank)
+        return self._rank
+
+    @staticmethod
+    def _prompt(obj: Any) -> List[int]:
+        ids = getattr(obj, "prompt_token_ids", None)
+        return list(ids) if ids is not None else []
+
+    # ---- scheduler side -----------------------------------------------------------------------------------------
+
+    def get_num_new_matched_tokens(self, request: Any, num_computed_tokens: int) -> Tuple[int, bool]:
+        """Tokens beyond ``num_computed_tokens`` that the transport holds for this request (0 when none);
+        loads are synchronous (False)."""
+        if not self._consume:
+            return 0, False
+        prompt = self._prompt(request)
+        n = self.transfer_tokens(len(prompt))
+        if n <= num_computed_tokens or not self._stored(self.request_key(prompt, n)):
+            return 0, False
+        return n - num_computed_tokens, False
+
+    def update_state_after_alloc(self, request: Any, blocks: Any, num_external_tokens: int) -> None:
+        """Marks a request whose external tokens were granted for loading in the next step."""
+        if num_external_tokens <= 0:
+            return
+        n = self.transfer_tokens(len(self._prompt(request)))
+        skip = max(0, n - int(num_external_tokens)) // self._block_size
+        self._need_load[str(request.request_id)] = (request, skip)
+
+    def build_connector_meta(self, scheduler_output: Any) -> SplitZipConnectorMetadata:
+        """The step's loads and saves (and resets the per-step state)."""
+        meta = SplitZipConnectorMetadata()
+        scheduled = getattr(scheduler_output, "num_scheduled_tokens", None) or {}
+        for new in getattr(scheduler_output, "scheduled_new_reqs", None) or []:
+            req_id = str(new.req_id)
+            prompt = self._prompt(new)
+            n = self.transfer_tokens(len(prompt))
+            blocks = _first_group(new.block_ids)
+            if n == 0:
+                continue
+            key = self.request_key(prompt, n)
+            if req_id in self._need_load:
+                _, skip = self._need_load.pop(req_id)
+                meta.requests.append(SplitZipRequestMeta(req_id, key, blocks[: n // self._block_size], False, skip))
+            elif self._produce and not self._stored(key):
+                done = int(getattr(new, "num_computed_tokens", 0) or 0) + int(scheduled.get(new.req_id, n))
+                if done >= n:
+                    meta.requests.append(SplitZipRequestMeta(req_id, key, blocks[: n // self._block_size], True))
+                else:  # chunked prefill: saved in the step that computes its last transferred token
+                    self._unfinished[req_id] = (key, blocks, n)
+        cached = getattr(scheduler_output, "scheduled_cached_reqs", None)
+        if cached is not None:
+            req_ids = list(getattr(cached, "req_ids", None) or [])
+            new_blocks = list(getattr(cached, "new_block_ids", None) or [None] * len(req_ids))
+            computed = list(getattr(cached, "num_computed_tokens", None) or [0] * len(req_ids))
+            resumed = set(getattr(cached, "resumed_req_ids", None) or ())
+            for i, rid in enumerate(req_ids):
+                req_id = str(rid)
+                if req_id in self._need_load:  # resumed after preemption: new_block_ids are all its blocks
+                    request, skip = self._need_load.pop(req_id)
+                    prompt = self._prompt(request)
+                    n = self.transfer_tokens(len(prompt))
+                    meta.requests.append(SplitZipRequestMeta(req_id, self.request_key(prompt, n),
+                                                             _first_group(new_blocks[i])[: n // self._block_size],
+                                                             False, skip))
+                elif req_id in self._unfinished:
+                    key, blocks, n = self._unfinished[req_id]
+                    if rid in resumed:  # preempted: its blocks were freed and given anew
+                        blocks = []
+                    blocks = blocks + _first_group(new_blocks[i])
+                    self._unfinished[req_id] = (key, blocks, n)
+                    if int(computed[i]) + int(scheduled.get(rid, 0)) >= n:
+                        del self._unfinished[req_id]
+                        meta.requests.append(SplitZipRequestMeta(req_id, key, blocks[: n // self._block_size],
+                                                                 True))
+        self._need_load.clear()
+        return meta
+
+    def request_finished(self, request: Any, block_ids: List[int]) -> Tuple[bool, Optional[dict]]:
+        """Blocks may be freed at once: a request's save completed in the step that computed it."""
+        self._unfinished.pop(str(request.request_id), None)
+        return False, None
+
+    # ---- worker side --------------------------------------------------------------------------------------------
+
+    def register_kv_caches(self, kv_caches: Dict[str, Any]) -> None:
+        """Takes each layer's paged cache (see the module docstring for the layouts)."""
+        if not isinstance(kv_caches, dict) or not kv_caches:
+            raise TypeError("register_kv_caches: expected a dict of layer name -> KV cache tensor")
+        for name, cache in kv_caches.items():
+            self._layouts[name] = self._layout_of(name, cache)
+        self._kv_caches = dict(kv_caches)
+        self._worker_rank()
+
+    def _layout_of(self, name: str, cache: Any) -> str:
+        shape = tuple(int(d) for d in cache.shape)
+        if self._layout is not None:
+            layout = self._layout
+        elif len(shape) == 5 and shape[0] == 2:
+            layout = "kv_first"
+        elif len(shape) >= 2:
+            layout = "blocks_first"
+        else:
+            raise ValueError(f"register_kv_caches: layer {name!r} has shape {shape}; expected (2, num_blocks, "
+                             f"block_size, kv_heads, head_size) or a cache whose first axis is the block")
+        if layout == "kv_first" and (len(shape) < 3 or shape[0] != 2):
+            raise ValueError(f"register_kv_caches: layer {name!r} has shape {shape}, not (2, num_blocks, ...)")
+        element = str(getattr(cache, "dtype", "")).replace("torch.", "")
+        if element not in _FLOAT_ELEMENTS:
+            raise TypeError(f"register_kv_caches: layer {name!r} holds {element} values; SplitZip codes "
+                            f"{sorted(_FLOAT_ELEMENTS)}")
+        return layout
+
+    def _codec(self, cache: Any) -> Codec:
+        did = _FLOAT_ELEMENTS[str(cache.dtype).replace("torch.", "")]
+        c = self._codecs.get(did)
+        if c is None:
+            c = self._codecs[did] = Codec(did, self._codebook, self._chunk, self._threads, self._checksum)
+        return c
+
+    def _pages(self, name: str, cache: Any, block_ids: Sequence[int], skip: int = 0) -> list:
+        layout = self._layouts.get(name) or self._layout_of(name, cache)
+        num_blocks = int(cache.shape[1] if layout == "kv_first" else cache.shape[0])
+        for b in block_ids:
+            if not 0 <= b < num_blocks:
+                raise ValueError(f"layer {name!r}: block {b} outside its {num_blocks} blocks")
+        if skip:
+            scratch = _dense(_empty_like(cache[0, 0] if layout == "kv_first" else cache[0]), name)
+
+        def page(kv, i, b):
+            if i < skip:
+                return scratch
+            return _dense(cache[kv, b] if kv is not None else cache[b], name)
+
+        if layout == "kv_first":
+            return [page(kv, i, b) for kv in (0, 1) for i, b in enumerate(block_ids)]
+        return [page(None, i, b) for i, b in enumerate(block_ids)]
+
+    def save_kv_layer(self, layer_name: str, kv_layer: Any, attn_metadata: Any, **kwargs: Any) -> None:
+        """Compresses the saved requests' blocks of this layer into one frame each (the paged API)."""
+        meta = self._get_connector_metadata()
+        for req in meta.requests:
+            if not req.is_store or not req.block_ids:
+                continue
+            pages = self._pages(layer_name, kv_layer, req.block_ids)
+            frame = self._codec(kv_layer).compress_pages(pages)
+            host = _host_frame(frame)
+            raw = sum(int(p.nbytes) for p in pages)
+            shape = (len(pages),) + tuple(int(d) for d in pages[0].shape)
+            did = _FLOAT_ELEMENTS[str(kv_layer.dtype).replace("torch.", "")]
+            self._saves.setdefault(req.key, {})[layer_name] = (host, did, shape, raw)
+
+    def wait_for_save(self) -> None:
+        """Puts each saved request into the transport: one container of its layers' frames."""
+        saves, self._saves = self._saves, {}
+        for key, layers in saves.items():
+            if self._kv_caches and set(layers) != set(self._kv_caches):
+                missing = sorted(set(self._kv_caches) - set(layers))
+                raise RuntimeError(f"wait_for_save: layers {missing} were not saved for {key}")
+            parts, offset, raw_total = [], 0, 0
+            for name, (frame, did, shape, raw) in layers.items():
+                parts.append(((1, did, shape, name.encode("utf-8", "surrogateescape"), offset, raw), frame))
+                offset += raw
+                raw_total += raw
+            pieces = _assemble_pieces(parts)  # the container's bytes, written without joining them
+            self._transport.put(self.object_key(key, self._worker_rank()), pieces)
+            self.stats["requests_saved"] += 1
+            self.stats["raw_bytes_saved"] += raw_total
+            self.stats["frame_bytes_saved"] += sum(int(p.shape[0]) for p in pieces)
+
+    def start_load_kv(self, forward_context: Any, **kwargs: Any) -> None:
+        """Decodes every loaded request's frames into its blocks of every registered layer."""
+        meta = self._get_connector_metadata()
+        for req in meta.requests:
+            if req.is_store or not req.block_ids:
+                continue
+            blob = self._transport.get(self.object_key(req.key, self._worker_rank()))
+            if blob is None:
+                self._load_errors.update(req.block_ids[req.skip_blocks:])
+                continue
+            box = Container(blob)
+            raw_total = 0
+            for name, cache in self._kv_caches.items():
+                if name not in box:
+                    raise ValueError(f"start_load_kv: the stored KV of request {req.req_id} has no layer {name!r}")
+                pages = self._pages(name, cache, req.block_ids, req.skip_blocks)
+                frame = box.data(name)
+                status = None
+                t = _Tensor(pages[0], "page")
+                if t.device != "cpu":
+                    frame, status = _to_device(frame, t)
+                    self._load_status.setdefault(name, []).append(status)
+                self._codec(cache).decompress_pages(frame, pages, status=status)
+                raw_total += sum(int(p.nbytes) for p in pages)
+            self.stats["requests_loaded"] += 1
+            self.stats["raw_bytes_loaded"] += raw_total
+            self.stats["frame_bytes_loaded"] += int(blob.shape[0])
+
+    def wait_for_layer_load(self, layer_name: str) -> None:
+        """Waits for this layer's enqueued GPU decodes and raises a failed one (host decodes finished already)."""
+        for st in self._load_status.pop(layer_name, []):
+            check_status(st)
+
+    def get_finished(self, finished_req_ids: set) -> Tuple[Optional[set], Optional[set]]:
+        """Nothing is in flight between steps: saves and loads complete within their step."""
+        return None, None
+
+    def get_block_ids_with_load_errors(self) -> set:
+        """Blocks of requests whose stored KV had disappeared from the transport (they are recomputed)."""
+        errors, self._load_errors = self._load_errors, set()
+        return errors
+
+
+def _dense(page: Any, name: str):
+    """A block as one flat run of memory: the block itself when contiguous; for a block laid out in another
+    physical order than its shape (a permuted, dense view, as some attention backends give), a 1-D view of its
+    memory in physical order, so that a block lands in a block of the same layout byte for byte."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(page, torch.Tensor):
+        if page.is_contiguous():
+            return page
+        shape, strides = list(page.shape), list(page.stride())
+        flat = lambda: page.as_strided((page.numel(),), (1,))  # noqa: E731
+    else:
+        if page.flags.c_contiguous:
+            return page
+        shape, strides = list(page.shape), [s // page.itemsize for s in page.strides]
+        flat = lambda: np.lib.stride_tricks.as_strided(page, (page.size,), (page.itemsize,))  # noqa: E731
+    dims = sorted((st, n) for st, n in zip(strides, shape) if n != 1)
+    expect = 1
+    for st, n in dims:
+        if st != expect:
+            raise ValueError(f"layer {name!r}: a block of strides {tuple(strides)} is not one dense run of memory")
+        expect *= n
+    return flat()
+
+
+def _empty_like(x: Any):
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return torch.empty_like(x)
+    if type(x).__module__.startswith("cupy"):
+        import cupy
+        return cupy.empty_like(x)
+    return np.empty_like(x)
+
+
+def _host_frame(frame: Any) -> np.ndarray:
+    if isinstance(frame, np.ndarray):
+        return frame
+    return frame.cpu().numpy() if hasattr(frame, "cpu") else frame.get()
+
+
+def _to_device(frame: np.ndarray, like: _Tensor):
+    """A device copy of a host frame next to ``like``, and a status tensor for its decode."""
+    if like.framework == "torch":
+        import torch
+        dev = like.obj.device
+        return (torch.from_numpy(np.array(frame)).to(dev, non_blocking=False),
+                torch.full((1,), -1, dtype=torch.int32, device=dev))
+    import cupy
+    return cupy.asarray(frame), cupy.full(1, -1, dtype=cupy.int32)
+
+
+__all__ = ["HAVE_VLLM", "KVConnectorBase_V1", "KVConnectorMetadata", "KVConnectorRole", "SplitZipConnector",
+           "SplitZipConnectorMetadata", "SplitZipRequestMeta"]
