@@ -15,6 +15,23 @@ namespace splitzip_cli {
 
 namespace {
 
+// Per-channel counts over every sample file (raw KV caches of `shape`), by the library's histogram call `add`
+// (sz_channel_histogram_add or sz_symbol_histogram_add); returns the values seen.
+template <class Options, class Add>
+uint64_t kv_histograms(const Options& o, sz_dtype dtype, const KvShape& shape, Add add) {
+  Progress progress(!o.quiet);
+  uint64_t values = 0;
+  for (const std::string& path : o.samples) {
+    const std::string file = display_name(path);
+    Buffer data = read_input(path, &progress);
+    const uint64_t tokens = shape.tokens_of(data.size(), dtype, file);
+    check_status(add(data.data(), tokens), file);
+    values += data.size() / sz_dtype_size(dtype);
+  }
+  progress.finish();
+  return values;
+}
+
 template <class Options>
 int calibrate_channels(const Options& o, std::optional<sz_dtype> dtype) {
   if (!dtype) throw CliError("--kv-shape needs --dtype (the samples are raw KV caches)");
@@ -26,16 +43,9 @@ int calibrate_channels(const Options& o, std::optional<sz_dtype> dtype) {
   if (hist_size == 0) throw CliError(std::string("no channel book for ") + sz_dtype_name(*dtype) + " of this shape");
   std::vector<uint32_t> counts(hist_size / sizeof(uint32_t), 0u);
   OutputFile out(o.output, o.force);
-  Progress progress(!o.quiet);
-  uint64_t values = 0;
-  for (const std::string& path : o.samples) {
-    const std::string file = display_name(path);
-    Buffer data = read_input(path, &progress);
-    const uint64_t tokens = shape.tokens_of(data.size(), *dtype, file);
-    check_status(sz_channel_histogram_add(counts.data(), *dtype, tensors, period, data.data(), tokens), file);
-    values += data.size() / sz_dtype_size(*dtype);
-  }
-  progress.finish();
+  const uint64_t values = kv_histograms(o, *dtype, shape, [&](const uint8_t* p, uint64_t tokens) {
+    return sz_channel_histogram_add(counts.data(), *dtype, tensors, period, p, tokens);
+  });
   std::vector<uint8_t> bases(size_t(tensors) * period);
   unsigned k = 0;
   double bits = 0;
@@ -74,16 +84,9 @@ int calibrate_table(const Options& o, std::optional<sz_dtype> dtype) {
   if (hist_size == 0) throw CliError(std::string("no symbol table for ") + sz_dtype_name(*dtype) + " of this shape");
   std::vector<uint32_t> counts(hist_size / sizeof(uint32_t), 0u);
   OutputFile out(o.output, o.force);
-  Progress progress(!o.quiet);
-  uint64_t values = 0;
-  for (const std::string& path : o.samples) {
-    const std::string file = display_name(path);
-    Buffer data = read_input(path, &progress);
-    const uint64_t tokens = shape.tokens_of(data.size(), *dtype, file);
-    check_status(sz_symbol_histogram_add(counts.data(), *dtype, tensors, period, data.data(), tokens), file);
-    values += data.size() / sz_dtype_size(*dtype);
-  }
-  progress.finish();
+  const uint64_t values = kv_histograms(o, *dtype, shape, [&](const uint8_t* p, uint64_t tokens) {
+    return sz_symbol_histogram_add(counts.data(), *dtype, tensors, period, p, tokens);
+  });
   Buffer bytes{sz_symbol_table_file_size(*dtype, tensors, period, o.groups)};
   size_t size = 0;
   double bits = 0;
