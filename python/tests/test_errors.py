@@ -50,7 +50,7 @@ def test_bad_magic(frame):
 
 def test_unknown_version(frame):
     with pytest.raises(splitzip.UnsupportedVersionError):
-        splitzip.decompress(flipped(frame, 4, 0x02))
+        splitzip.decompress(flipped(frame, 4, 0x40))  # version 65: no such version
 
 
 @pytest.mark.parametrize("offset", [5, 7, 16, 33, 50])
