@@ -164,6 +164,23 @@ void Ucx::on_ep_error(ucs_status_t status) {
   ep_status_ = status;
 }
 
+// The operation op after posting it (r: what ucp_tag_*_nbx returned): failed, in flight, or, for r == nullptr,
+// completed at once with status `immediate`.
+static sz_status posted(ucs_status_ptr_t r, Op* op, ucs_status_t immediate) {
+  if (UCS_PTR_IS_ERR(r)) {
+    op->status = UCS_PTR_STATUS(r);
+    return SZ_ERROR_IO;
+  }
+  op->active = true;
+  if (r == nullptr) {
+    op->done = true;
+    op->status = immediate;
+  } else {
+    op->request = r;
+  }
+  return SZ_OK;
+}
+
 sz_status Ucx::send(uint64_t tag, const void* a, size_t a_size, const void* b, size_t b_size, Op* op, bool device) {
   if (ep_ == nullptr || ep_failed_) return SZ_ERROR_IO;
   if (device && (!cuda_memory_ || b_size != 0)) return SZ_ERROR_INVALID_ARGUMENT;
@@ -189,18 +206,7 @@ sz_status Ucx::send(uint64_t tag, const void* a, size_t a_size, const void* b, s
     p.datatype = ucp_dt_make_iov();
     r = ucp_tag_send_nbx(ep_, op->iov, 2, tag, &p);
   }
-  if (UCS_PTR_IS_ERR(r)) {
-    op->status = UCS_PTR_STATUS(r);
-    return SZ_ERROR_IO;
-  }
-  op->active = true;
-  if (r == nullptr) {
-    op->done = true;
-    op->status = UCS_OK;
-  } else {
-    op->request = r;
-  }
-  return SZ_OK;
+  return posted(r, op, UCS_OK);
 }
 
 sz_status Ucx::recv(uint64_t tag, uint64_t mask, void* buffer, size_t capacity, Op* op, bool device) {
@@ -216,19 +222,9 @@ sz_status Ucx::recv(uint64_t tag, uint64_t mask, void* buffer, size_t capacity, 
   p.cb.recv = recv_cb;
   p.user_data = op;
   ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, buffer, capacity, tag, mask, &p);
-  if (UCS_PTR_IS_ERR(r)) {
-    op->status = UCS_PTR_STATUS(r);
-    return SZ_ERROR_IO;
-  }
-  op->active = true;
-  if (r == nullptr) {
-    // Not expected with NO_IMM_CMPL; treat as a completion of unknown length, which the caller rejects.
-    op->done = true;
-    op->status = UCS_ERR_NO_MESSAGE;
-  } else {
-    op->request = r;
-  }
-  return SZ_OK;
+  // An immediate completion is not expected with NO_IMM_CMPL: taken as one of unknown length, which the caller
+  // rejects.
+  return posted(r, op, UCS_ERR_NO_MESSAGE);
 }
 
 ucs_status_t Ucx::reap(Op* op) {
