@@ -479,12 +479,27 @@ std::tuple<int, size_t> cuda_compress_pages_workspace_size(uint32_t n_pages, uin
   return {static_cast<int>(st), ws};
 }
 
-// page_ptrs: a device array of n_pages uint64 device addresses (the Python layer fills it from the page tensors).
+// A page-pointer table: a 1-D device array of at least n_pages 64-bit integers (int64: what torch computes them in,
+// or uint64), each a device address. Checked before the device, so a wrong table is refused on any machine.
+Raw pointer_table(const InArray& page_ptrs, uint32_t n_pages) {
+  const nb::dlpack::dtype dt = page_ptrs.dtype();
+  if (dt != nb::dtype<int64_t>() && dt != nb::dtype<uint64_t>()) {
+    throw nb::type_error("page pointers: expected an int64 or uint64 array of device addresses");
+  }
+  if (page_ptrs.ndim() != 1) throw nb::value_error("page pointers: expected a 1-D array");
+  if (page_ptrs.shape(0) < n_pages) {
+    throw nb::value_error(("page pointers: " + std::to_string(page_ptrs.shape(0)) + " addresses for " +
+                           std::to_string(n_pages) + " pages").c_str());
+  }
+  return raw_view(page_ptrs, "page pointers", Where::kDevice);
+}
+
+// page_ptrs: the device page-pointer table of n_pages pages (pointer_table); the Python layer builds it on the
+// device (base address + block id * page stride).
 int cuda_compress_pages(const InArray& page_ptrs, uint32_t n_pages, uint64_t page_values, int dtype,
                         nb::handle codebook, unsigned chunk_log2, unsigned flags, const OutArray& dst,
                         const OutArray& workspace, const OutArray& frame_size, uintptr_t stream) {
-  const Raw pp = raw_view(page_ptrs, "page pointers", Where::kDevice);
-  if (pp.nbytes < static_cast<size_t>(n_pages) * sizeof(void*)) throw nb::value_error("page pointers: too few");
+  const Raw pp = pointer_table(page_ptrs, n_pages);
   const Raw d = raw_view(dst, "dst", Where::kDevice);
   const Raw w = raw_view(workspace, "workspace", Where::kDevice);
   const Raw fs = raw_view(frame_size, "frame_size", Where::kDevice);
@@ -502,9 +517,8 @@ int cuda_compress_pages(const InArray& page_ptrs, uint32_t n_pages, uint64_t pag
 
 int cuda_decompress_pages(const InArray& src, const InArray& page_ptrs, uint32_t n_pages, uint64_t page_values,
                           const OutArray& workspace, const OutArray& status, uintptr_t stream) {
+  const Raw pp = pointer_table(page_ptrs, n_pages);
   const Raw s = raw_view(src, "buffer", Where::kDevice);
-  const Raw pp = raw_view(page_ptrs, "page pointers", Where::kDevice);
-  if (pp.nbytes < static_cast<size_t>(n_pages) * sizeof(void*)) throw nb::value_error("page pointers: too few");
   const Raw w = raw_view(workspace, "workspace", Where::kDevice);
   const Raw ds = raw_view(status, "status", Where::kDevice);
   if (ds.nbytes < sizeof(int32_t)) throw nb::value_error("status: needs 4 bytes");
