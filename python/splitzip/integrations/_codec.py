@@ -110,6 +110,107 @@ class Codec:
         check(status, what)
         return out[:fsize].copy() if dst is None else int(fsize)
 
+    def _page_values(self, table, what: str) -> int:
+        if table.page_bytes % self.value_size:
+            raise ValueError(f"{what}: pages of {table.page_bytes} bytes are not whole {self.dtype} values")
+        return table.page_bytes // self.value_size
+
+    def compress_table(self, table, what: str = "compress_pages", dst=None):
+        """One frame of a :class:`~splitzip.integrations._pagetable.PageTable`'s pages, in table order.
+
+        GPU (torch CUDA pages): one launch over the device page-pointer table, enqueued on the current stream;
+        returns ``(buffer, size)``: the frame at the start of ``buffer`` (``dst`` when given: a uint8 CUDA tensor
+        of at least ``bound`` bytes, else a new one of ``bound`` bytes) and its size as an int64 device tensor of
+        one element, so nothing waits. Host: the pages gathered into a buffer this codec keeps, coded into ``dst``
+        (a uint8 numpy array of ``bound`` bytes; returns its size) or into a new array (returns it)."""
+        page_values = self._page_values(table, what)
+        n = page_values * table.n_pages
+        if table.device == "cuda":
+            import torch
+
+            from .. import _torch_ops
+            device = table.groups[0].obj.device
+            if dst is None:
+                dst = torch.empty(self.bound(n), dtype=torch.uint8, device=device)
+            elif dst.device != device or dst.dtype != torch.uint8 or dst.dim() != 1:
+                raise ValueError(f"{what}: dst must be a 1-D uint8 tensor on {device}")
+            if dst.numel() < self.bound(n):
+                raise ValueError(f"{what}: dst holds {dst.numel()} bytes, the bound for {n} {self.dtype} values is "
+                                 f"{self.bound(n)}")
+            size = torch.zeros(1, dtype=torch.int64, device=device)
+            with torch.cuda.device(device):
+                st, ws = _ext.cuda_compress_pages_workspace_size(table.n_pages, page_values, self.did, self._log2,
+                                                                 self._flags)
+                check(st, what)
+                workspace = _torch_ops._workspace_for(ws, device)
+                check(_ext.cuda_compress_pages(table.pointers(), table.n_pages, page_values, self.did, self._cb,
+                                               self._log2, self._flags, dst, workspace, size,
+                                               _torch_ops._stream(device)), what)
+            return dst, size
+        gathered = self._scratch("_gather", table.nbytes)
+        table.gather(gathered)
+        if dst is not None and (not isinstance(dst, np.ndarray) or dst.dtype != np.uint8):
+            raise ValueError(f"{what}: dst must be a uint8 host array like the pages")
+        out = self._scratch("_frame", self.bound(n)) if dst is None else dst
+        status, fsize = _ext.compress(gathered, n, self.did, self._cb, self._log2, self._flags, self.threads, out)
+        check(status, what)
+        return out[:fsize].copy() if dst is None else int(fsize)
+
+    def decompress_table(self, frame, table, status=None, what: str = "decompress_pages", header=None) -> None:
+        """Decodes a frame into a :class:`~splitzip.integrations._pagetable.PageTable`'s pages (its skipped pages
+        left alone). ``header``: the frame's header as :func:`splitzip._core._frame_info_host` gives it, when the
+        caller has read it already (else it is read here; for a device frame a 64-byte copy, which waits).
+
+        GPU: ``frame`` a uint8 CUDA tensor; one launch over the page-pointer table, enqueued on the current stream
+        with ``status`` (an int32 device tensor of at least one element) receiving the result, or waited for and
+        checked when ``status`` is None. Host: decoded into a buffer this codec keeps and scattered."""
+        page_values = self._page_values(table, what)
+        raw = header if header is not None else self.frame_header(_Tensor(frame, "frame"), what)
+        if raw["dtype_id"] != self.did:
+            raise error_for(6, f"{what}: the frame holds {_DTYPE_NAMES.get(raw['dtype_id'], raw['dtype_id'])} "
+                               f"values, this adapter codes {self.dtype}")
+        total = table.nbytes
+        if raw["decompressed_size"] != total:
+            raise error_for(2 if raw["decompressed_size"] > total else 1,
+                            f"{what}: the frame holds {raw['decompressed_size']} bytes, the pages {total}")
+        if table.device == "cuda":
+            import torch
+
+            from .. import _torch_ops
+            device = table.groups[0].obj.device
+            if not (isinstance(frame, torch.Tensor) and frame.device == device and frame.dtype == torch.uint8
+                    and frame.dim() == 1):
+                raise ValueError(f"{what}: the frame must be a 1-D uint8 tensor on {device}, like the pages")
+            scratch = 0
+            if table.skip:
+                scratch = self._device_scratch(device, table.page_bytes).data_ptr()
+            st = status if status is not None else torch.full((1,), -1, dtype=torch.int32, device=device)
+            with torch.cuda.device(device):
+                s_ws, ws = _ext.cuda_decompress_workspace_size(frame.numel(), total)
+                check(s_ws, what)
+                workspace = _torch_ops._workspace_for(ws, device)
+                check(_ext.cuda_decompress_pages(frame, table.pointers(scratch), table.n_pages, page_values,
+                                                 workspace, st, _torch_ops._stream(device)), what)
+            if status is None:
+                check(int(st.reshape(-1)[0].item()), what)
+            return
+        f = _Tensor(frame, "frame")
+        if f.device != "cpu":
+            raise ValueError(f"{what}: the frame is in {f.device} memory, the pages in host memory")
+        tmp = self._scratch("_gather", total)
+        st, _ = _ext.decompress(f.bytes[: int(raw["frame_size"])], tmp, self.threads)
+        check(st, what)
+        table.scatter(tmp)
+
+    def _device_scratch(self, device, nbytes: int):
+        """A device page that skipped pages decode into (never read)."""
+        import torch
+        cache = self.__dict__.setdefault("_dev_scratch", {})
+        buf = cache.get(device)
+        if buf is None or buf.numel() < nbytes:
+            buf = cache[device] = torch.empty(nbytes, dtype=torch.uint8, device=device)
+        return buf
+
     def _scratch(self, name: str, nbytes: int) -> np.ndarray:
         buf = getattr(self, name, None)
         if buf is None or buf.shape[0] < nbytes:

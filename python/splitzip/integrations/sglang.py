@@ -32,6 +32,7 @@ import sys
 from typing import List, Optional, Sequence
 
 from .._core import DTypeLike, Tensor, _Tensor, _dtype_id, _int_arg, check_status
+from . import _pagetable
 from ._codec import Codec
 
 #: the frame format this backend puts on the wire (peers must both list it)
@@ -129,26 +130,47 @@ class SplitZipBackend:
                              dst: Tensor) -> int:
         """Compresses the pages ``kv_indices`` of every layer's K then V pool into one frame at the start of ``dst``
         without a staging buffer: the frame is byte-identical to ``compress_into`` of the staging buffer that
-        SGLang's gather would build. Returns its size."""
-        pages = self._pool_pages(k_buffers, v_buffers, kv_indices, "gather_compress_into", writable=False)
-        tokens = len(pages) // (2 * self.num_layers) * self.page_size
+        SGLang's gather would build. Returns its size. On a GPU: one launch over a page-pointer table built on the
+        device, writing straight into ``dst``; the call waits for the frame's size (the one wait)."""
+        table = self._pool_table(k_buffers, v_buffers, kv_indices, "gather_compress_into")
+        if table is None:  # pools of another framework: the list-of-pages path
+            pages = self._pool_pages(k_buffers, v_buffers, kv_indices, "gather_compress_into", writable=False)
+            n_pages = len(pages)
+        else:
+            n_pages = table.n_pages
+        tokens = n_pages // (2 * self.num_layers) * self.page_size
         d = _Tensor(dst, "dst", writable=True)
         need = self.max_output_bytes(tokens)
         if d.nbytes < need:
             raise ValueError(f"gather_compress_into: dst holds {d.nbytes} bytes, max_output_bytes({tokens}) is "
                              f"{need}")
-        return self._codec.compress_pages(pages, "gather_compress_into", dst=d)
+        if table is None:
+            return self._codec.compress_pages(pages, "gather_compress_into", dst=d)
+        if d.device != table.device:
+            raise ValueError(f"gather_compress_into: dst is in {d.device} memory, the pools in {table.device} "
+                             f"memory")
+        if table.device == "cuda":
+            _, size = self._codec.compress_table(table, "gather_compress_into", dst=d.bytes)
+            return int(size.item())
+        return self._codec.compress_table(table, "gather_compress_into", dst=d.bytes)
 
     def scatter_decompress(self, src: Tensor, k_buffers: Sequence[Tensor], v_buffers: Sequence[Tensor],
                            kv_indices) -> int:
         """Decodes the frame at the start of ``src`` straight into the pages ``kv_indices`` of every layer's K then
         V pool (the decode side's pools), without a staging buffer. Returns the bytes written. On a GPU the decode
-        is enqueued and checked by :meth:`drain`."""
-        pages = self._pool_pages(k_buffers, v_buffers, kv_indices, "scatter_decompress", writable=True)
+        is enqueued (one launch over a page-pointer table built on the device) and checked by :meth:`drain`."""
+        table = self._pool_table(k_buffers, v_buffers, kv_indices, "scatter_decompress")
         s = _Tensor(src, "src")
         raw = self._codec.frame_header(s, "scatter_decompress")
         frame = s.bytes[: int(raw["frame_size"])]
-        self._codec.decompress_pages(frame, pages, status=self._new_status(s))
+        if table is None:  # pools of another framework: the list-of-pages path
+            pages = self._pool_pages(k_buffers, v_buffers, kv_indices, "scatter_decompress", writable=True)
+            self._codec.decompress_pages(frame, pages, status=self._new_status(s))
+            return int(raw["decompressed_size"])
+        if s.device != table.device:
+            raise ValueError(f"scatter_decompress: src is in {s.device} memory, the pools in {table.device} memory")
+        self._codec.decompress_table(frame, table, status=self._new_status(s), what="scatter_decompress",
+                                     header=raw)
         return int(raw["decompressed_size"])
 
     # ---- helpers ------------------------------------------------------------------------------------------------
@@ -185,6 +207,32 @@ class SplitZipBackend:
         if not idx:
             raise ValueError(f"{what}: kv_indices is empty")
         return idx
+
+    def _pool_table(self, k_buffers, v_buffers, kv_indices, what: str):
+        """The pages ``kv_indices`` of every K pool, then every V pool, as a page table (one group per pool; no
+        per-page Python work); None for pools the tables do not handle (cupy)."""
+        ks, vs = list(k_buffers), list(v_buffers)
+        if len(ks) != self.num_layers or len(vs) != self.num_layers:
+            raise ValueError(f"{what}: {len(ks)} K and {len(vs)} V pools for a backend of {self.num_layers} layers")
+        if not all(_pagetable.supported(p) for p in ks + vs):
+            return None
+        groups, slots = [], None
+        for kind, pools in (("k_buffers", ks), ("v_buffers", vs)):
+            for layer, pool in enumerate(pools):
+                shape = tuple(int(d) for d in pool.shape)
+                if len(shape) != 3 or shape[1:] != (self.kv_heads, self.head_dim):
+                    raise ValueError(f"{what}: {kind}[{layer}] has shape {shape}, expected [slots, {self.kv_heads}, "
+                                     f"{self.head_dim}]")
+                if slots is None or shape[0] < slots[0]:
+                    slots = (shape[0], kind, layer)
+                groups += _pagetable.groups_of(pool, f"{what}: {kind}[{layer}]", group_axis=False,
+                                               page_slots=self.page_size)
+        ids = _pagetable.check_ids(kv_indices, None, f"{what}: kv_indices", kind="page")
+        last = int(ids.max())
+        if (last + 1) * self.page_size > slots[0]:
+            raise ValueError(f"{what}: page {last} ends at slot {(last + 1) * self.page_size}, {slots[1]}[{slots[2]}] "
+                             f"has {slots[0]} slots")
+        return _pagetable.PageTable(groups, ids, what)
 
     def _pool_pages(self, k_buffers, v_buffers, kv_indices, what: str, writable: bool) -> list:
         ks, vs = list(k_buffers), list(v_buffers)

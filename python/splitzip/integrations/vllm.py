@@ -44,13 +44,16 @@ import abc
 import enum
 import hashlib
 import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .._container import Container, _assemble_pieces
-from .._core import _FLOAT_ELEMENTS, _Tensor, _int_arg, check_status
+from .._core import _FLOAT_ELEMENTS, _Tensor, _int_arg
+from .._errors import check
+from . import _pagetable
 from ._codec import Codec
 from .transport import Transport, make_transport
 
@@ -220,7 +223,7 @@ class SplitZipConnector(KVConnectorBase_V1):
         self._layouts: Dict[str, str] = {}
         self._codecs: Dict[int, Codec] = {}
         self._saves: Dict[str, Dict[str, Tuple[np.ndarray, int, Tuple[int, ...], int]]] = {}
-        self._load_status: Dict[str, List[Any]] = {}
+        self._load_status: Dict[str, List[Tuple[_RequestStatus, int]]] = {}
         self._load_errors: set = set()
         self.stats = {"requests_saved": 0, "raw_bytes_saved": 0, "frame_bytes_saved": 0,
                       "requests_loaded": 0, "raw_bytes_loaded": 0, "frame_bytes_loaded": 0}
@@ -403,23 +406,42 @@ class SplitZipConnector(KVConnectorBase_V1):
             return [page(kv, i, b) for kv in (0, 1) for i, b in enumerate(block_ids)]
         return [page(None, i, b) for i, b in enumerate(block_ids)]
 
+    def _table(self, name: str, cache: Any, block_ids: Sequence[int], skip: int = 0):
+        """The request's pages of this layer as a page table (K pages of its blocks, then V pages): built with
+        array operations, on the cache's device; None for caches the tables do not handle (cupy)."""
+        if not _pagetable.supported(cache):
+            return None
+        layout = self._layouts.get(name) or self._layout_of(name, cache)
+        groups = _pagetable.groups_of(cache, f"layer {name!r}", group_axis=(layout == "kv_first"))
+        ids = _pagetable.check_ids(block_ids, groups[0].num_pages, f"layer {name!r}")
+        return _pagetable.PageTable(groups, ids, f"layer {name!r}", skip=skip)
+
     def save_kv_layer(self, layer_name: str, kv_layer: Any, attn_metadata: Any, **kwargs: Any) -> None:
-        """Compresses the saved requests' blocks of this layer into one frame each (the paged API)."""
+        """Compresses the saved requests' blocks of this layer into one frame each (the paged API). On a GPU the
+        compression is enqueued on the current stream and the frame stays on the device, with its size, until
+        :meth:`wait_for_save`: nothing waits here."""
         meta = self._get_connector_metadata()
         for req in meta.requests:
             if not req.is_store or not req.block_ids:
                 continue
-            pages = self._pages(layer_name, kv_layer, req.block_ids)
-            frame = self._codec(kv_layer).compress_pages(pages)
-            host = _host_frame(frame)
-            raw = sum(int(p.nbytes) for p in pages)
-            shape = (len(pages),) + tuple(int(d) for d in pages[0].shape)
-            did = _FLOAT_ELEMENTS[str(kv_layer.dtype).replace("torch.", "")]
-            self._saves.setdefault(req.key, {})[layer_name] = (host, did, shape, raw)
+            codec = self._codec(kv_layer)
+            table = self._table(layer_name, kv_layer, req.block_ids)
+            if table is None:  # a cache of another framework: the list-of-pages path
+                pages = self._pages(layer_name, kv_layer, req.block_ids)
+                frame = _host_frame(codec.compress_pages(pages))
+                shape = (len(pages),) + tuple(int(d) for d in pages[0].shape)
+                raw = sum(int(p.nbytes) for p in pages)
+            else:
+                frame = codec.compress_table(table, f"save_kv_layer: layer {layer_name!r}")
+                shape, raw = (table.n_pages,) + tuple(table.page_shape), table.nbytes
+            self._saves.setdefault(req.key, {})[layer_name] = (frame, codec.did, shape, raw)
 
     def wait_for_save(self) -> None:
-        """Puts each saved request into the transport: one container of its layers' frames."""
+        """Puts each saved request into the transport: one container of its layers' frames. Frames still on a GPU
+        come to the host here: one copy of all their sizes (the one wait for the sizes), then each frame's exact
+        bytes into pinned host memory, and one wait for those copies."""
         saves, self._saves = self._saves, {}
+        _frames_to_host(saves)
         for key, layers in saves.items():
             if self._kv_caches and set(layers) != set(self._kv_caches):
                 missing = sorted(set(self._kv_caches) - set(layers))
@@ -436,7 +458,9 @@ class SplitZipConnector(KVConnectorBase_V1):
             self.stats["frame_bytes_saved"] += sum(int(p.shape[0]) for p in pieces)
 
     def start_load_kv(self, forward_context: Any, **kwargs: Any) -> None:
-        """Decodes every loaded request's frames into its blocks of every registered layer."""
+        """Decodes every loaded request's frames into its blocks of every registered layer. On a GPU the request's
+        object is copied to the device once and each layer's decode is enqueued on the current stream (one launch
+        over a device page table), its status checked by :meth:`wait_for_layer_load`."""
         meta = self._get_connector_metadata()
         for req in meta.requests:
             if req.is_store or not req.block_ids:
@@ -446,27 +470,47 @@ class SplitZipConnector(KVConnectorBase_V1):
                 self._load_errors.update(req.block_ids[req.skip_blocks:])
                 continue
             box = Container(blob)
-            raw_total = 0
-            for name, cache in self._kv_caches.items():
+            for name in self._kv_caches:
                 if name not in box:
                     raise ValueError(f"start_load_kv: the stored KV of request {req.req_id} has no layer {name!r}")
-                pages = self._pages(name, cache, req.block_ids, req.skip_blocks)
+            raw_total, on_device, statuses = 0, None, None
+            for i, (name, cache) in enumerate(self._kv_caches.items()):
+                codec = self._codec(cache)
+                what = f"start_load_kv: layer {name!r}"
+                table = self._table(name, cache, req.block_ids, req.skip_blocks)
                 frame = box.data(name)
-                status = None
-                t = _Tensor(pages[0], "page")
-                if t.device != "cpu":
-                    frame, status = _to_device(frame, t)
-                    self._load_status.setdefault(name, []).append(status)
-                self._codec(cache).decompress_pages(frame, pages, status=status)
-                raw_total += sum(int(p.nbytes) for p in pages)
+                if table is None:  # a cache of another framework: the list-of-pages path
+                    pages = self._pages(name, cache, req.block_ids, req.skip_blocks)
+                    status = None
+                    t = _Tensor(pages[0], "page")
+                    if t.device != "cpu":
+                        frame, status = _to_device(frame, t)
+                        self._load_status.setdefault(name, []).append((_RequestStatus(status), 0))
+                    codec.decompress_pages(frame, pages, status=status)
+                    raw_total += sum(int(p.nbytes) for p in pages)
+                    continue
+                header = codec.frame_header(_Tensor(frame, "frame"), what)  # the host copy's header
+                if table.device == "cuda":
+                    if on_device is None:  # the whole object, once per request
+                        on_device, st_dev = _upload(blob, table.groups[0].obj.device, len(self._kv_caches))
+                        statuses = _RequestStatus(st_dev)
+                    item = box.item(name)
+                    frame = on_device[item.data_offset:item.data_offset + int(header["frame_size"])]
+                    codec.decompress_table(frame, table, status=statuses.tensor[i:i + 1], what=what, header=header)
+                    self._load_status.setdefault(name, []).append((statuses, i))
+                else:
+                    codec.decompress_table(frame, table, what=what, header=header)
+                raw_total += table.nbytes
             self.stats["requests_loaded"] += 1
             self.stats["raw_bytes_loaded"] += raw_total
             self.stats["frame_bytes_loaded"] += int(blob.shape[0])
 
     def wait_for_layer_load(self, layer_name: str) -> None:
-        """Waits for this layer's enqueued GPU decodes and raises a failed one (host decodes finished already)."""
-        for st in self._load_status.pop(layer_name, []):
-            check_status(st)
+        """Raises if this layer's GPU decode failed (host decodes finished, and were checked, already). The
+        statuses of all a request's layers come to the host together, at the first wait for one of them: one
+        wait per request, not per layer (all its decodes are enqueued by then)."""
+        for st, index in self._load_status.pop(layer_name, []):
+            st.check(index, f"load of layer {layer_name!r}")
 
     def get_finished(self, finished_req_ids: set) -> Tuple[Optional[set], Optional[set]]:
         """Nothing is in flight between steps: saves and loads complete within their step."""
@@ -527,6 +571,63 @@ def _to_device(frame: np.ndarray, like: _Tensor):
                 torch.full((1,), -1, dtype=torch.int32, device=dev))
     import cupy
     return cupy.asarray(frame), cupy.full(1, -1, dtype=cupy.int32)
+
+
+class _RequestStatus:
+    """A request's device status tensor (one entry per layer), copied to the host at its first check, so that a
+    request's layers cost one wait, not one each."""
+
+    __slots__ = ("tensor", "host")
+
+    def __init__(self, tensor: Any):
+        self.tensor, self.host = tensor, None
+
+    def check(self, index: int, what: str) -> None:
+        if self.host is None:
+            t = self.tensor.reshape(-1)
+            self.host = t.cpu().numpy() if hasattr(t, "cpu") else t.get()
+            self.tensor = None
+        check(int(self.host[index]), what)
+
+
+def _upload(blob: np.ndarray, device: Any, layers: int):
+    """A device copy of a host object (one copy; the host does not wait for the device's queue) and a status
+    tensor of one entry per layer."""
+    import torch
+    on_device = torch.empty(int(blob.shape[0]), dtype=torch.uint8, device=device)
+    with warnings.catch_warnings():  # the transport's array is read-only: torch only reads it here
+        warnings.simplefilter("ignore", UserWarning)
+        on_device.copy_(torch.from_numpy(blob), non_blocking=True)
+    return on_device, torch.full((layers,), -1, dtype=torch.int32, device=device)
+
+
+def _frames_to_host(saves: Dict[str, Dict[str, Any]]) -> None:
+    """Replaces the (buffer, size) device frames of ``saves`` by host arrays of their exact bytes, in place: one
+    copy of all sizes per device (the wait for the sizes), then the frames into one pinned host buffer per device
+    by non-blocking copies, and one wait for them."""
+    pending: Dict[Any, list] = {}
+    for layers in saves.values():
+        for name, (frame, _, _, _) in layers.items():
+            if isinstance(frame, tuple):
+                pending.setdefault(frame[0].device, []).append((layers, name))
+    if not pending:
+        return
+    import torch
+    for device, entries in pending.items():
+        bufs = [layers[name][0] for layers, name in entries]
+        sizes = [int(s) for s in torch.cat([size for _, size in bufs]).cpu().tolist()]
+        host = torch.empty(sum(sizes), dtype=torch.uint8, pin_memory=True)
+        at = 0
+        with torch.cuda.device(device):
+            for (buf, _), size in zip(bufs, sizes):
+                host[at:at + size].copy_(buf[:size], non_blocking=True)
+                at += size
+            torch.cuda.current_stream(device).synchronize()
+        host_np, at = host.numpy(), 0
+        for (layers, name), size in zip(entries, sizes):
+            _, did, shape, raw = layers[name]
+            layers[name] = (host_np[at:at + size], did, shape, raw)
+            at += size
 
 
 __all__ = ["HAVE_VLLM", "KVConnectorBase_V1", "KVConnectorMetadata", "KVConnectorRole", "SplitZipConnector",
