@@ -7,7 +7,7 @@ tiled from the slice's layer l mod 8, so the exponents are real KV's (the channe
 
 Measures, per adapter, through its engine-facing calls (median of --repeat runs, wall clock, host memory unless
 --device cuda):
-  vLLM    save_kv_layer (one compress_pages over the request's 2 x 256 blocks) and the load's decode, per layer
+  vLLM    save_kv_layer (one paged frame of the request's 2 x tokens/16 blocks) and the load's decode, per layer
   SGLang  compress_into / decompress_into of the staging buffer, gather_compress_into / scatter_decompress, per layer
           (the whole request's time / 32)
   LMCache serialize / deserialize of one 256-token chunk [2, 32, 256, 1024]
@@ -15,6 +15,13 @@ and the bytes before and after. Prints a Markdown table (the rows of docs/INTEGR
 
     python bench/integrations.py                    # CPU, 1 thread
     python bench/integrations.py --device cuda      # torch on a GPU
+    python bench/integrations.py --quick            # small sizes (4 layers, 256 tokens, 2 runs): a smoke test
+
+The vLLM connector and the fused SGLang calls go through the adapters' page tables (one launch per frame over a
+page-pointer table built on the device; on the host one vectorised gather / scatter per page group); the vLLM
+save keeps its frames on the GPU until wait_for_save, so its row's compress time is the enqueue plus the kernel
+(each timed call ends with a device synchronisation) and the note gives wait_for_save, which brings the frames to
+the host.
 """
 
 import argparse
@@ -34,6 +41,13 @@ from splitzip.integrations.vllm import KVConnectorRole, SplitZipConnector
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 LAYERS, HEADS, HEAD, BLOCK = 32, 8, 128, 16
+
+
+def set_layers(n):
+    global LAYERS
+    if n < 1:
+        raise SystemExit("--layers must be at least 1")
+    LAYERS = n
 
 
 def real_values(n, layer, kv):
@@ -116,7 +130,7 @@ def bench_vllm(tokens, device, repeat, threads):
                 bool((a[:, s].view(dtype=__import__("torch").int16) == b[:, d].view(dtype=__import__("torch").int16)).all())
             assert same, f"{name}: block {s} -> {d} differs"
     raw, frame = wp.stats["raw_bytes_saved"], wp.stats["frame_bytes_saved"]
-    return dict(adapter="vLLM connector", unit="layer (K+V, 256 blocks)", raw=raw / LAYERS, out=frame / LAYERS,
+    return dict(adapter="vLLM connector", unit=f"layer (K+V, {nblk} blocks)", raw=raw / LAYERS, out=frame / LAYERS,
                 enc=statistics.median(save_t), dec=load_t / LAYERS,
                 note=f"wait_for_save (container + in-process put) {put_t * 1e3:.1f} ms per request")
 
@@ -159,7 +173,7 @@ def bench_sglang(tokens, device, repeat, threads):
     same = (out == staging).all()
     assert bool(same), "staging round trip differs"
     raw = tokens * b.token_bytes
-    return dict(adapter="SGLang backend", unit="layer (K+V, 4096 tokens)", raw=raw / LAYERS, out=n / LAYERS,
+    return dict(adapter="SGLang backend", unit=f"layer (K+V, {tokens} tokens)", raw=raw / LAYERS, out=n / LAYERS,
                 enc=t_c / LAYERS, dec=t_d / LAYERS,
                 note=f"fused gather_compress_into {t_gc / LAYERS * 1e3:.2f} ms, scatter_decompress "
                      f"{t_sd / LAYERS * 1e3:.2f} ms per layer")
@@ -209,13 +223,21 @@ def main():
     ap.add_argument("--tokens", type=int, default=4096)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--layers", type=int, default=LAYERS)
+    ap.add_argument("--quick", action="store_true", help="4 layers, 256 tokens, 2 runs (unless given)")
     args = ap.parse_args()
+    if args.quick:
+        defaults = {"tokens": 4096, "repeat": 5, "layers": LAYERS}
+        for k, v in {"tokens": 256, "repeat": 2, "layers": 4}.items():
+            if getattr(args, k) == defaults[k]:
+                setattr(args, k, v)
+    set_layers(args.layers)
     rows = [bench_vllm(args.tokens, args.device, args.repeat, args.threads),
             bench_sglang(args.tokens, args.device, args.repeat, args.threads),
             bench_lmcache(args.device, args.repeat, args.threads)]
     where = (f"{args.device}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
              f"{args.threads} codec thread(s)" if args.device == "cpu" else args.device)
-    print(f"splitzip {splitzip.__version__}; {where}; Llama-3-8B shape (32 x 8 x 128, bf16), {args.tokens} "
+    print(f"splitzip {splitzip.__version__}; {where}; Llama-3-8B shape ({LAYERS} x 8 x 128, bf16), {args.tokens} "
           f"tokens; median of {args.repeat}")
     print()
     print("| adapter | unit | raw MiB | compressed MiB | ratio | compress ms | GB/s | decompress ms | GB/s | note |")
