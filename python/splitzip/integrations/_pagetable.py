@@ -71,7 +71,8 @@ class Group:
         if self.framework == "torch":
             x = x.detach().view(getattr(sys.modules["torch"], _INT_VIEWS[self.itemsize])).numpy()
         span = self.origin + (self.num_pages - 1) * self.stride + self.page_bytes
-        flat = np.lib.stride_tricks.as_strided(x, shape=(-(-span // self.itemsize),), strides=(self.itemsize,)).view(np.uint8)
+        flat = np.lib.stride_tricks.as_strided(x, shape=(-(-span // self.itemsize),), strides=(self.itemsize,))
+        flat = flat.view(np.uint8)
         return np.lib.stride_tricks.as_strided(flat[self.origin:], shape=(self.num_pages, self.page_bytes),
                                                strides=(self.stride, 1))
 
