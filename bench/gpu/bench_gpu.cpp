@@ -225,6 +225,7 @@ int main(int argc, char** argv) {
   uint64_t page_values = 4096;
   unsigned chunk_log2 = 12;
   bool paged = true;
+  int cks_lo = 0, cks_hi = 1;  // --checksums off|on|both
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -237,10 +238,14 @@ int main(int argc, char** argv) {
     else if (a == "--page-values") page_values = strtoull(next().c_str(), nullptr, 10);
     else if (a == "--no-paged") paged = false;
     else if (a == "--chunk-log2") chunk_log2 = (unsigned)atoi(next().c_str());
-    else {
+    else if (a == "--checksums") {
+      const std::string v = next();
+      cks_lo = v == "on" ? 1 : 0;
+      cks_hi = v == "off" ? 0 : 1;
+    } else {
       fprintf(stderr,
               "usage: %s [--data DIR] [--sizes MiB,...] [--reps N] [--pool MiB] [--csv FILE] [--only NAME[,NAME]]"
-              " [--page-values N] [--no-paged] [--chunk-log2 L]\n",
+              " [--page-values N] [--no-paged] [--chunk-log2 L] [--checksums off|on|both]\n",
               argv[0]);
       return 2;
     }
@@ -350,7 +355,7 @@ int main(int argc, char** argv) {
         CK(cudaMemcpy(d_in_pages, hi.data(), hi.size() * sizeof(void*), cudaMemcpyHostToDevice));
         CK(cudaMemcpy(d_out_pages, ho.data(), ho.size() * sizeof(void*), cudaMemcpyHostToDevice));
       }
-      for (int cks = 0; cks < 2; ++cks) {
+      for (int cks = cks_lo; cks <= cks_hi; ++cks) {
         sz_params p = sz_params_default();
         p.flags = cks ? SZ_FLAG_CHECKSUMS : 0u;
         p.chunk_log2 = chunk_log2;

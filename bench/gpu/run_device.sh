@@ -16,6 +16,8 @@
 #              batches, ONLY datasets (default all); CSV in $OUT/gpu_bench.csv
 #   duration   Nsight Compute: the GPU time of single encode / decode kernels on BF16 at 1 MiB (no launch overhead)
 #   profile    Nsight Compute (stalls, occupancy, memory) of one encode and one decode kernel on BF16 at 64 MiB
+#   sass       Nsight Compute per-instruction counts and stall samples (SourceCounters, SASS) of one encode and one
+#              decode kernel on BF16 at 64 MiB with checksums; $OUT/sass_*.csv.gz (bench/gpu/sass_hot.py reads them)
 set -u
 if [ "${1:-}" = "--stage" ]; then
   set -e
@@ -66,6 +68,14 @@ for step in "$@"; do
         --launch-skip 10 --launch-count 6 $B/splitzip_gpu_bench --data .devcarry/data --only d512_bf16 --sizes 1 \
         --reps 1 --no-paged > "$OUT/ncu_small.log" 2>&1; echo "ncu rc=$?"
       grep -E "encode_kernel|decode_kernel|gpu__time_duration|warps_active" "$OUT/ncu_small.log" | cut -c1-120 | head -24 ;;
+    sass)  # per-instruction profile of one encode and one decode kernel
+      for k in encode_kernel decode_kernel; do
+        timeout 240 ncu --clock-control none --kernel-name regex:$k --launch-skip 5 --launch-count 1 \
+          --section SourceCounters --page source --print-source sass --csv $B/splitzip_gpu_bench \
+          --data .devcarry/data --only d512_bf16 --sizes 64 --reps 2 --no-paged --checksums on \
+          > "$OUT/sass_$k.csv" 2> "$OUT/sass_$k.err"
+        echo "ncu sass $k rc=$?"; gzip -f "$OUT/sass_$k.csv"
+      done ;;
     profile)  # one encode and one decode kernel: stall reasons, occupancy, memory
       for k in encode_kernel decode_kernel; do
         timeout 150 ncu --clock-control none --kernel-name regex:$k --launch-skip 20 --launch-count 1 \

@@ -128,6 +128,38 @@ SZ_DEV void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+// Bulk copies global -> shared (the copy engine, one instruction for a whole range) completing on an mbarrier: an
+// 8-byte shared-memory word that counts one arrival per phase plus the bytes announced for it, and flips its phase
+// when both are in. Source, destination and size are multiples of 16 bytes.
+SZ_DEV uint32_t smem_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+SZ_DEV void mbar_init(uint64_t* m, unsigned arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(m)), "r"(arrivals) : "memory");
+}
+// Makes initialised mbarriers visible to the copy engine.
+SZ_DEV void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+// One arrival on m, announcing `bytes` that bulk copies of this phase will deliver.
+SZ_DEV void mbar_arrive_expect(uint64_t* m, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(m)), "r"(bytes) : "memory");
+}
+// Whether the phase of parity `parity` of m has completed (its copies have landed and are visible).
+SZ_DEV bool mbar_try_wait(uint64_t* m, uint32_t parity) {
+  uint32_t ok;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+      : "=r"(ok)
+      : "r"(smem_addr(m)), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+SZ_DEV void bulk_copy(void* s, const void* g, uint32_t bytes, uint64_t* m) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   smem_addr(s)),
+               "l"(g), "r"(bytes), "r"(smem_addr(m))
+               : "memory");
+}
+// Orders this thread's earlier shared-memory accesses before later bulk copies into the same bytes.
+SZ_DEV void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
 // Global loads and stores of streamed data (evict-first: read or written once).
 SZ_DEV uint4 ld_stream16(const void* p) { return __ldcs(reinterpret_cast<const uint4*>(p)); }
 SZ_DEV void st_stream16(void* p, uint4 v) { __stcs(reinterpret_cast<uint4*>(p), v); }
@@ -230,6 +262,13 @@ inline void cp_async_wait() {
   simt_emu::async_wait(N);
 }
 
+inline void mbar_init(uint64_t* m, unsigned arrivals) { simt_emu::mbar_init(m, arrivals); }
+inline void mbar_init_fence() {}
+inline void mbar_arrive_expect(uint64_t* m, uint32_t bytes) { simt_emu::mbar_arrive_expect(m, bytes); }
+inline bool mbar_try_wait(uint64_t* m, uint32_t parity) { return simt_emu::mbar_try_wait(m, parity); }
+inline void bulk_copy(void* s, const void* g, uint32_t bytes, uint64_t* m) { simt_emu::bulk_copy(s, g, bytes, m); }
+inline void fence_proxy_async() {}
+
 inline uint4 ld_stream16(const void* p) {
   uint4 v;
   memcpy(&v, p, 16);
@@ -239,6 +278,12 @@ inline void st_stream16(void* p, uint4 v) { memcpy(p, &v, 16); }
 inline void st_stream8(void* p, uint2 v) { memcpy(p, &v, 8); }
 inline void st_stream4(void* p, uint32_t v) { memcpy(p, &v, 4); }
 #endif
+
+// Waits for the phase of parity `parity` of m.
+SZ_DEV void mbar_wait(uint64_t* m, uint32_t parity) {
+  while (!mbar_try_wait(m, parity)) {
+  }
+}
 
 // The inclusive sum of v over lanes 0..lane (Kogge-Stone over shfl_up); called by all 32 lanes.
 SZ_DEV uint32_t warp_inclusive_sum(uint32_t v) {

@@ -14,7 +14,7 @@
 // Nothing outside [src, src + src_size) is read and nothing outside the output is written, whatever the frame says.
 #pragma once
 
-#include "cuda/agent/encode.cuh"  // SpanFetch, cp_wait_pending, lane_pieces
+#include "cuda/agent/encode.cuh"  // SpanFetch, lane_pieces, chunk_hash
 
 namespace splitzip {
 namespace cuda {
@@ -44,6 +44,9 @@ struct DecodeShared {
   int32_t err;  // frame-level status (header, sizes, book): the same in every CTA
   uint8_t in_cb[256];
   uint32_t pair[256];
+  // The lanes' checksum keys: read from here in each round rather than held in registers for the whole call (14
+  // registers a lane that the decoder's round loop needs; 56-byte entries, so a warp's 8-byte reads are conflict-free).
+  XxhKeys keys[32];
 };
 
 // A ring slot: a round's rest fields, then its codes or raw exponent fields, each at the phase of its source, with
@@ -54,11 +57,17 @@ struct DecSlot {
   static constexpr uint32_t kRestBytes = kGroups * Dt<DT>::R + 32;
   static constexpr uint32_t kCodeBytes = kGroups * (Dt<DT>::E > 4 ? Dt<DT>::E : 4) + 32;
   static_assert(kRestBytes + kCodeBytes <= 2112, "a round fits a slot");
+  static_assert(kRestBytes % 16 == 0, "the codes' part of a slot starts at a 16-byte boundary (bulk copies)");
 };
 constexpr uint32_t kDecSlot = 2112;
 constexpr uint32_t kDecEscBytes = 3 * DecodePolicy::kEscapeCap + 32;
+static_assert(kDecSlot % 16 == 0 && kDecEscBytes % 16 == 0, "slots and escape buffers at 16-byte boundaries");
 constexpr uint32_t kDecSharedBytes = (sizeof(DecodeShared) + 15) / 16 * 16;
-constexpr uint32_t kDecWarpBytes = DecodePolicy::kRing * kDecSlot + 2 * kDecEscBytes + kRoundBytes + 64;
+// A warp's area: the ring slots, two escape-list buffers (this chunk's and the next one's), the output stage, the
+// producer's chunk infos (two) and the ring's mbarriers.
+constexpr uint32_t kDecInfoBytes = 64, kDecBarBytes = (DecodePolicy::kRing * 8 + 15) / 16 * 16;
+constexpr uint32_t kDecWarpBytes =
+    DecodePolicy::kRing * kDecSlot + 2 * kDecEscBytes + kRoundBytes + kDecInfoBytes + kDecBarBytes;
 static_assert(kDecWarpBytes % 16 == 0, "warp areas stay 16-byte aligned");
 constexpr size_t decode_smem_bytes() { return kDecSharedBytes + (size_t)DecodePolicy::kWarps * kDecWarpBytes; }
 
@@ -103,6 +112,11 @@ SZ_DEV ChunkInfo chunk_info(const Header& h, uint64_t c, uint64_t prev, uint64_t
   return ci;
 }
 
+// What code 0 decodes to at value p of a chunk whose value 0 is in channel cs (channel-window frames only).
+SZ_NOINLINE uint32_t channel_base_at(const Channels& ch, uint32_t cs, uint32_t p) {
+  return ch.base((cs + p) % ch.period);
+}
+
 // Bits [bit, bit + width) of a little-endian byte string in shared memory (width <= 24; the cold padding checks
 // read the staged bytes, so that no register array is indexed at run time).
 SZ_DEV uint32_t bits_at(const uint8_t* p, uint32_t bit, uint32_t width) {
@@ -130,24 +144,33 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
   uint8_t* const ring = area;
   uint8_t* const escb = ring + P::kRing * kDecSlot;
   uint8_t* const ostage = escb + 2 * kDecEscBytes;
-  const uint8_t* const lo = a.src;
-  const uint8_t* const hi = a.src + a.src_size;
-  const uint8_t* const rest_base = a.src + h.rest_off;
-  const uint8_t* const exp_base = a.src + h.exp_off;
-  const uint8_t* const idx_base = a.src + h.index_off;
+  // Addresses from the call's arguments and the header in shared memory, re-read where used rather than held in
+  // registers through the loop.
+  auto lo = [&] { return a.src; };
+  auto hi = [&] { return a.src + a.src_size; };
+  auto rest_base = [&] { return a.src + h.rest_off; };
+  auto exp_base = [&] { return a.src + h.exp_off; };
+  auto idx_base = [&] { return a.src + h.index_off; };
   const uint32_t S = 1u << h.chunk_log2;
   const bool cks = (h.flags & layout::kFlagChecksums) != 0;
   const uint32_t cb0 = h.codebook[0];
   const Channels ch = sh.ch;
   const uint32_t NC = ch.bases ? ch.period : 1;  // channels
   const uint8_t* const pair = reinterpret_cast<const uint8_t*>(sh.pair);
-  const XxhKeys keys = xxh_keys();
+  const XxhKeys& keys = sh.keys[lane];
   ChunkInfo* const infos = reinterpret_cast<ChunkInfo*>(ostage + kRoundBytes);  // of the producer's chunks j, by j & 1
+  static_assert(2 * sizeof(ChunkInfo) <= kDecInfoBytes, "two chunk infos fit");
+  uint64_t* const bars = reinterpret_cast<uint64_t*>(ostage + kRoundBytes + kDecInfoBytes);  // one per ring slot
+  if (lane == 0) {
+    for (int i = 0; i < P::kRing; ++i) simt::mbar_init(bars + i, 1);
+    simt::mbar_init_fence();
+  }
+  simt::syncwarp();
 
   // ---- producer: stages rounds of this warp's chunks, at most one chunk ahead of the consumer ----
   auto entries = [&](uint64_t c, uint64_t* prev, uint64_t* cur) {
-    *cur = load_entry(idx_base + 8 * c);
-    *prev = c ? load_entry(idx_base + 8 * (c - 1)) : 0;
+    *cur = load_entry(idx_base() + 8 * c);
+    *prev = c ? load_entry(idx_base() + 8 * (c - 1)) : 0;
   };
   uint64_t e_prev, e_cur, n_prev = 0, n_cur = 0;
   entries(gw, &e_prev, &e_cur);
@@ -155,15 +178,29 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
   if (lane == 0) infos[0] = pinfo;
   if (gw + W < h.n_chunks) entries(gw + W, &n_prev, &n_cur);  // in flight until the producer gets there
   uint64_t pj = 0;
-  uint32_t pr = 0, staged = 0, consumed = 0;
-  auto stage = [&](const ChunkInfo& ci, uint32_t r, uint8_t* slot, uint8_t* ebuf) {
+  uint32_t pr = 0, staged = 0, consumed = 0, pslot = 0, cslot = 0, cphase = 0;
+  // Round r of chunk ci into ring slot si (and, with its first round, the chunk's escape lists into ebuf): what
+  // lies inside the frame buffer by bulk copies completing on the slot's mbarrier, the rest by the lanes.
+  auto stage = [&](const ChunkInfo& ci, uint32_t r, uint32_t si, uint8_t* ebuf) {
+    uint8_t* const slot = ring + si * kDecSlot;
     const uint64_t first = ci.c * S;
     const uint32_t rvals = ci.L - r * VR < VR ? ci.L - r * VR : VR, groups = (rvals + 7) / 8;
     const uint32_t B = ci.raw ? (uint32_t)T::E : (uint32_t)K;
-    stage_frame(slot, rest_base + first / 8 * T::R + (uint64_t)r * (VR / 8) * T::R, groups * T::R, lo, hi);
-    stage_frame(slot + DecSlot<DT>::kRestBytes, exp_base + ci.begin + (uint64_t)r * (VR / 8) * B, groups * B, lo, hi);
-    if (r == 0 && !ci.raw && ci.X > 0 && ci.X <= P::kEscapeCap)
-      stage_frame(ebuf, exp_base + ci.begin + (uint64_t)((ci.L + 7) / 8) * K, 3 * ci.X, lo, hi);
+    const bool esc = r == 0 && !ci.raw && ci.X > 0 && ci.X <= P::kEscapeCap;
+    const BulkRange q0 = stage_frame(slot, rest_base() + first / 8 * T::R + (uint64_t)r * (VR / 8) * T::R,
+                                     groups * T::R, lo(), hi());
+    const BulkRange q1 = stage_frame(slot + DecSlot<DT>::kRestBytes,
+                                     exp_base() + ci.begin + (uint64_t)r * (VR / 8) * B, groups * B, lo(), hi());
+    const BulkRange q2 =
+        stage_frame(ebuf, exp_base() + ci.begin + (uint64_t)((ci.L + 7) / 8) * K, esc ? 3 * ci.X : 0, lo(), hi());
+    if (lane == 0) {
+      uint64_t* const bar = bars + si;
+      simt::fence_proxy_async();  // the lanes' reads of the slot's last round come before the copies
+      simt::mbar_arrive_expect(bar, q0.bytes + q1.bytes + q2.bytes);
+      issue(q0, bar);
+      issue(q1, bar);
+      issue(q2, bar);
+    }
   };
   auto produce = [&](uint64_t cj) {
     while (staged - consumed < (uint32_t)P::kRing && pinfo.ok) {
@@ -177,8 +214,8 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
         if (nc + W < h.n_chunks) entries(nc + W, &n_prev, &n_cur);
         if (!pinfo.ok) break;
       }
-      stage(pinfo, pr, ring + (staged % P::kRing) * kDecSlot, escb + (pj & 1) * kDecEscBytes);
-      simt::cp_async_commit();
+      stage(pinfo, pr, pslot, escb + (pj & 1) * kDecEscBytes);
+      pslot = pslot + 1 == (uint32_t)P::kRing ? 0 : pslot + 1;
       ++staged;
       ++pr;
     }
@@ -197,7 +234,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
     }
     const uint64_t first = c * S;
     const uint32_t CB = ci.L * VB, Gn = (ci.L + 7) / 8, G = Gn * K, X = ci.raw ? 0 : ci.X;
-    const uint8_t* const eg = exp_base + ci.begin + G;  // the escape lists in the frame
+    const uint8_t* const eg = exp_base() + ci.begin + G;  // the escape lists in the frame
     const uint8_t* const es = X <= P::kEscapeCap ? escb + (cj & 1) * kDecEscBytes + ((uintptr_t)eg & 15u) : eg;
     const uint32_t B = ci.raw ? (uint32_t)T::E : (uint32_t)K;
     const uint32_t cs = ch.bases ? (uint32_t)(first % NC) : 0;  // the channel of the chunk's value 0
@@ -205,9 +242,9 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
     uint32_t cursor = 0;
     XxhState hs = xxh_begin();
     for (uint32_t r = 0; r < ci.NR; ++r) {
-      cp_wait_pending(staged - consumed - 1);
-      simt::syncwarp();
-      const uint8_t* const slot = ring + (consumed % P::kRing) * kDecSlot;
+      simt::mbar_wait(bars + cslot, cphase);
+      simt::syncwarp();  // and the lanes' own staging
+      const uint8_t* const slot = ring + cslot * kDecSlot;
       if (r == 0 && X > 0) {  // §4.5 on the lists (the code-0 check is in the patch below)
         uint32_t carry = 0;
         for (uint32_t b0 = 0; b0 < X; b0 += 32) {
@@ -228,9 +265,9 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
       }
       const uint32_t rvals = ci.L - r * VR < VR ? ci.L - r * VR : VR, rb = rvals * VB;
       const uint8_t* rest_p =
-          slot + (((uintptr_t)(rest_base + first / 8 * T::R + (uint64_t)r * (VR / 8) * T::R)) & 15u);
+          slot + (((uintptr_t)(rest_base() + first / 8 * T::R + (uint64_t)r * (VR / 8) * T::R)) & 15u);
       const uint8_t* code_p =
-          slot + DecSlot<DT>::kRestBytes + (((uintptr_t)(exp_base + ci.begin + (uint64_t)r * (VR / 8) * B)) & 15u);
+          slot + DecSlot<DT>::kRestBytes + (((uintptr_t)(exp_base() + ci.begin + (uint64_t)r * (VR / 8) * B)) & 15u);
       const uint32_t v0 = r * VR + lane * VL;
       const uint32_t nv = v0 >= ci.L ? 0 : (ci.L - v0 < VL ? ci.L - v0 : VL);
       auto put = [&](int t, uint4 v) { *reinterpret_cast<uint4*>(ostage + swz(4 * lane + t)) = v; };
@@ -294,7 +331,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
             uint8_t* v = ostage + swz(o / 16) + o % 16;
             uint32_t x = 0;
             for (uint32_t b = 0; b < VB; ++b) x |= (uint32_t)v[b] << (8 * b);
-            const uint32_t e0 = ch.bases ? ch.base((cs + p) % NC) : cb0;  // what code 0 decodes to there
+            const uint32_t e0 = ch.bases ? channel_base_at(ch, cs, p) : cb0;  // what code 0 decodes to there
             if (exp_of<DT>(x) != e0) bad = true;  // the escape's code was not 0
             x = (x & ~(((1u << T::E) - 1u) << T::M)) | ((uint32_t)es[2 * X + i] << T::M);
             for (uint32_t b = 0; b < VB; ++b) v[b] = (uint8_t)(x >> (8 * b));
@@ -305,20 +342,37 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
         simt::syncwarp();
       }
       uint64_t plo[4], phi[4];
-      lane_pieces(ostage, plo, phi);
-      if (cks && hashed_in_rounds(CB)) xxh_round(hs, plo, phi, keys, r, CB);
+      lane_pieces<true>(ostage, plo, phi);
+      if (cks && hashed_in_rounds(CB)) {
+        if (r + 1 < ci.NR) xxh_round<false>(hs, plo, phi, keys, r, CB);
+        else xxh_round<true>(hs, plo, phi, keys, r, CB);
+      }
       const uint64_t ob = first * VB + (uint64_t)r * kRoundBytes;
+      uint8_t* g;
+      bool whole = rb == kRoundBytes;
+      if (sh.dst.pages == nullptr) {  // read from shared memory each round: registers are the scarce resource
+        g = sh.dst.base + ob;
+      } else {
+        uint64_t room;
+        g = sh.dst.locate(ob, &room);
+        whole = whole && room >= kRoundBytes;
+      }
+      uint4 pc[4];
 #pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        const uint32_t o = 16u * (lane + 32 * t);
-        if (o < rb)
-          store_piece(sh.dst, ob + o,
-                      make_uint4((uint32_t)plo[t], (uint32_t)(plo[t] >> 32), (uint32_t)phi[t],
-                                 (uint32_t)(phi[t] >> 32)),
-                      rb - o < 16 ? rb - o : 16);
+      for (int t = 0; t < 4; ++t)
+        pc[t] = make_uint4((uint32_t)plo[t], (uint32_t)(plo[t] >> 32), (uint32_t)phi[t], (uint32_t)(phi[t] >> 32));
+      if (whole && ((uintptr_t)g & 15u) == 0) {
+#pragma unroll
+        for (int t = 0; t < 4; ++t) simt::st_stream16(g + 16u * (lane + 32 * t), pc[t]);
+      } else {
+        store_round_pieces(sh.dst, ob, rb, pc[0], pc[1], pc[2], pc[3]);
       }
       simt::syncwarp();  // the stage and the slot are free again
       ++consumed;
+      if (++cslot == (uint32_t)P::kRing) {
+        cslot = 0;
+        cphase ^= 1u;
+      }
       produce(cj);
     }
     if (simt::any(bad)) {
@@ -333,7 +387,14 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
       }
     }
   }
-  simt::cp_async_wait<0>();  // no copy may still land in shared memory when the warp leaves
+  while (consumed < staged) {  // no copy may still land in shared memory when the warp leaves
+    simt::mbar_wait(bars + cslot, cphase);
+    ++consumed;
+    if (++cslot == (uint32_t)P::kRing) {
+      cslot = 0;
+      cphase ^= 1u;
+    }
+  }
   simt::syncwarp();
 }
 
@@ -393,6 +454,7 @@ SZ_DEV void decode_warps(const DecodeArgs& a) {
       for (uint32_t j = 0; j < sh.h.count; ++j) in |= sh.h.codebook[j] == i;
       sh.in_cb[i] = in;
     }
+    if (simt::thread_id() < 32) sh.keys[simt::thread_id()] = xxh_keys();
     if (sh.h.dtype == 1) build_decode_tables<1>(sh.pair, sh.h.codebook, sh.h.k, sh.h.count);
     else build_decode_tables<2>(sh.pair, sh.h.codebook, sh.h.k, sh.h.count);
   }

@@ -2,7 +2,8 @@
 //
 // A warp takes a chunk id from the workspace's ticket counter (chunks are taken in order, so every chunk a warp
 // waits for is held by a running warp) and streams the chunk's input through a ring of 2 KiB rounds in shared memory
-// (cp.async, EncodePolicy::kRing rounds in flight). Per round, lane l owns 64 consecutive bytes (dtype.cuh): it
+// (a bulk copy per round, or cp.async pieces where the input is not whole aligned rounds; EncodePolicy::kRing rounds
+// in flight). Per round, lane l owns 64 consecutive bytes (dtype.cuh): it
 // splits them into rest fields, written through a small stage to their fixed place in the rest section (§4.4), and
 // codes plus an escape mask; codes and escapes (in position order, from a warp scan of the lanes' counts) go to the
 // warp's record in shared memory; the round also feeds the chunk checksum (warp/xxh3_rounds.cuh) from the same
@@ -57,7 +58,8 @@ template <int DT>
 struct EncodeShape {
   using P = EncodePolicy;
   static constexpr uint32_t kRestStage = Lane<DT>::kRoundValues / 8 * Dt<DT>::R + 16;
-  static constexpr uint32_t kWarpBytes = P::kRing * kRoundBytes + kRestStage + P::kRecordBytes;
+  static constexpr uint32_t kBarBytes = (P::kRing * 8 + 15) / 16 * 16;  // the ring slots' mbarriers
+  static constexpr uint32_t kWarpBytes = P::kRing * kRoundBytes + kRestStage + P::kRecordBytes + kBarBytes;
   static_assert(kWarpBytes % 16 == 0, "warp areas stay 16-byte aligned");
 };
 template <int DT, int K>
@@ -120,24 +122,27 @@ SZ_DEV void cp_wait_pending(uint32_t pending) {
   }
 }
 
-// The lane's 16 words from its pieces 4l .. 4l+3 of a round slot.
+// The lane's 16 words from its 64 bytes of a round slot (linear: staged by bulk copies).
 SZ_DEV void lane_words(const uint8_t* slot, uint32_t w[16]) {
   const unsigned lane = simt::lane_id();
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const uint4 q = *reinterpret_cast<const uint4*>(slot + swz(4 * lane + i));
+    const uint4 q = *reinterpret_cast<const uint4*>(slot + 64u * lane + 16u * i);
     w[4 * i] = q.x;
     w[4 * i + 1] = q.y;
     w[4 * i + 2] = q.z;
     w[4 * i + 3] = q.w;
   }
 }
-// The lane's coalesced pieces l + 32 t as two words each (for the checksum).
+// The lane's coalesced pieces l + 32 t of a round as two words each (for the checksum), from a linear round slot
+// or (kSwizzled) a stage laid out by swz.
+template <bool kSwizzled>
 SZ_DEV void lane_pieces(const uint8_t* slot, uint64_t lo[4], uint64_t hi[4]) {
   const unsigned lane = simt::lane_id();
 #pragma unroll
   for (int t = 0; t < 4; ++t) {
-    const uint4 q = *reinterpret_cast<const uint4*>(slot + swz(lane + 32 * t));
+    const uint32_t u = lane + 32 * t;
+    const uint4 q = *reinterpret_cast<const uint4*>(slot + (kSwizzled ? swz(u) : 16u * u));
     lo[t] = (uint64_t)q.x | ((uint64_t)q.y << 32);
     hi[t] = (uint64_t)q.z | ((uint64_t)q.w << 32);
   }
@@ -189,7 +194,7 @@ template <int DT>
 SZ_DEV uint32_t slot_value(const uint8_t* slot, unsigned lane, uint32_t j) {
   constexpr uint32_t VB = Dt<DT>::W / 8;
   const uint32_t o = j * VB;
-  const uint8_t* p = slot + swz(4 * lane + o / 16) + o % 16;
+  const uint8_t* p = slot + 64u * lane + o;
   if constexpr (VB == 4) return *reinterpret_cast<const uint32_t*>(p);
   else if constexpr (VB == 2) return *reinterpret_cast<const uint16_t*>(p);
   else return *p;
@@ -210,7 +215,7 @@ SZ_NOINLINE void emit_record(const EncodeArgs& a, uint8_t* ring, uint8_t* rec, c
   uint32_t xi = 0;
   for (uint32_t r = 0; r < NR; ++r) {
     const uint32_t rb = CB - r * kRoundBytes < kRoundBytes ? CB - r * kRoundBytes : kRoundBytes;
-    stage_round(ring, a.src, in0 + (uint64_t)r * kRoundBytes, rb);
+    stage_round(ring, a.src, in0 + (uint64_t)r * kRoundBytes, rb, nullptr);
     simt::cp_async_commit();
     simt::cp_async_wait<0>();
     simt::syncwarp();
@@ -262,8 +267,9 @@ SZ_NOINLINE void emit_record(const EncodeArgs& a, uint8_t* ring, uint8_t* rec, c
 }
 
 template <int DT, int K>
+// bars: the ring slots' mbarriers; bit s of *parity: the parity of slot s's next phase (kept across chunks).
 SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t* area, const uint8_t* tab,
-                         const XxhKeys& keys) {
+                         const XxhKeys& keys, uint64_t* bars, uint32_t* parity) {
   using T = Dt<DT>;
   using L = Lane<DT>;
   using P = EncodePolicy;
@@ -292,7 +298,7 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
   const uint32_t pre = NR < (uint32_t)P::kRing ? NR : (uint32_t)P::kRing;
   for (uint32_t r = 0; r < pre; ++r) {
     const uint32_t rb = CB - r * kRoundBytes < kRoundBytes ? CB - r * kRoundBytes : kRoundBytes;
-    stage_round(ring + r * kRoundBytes, a.src, in0 + (uint64_t)r * kRoundBytes, rb);
+    stage_round(ring + r * kRoundBytes, a.src, in0 + (uint64_t)r * kRoundBytes, rb, bars + r);
     simt::cp_async_commit();
   }
 
@@ -300,13 +306,17 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
   XxhState hs = xxh_begin();
   for (uint32_t r = 0; r < NR; ++r) {
     const uint32_t left = NR - 1 - r;
+    const uint32_t si = r % P::kRing;
     cp_wait_pending(left < (uint32_t)P::kRing - 1 ? left : (uint32_t)P::kRing - 1);
+    simt::mbar_wait(bars + si, (*parity >> si) & 1u);
+    *parity ^= 1u << si;
     simt::syncwarp();
-    uint8_t* const slot = ring + (r % P::kRing) * kRoundBytes;
+    uint8_t* const slot = ring + si * kRoundBytes;
     if (hash_rounds) {
       uint64_t lo[4], hi[4];
-      lane_pieces(slot, lo, hi);
-      xxh_round(hs, lo, hi, keys, r, CB);
+      lane_pieces<false>(slot, lo, hi);
+      if (r + 1 < NR) xxh_round<false>(hs, lo, hi, keys, r, CB);
+      else xxh_round<true>(hs, lo, hi, keys, r, CB);
     }
     const uint32_t v0 = r * VR + lane * VL;
     const uint32_t nv = v0 >= Lc ? 0 : (Lc - v0 < VL ? Lc - v0 : VL);
@@ -354,7 +364,7 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
     if (r + P::kRing < NR) {
       const uint32_t nr = r + P::kRing;
       const uint32_t rb = CB - nr * kRoundBytes < kRoundBytes ? CB - nr * kRoundBytes : kRoundBytes;
-      stage_round(slot, a.src, in0 + (uint64_t)nr * kRoundBytes, rb);
+      stage_round(slot, a.src, in0 + (uint64_t)nr * kRoundBytes, rb, bars + si);
       simt::cp_async_commit();
     }
   }
@@ -420,13 +430,20 @@ SZ_DEV void encode_warps(const EncodeArgs& a) {
   }
   const uint64_t warps = (uint64_t)simt::grid_blocks() * (simt::block_threads() / 32);
   const XxhKeys my_keys = xxh_keys();
+  uint64_t* const bars = reinterpret_cast<uint64_t*>(area + EncodeShape<DT>::kWarpBytes - EncodeShape<DT>::kBarBytes);
+  if (lane == 0) {
+    for (int i = 0; i < EncodePolicy::kRing; ++i) simt::mbar_init(bars + i, 1);
+    simt::mbar_init_fence();
+  }
+  simt::syncwarp();
+  uint32_t parity = 0;
   for (;;) {
     const uint64_t t = ws_ticket(a.ws);
     if (t >= a.n_chunks) {
       if (t == a.n_chunks + warps - 1 && lane == 0) ws_end(a.ws, tag);
       break;
     }
-    encode_chunk<DT, K>(a, t, tag, area, tab, my_keys);
+    encode_chunk<DT, K>(a, t, tag, area, tab, my_keys, bars, &parity);
   }
 }
 

@@ -1,7 +1,8 @@
 // warp/io.cuh — the warp level of the CUDA codec's memory traffic: where uncompressed values live (one buffer or a
-// list of pages of any size and alignment), moving a range of them into shared memory with cp.async, storing 16-byte
-// pieces back, and copying a shared-memory record out to the frame at any byte alignment. Every function here is
-// called by all 32 lanes of a warp; nothing reads or writes outside the ranges it is given.
+// list of pages of any size and alignment), moving rounds of them and ranges of frame bytes into shared memory (bulk
+// copies on an mbarrier where they are whole aligned blocks, else cp.async or the lanes), storing 16-byte pieces and
+// whole rounds back, and copying a shared-memory record out to the frame at any byte alignment. Every function here
+// is called by all 32 lanes of a warp; nothing reads or writes outside the ranges it is given.
 #pragma once
 
 #include "cuda/simt.cuh"
@@ -52,19 +53,34 @@ SZ_NOINLINE void stage_piece_bytes(uint8_t* d, const Span& src, uint64_t o, uint
   for (uint32_t b = 0; b < 16; ++b) d[b] = b < want ? src.byte_at(o + b) : 0;
 }
 
-// Stages bytes [o, o + len) of a Span into the swizzled round slot s (piece u at s + swz(u)); the bytes after len up
-// to the end of its lane's 64 bytes are zero. 16-byte pieces that lie in one page at a 16-byte-aligned address go by
-// cp.async (committed by the caller), others byte by byte. len <= 2048.
-SZ_DEV void stage_round(uint8_t* s, const Span& src, uint64_t o, uint32_t len) {
+// Stages bytes [o, o + len) of a Span into the round slot s (linear: byte i at s + i); the bytes after len up to the
+// end of its lane's 64 bytes are zero. With an mbarrier (bar), a whole round (len = 2048) that lies in one page at a
+// 16-byte-aligned address goes as one bulk copy completing on it; otherwise 16-byte pieces that lie in one page at
+// an aligned address go by cp.async (committed by the caller) and others byte by byte, and bar (if given) receives
+// an arrival with nothing announced. len <= 2048.
+SZ_DEV void stage_round(uint8_t* s, const Span& src, uint64_t o, uint32_t len, uint64_t* bar) {
+  const unsigned lane = simt::lane_id();
+  if (bar && len == 2048u) {
+    uint64_t room;
+    const uint8_t* g = src.locate(o, &room);
+    if (room >= 2048u && ((uintptr_t)g & 15u) == 0) {
+      if (lane == 0) {
+        simt::fence_proxy_async();  // the lanes' reads of the slot's last round come before the copy
+        simt::mbar_arrive_expect(bar, 2048u);
+        simt::bulk_copy(s, g, 2048u, bar);
+      }
+      return;
+    }
+  }
   const uint32_t pieces = (len + 15) / 16, padded = (len + 63) / 64 * 4;
-  for (uint32_t u = simt::lane_id(); u < padded; u += 32) {
+  for (uint32_t u = lane; u < padded; u += 32) {
+    uint8_t* d = s + 16u * u;
     if (u >= pieces) {
-      *reinterpret_cast<uint4*>(s + swz(u)) = make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
       continue;
     }
     uint64_t room;
     const uint8_t* g = src.locate(o + 16ull * u, &room);
-    uint8_t* d = s + swz(u);
     const uint32_t want = len - 16 * u < 16 ? len - 16 * u : 16;
     if (want == 16 && room >= 16 && ((uintptr_t)g & 15u) == 0) {
       simt::cp_async16(d, g);
@@ -72,31 +88,7 @@ SZ_DEV void stage_round(uint8_t* s, const Span& src, uint64_t o, uint32_t len) {
       stage_piece_bytes(d, src, o + 16ull * u, want);
     }
   }
-}
-
-// Stages the frame bytes [g, g + len) into the 16-byte-aligned slot s so that byte i lands at s + (g & 15) + i
-// (returned). The 16-byte blocks that cover the range go by cp.async when they lie inside [lo, hi) (the frame
-// buffer), the edge blocks byte by byte, and only bytes of the range: nothing outside [lo, hi) is read. The slot
-// needs len + 32 bytes.
-SZ_DEV const uint8_t* stage_frame(uint8_t* s, const uint8_t* g, uint32_t len, const uint8_t* lo, const uint8_t* hi) {
-  const uintptr_t ga = (uintptr_t)g, a0 = ga & ~(uintptr_t)15;
-  const uint32_t nb = (uint32_t)((((ga + len + 15) & ~(uintptr_t)15) - a0) / 16);
-  if (a0 >= (uintptr_t)lo && a0 + 16 * (uintptr_t)nb <= (uintptr_t)hi) {  // every block inside: no edge cases
-    for (uint32_t i = simt::lane_id(); i < nb; i += 32)
-      simt::cp_async16(s + 16 * i, reinterpret_cast<const void*>(a0 + 16 * (uintptr_t)i));
-    return s + (ga & 15);
-  }
-  for (uint32_t i = simt::lane_id(); i < nb; i += 32) {
-    const uintptr_t b = a0 + 16 * (uintptr_t)i;
-    uint8_t* d = s + 16 * i;
-    if (b >= (uintptr_t)lo && b + 16 <= (uintptr_t)hi) {
-      simt::cp_async16(d, reinterpret_cast<const void*>(b));
-    } else {
-      for (uint32_t j = 0; j < 16; ++j)
-        if (b + j >= ga && b + j < ga + len) d[j] = *reinterpret_cast<const uint8_t*>(b + j);
-    }
-  }
-  return s + (ga & 15);
+  if (bar && lane == 0) simt::mbar_arrive_expect(bar, 0);
 }
 
 // Byte by byte: a piece that is not a whole aligned 16 bytes of one page.
@@ -112,6 +104,51 @@ SZ_DEV void store_piece(const Span& dst, uint64_t o, uint4 v, uint32_t n) {
   uint8_t* g = dst.locate(o, &room);
   if (n == 16 && room >= 16 && ((uintptr_t)g & 15u) == 0) simt::st_stream16(g, v);
   else store_piece_bytes(dst, o, v, n);
+}
+
+// The frame bytes [g, g + len) for a staging slot s (16-byte aligned), so that byte i lands at s + (g & 15) + i: the
+// 16-byte blocks covering the range as one bulk copy when they all lie inside [lo, hi) (the frame buffer; the
+// returned byte count is what the copy delivers, issued by lane 0 after the mbarrier's announcement), else by the
+// lanes at once, reading only bytes of the range (0 returned).
+struct BulkRange {
+  const uint8_t* src;  // 16-byte aligned cover of the range
+  uint8_t* dst;
+  uint32_t bytes;      // of the bulk copy; 0: staged by the lanes already (or empty)
+};
+SZ_NOINLINE void stage_frame_lanes(uint8_t* s, const uint8_t* g, uint32_t len, const uint8_t* lo, const uint8_t* hi) {
+  const uintptr_t ga = (uintptr_t)g, a0 = ga & ~(uintptr_t)15;
+  const uint32_t nb = (uint32_t)((((ga + len + 15) & ~(uintptr_t)15) - a0) / 16);
+  for (uint32_t i = simt::lane_id(); i < nb; i += 32) {
+    const uintptr_t b = a0 + 16 * (uintptr_t)i;
+    uint8_t* d = s + 16 * i;
+    if (b >= (uintptr_t)lo && b + 16 <= (uintptr_t)hi) {
+      *reinterpret_cast<uint4*>(d) = *reinterpret_cast<const uint4*>(b);
+    } else {
+      for (uint32_t j = 0; j < 16; ++j)
+        if (b + j >= ga && b + j < ga + len) d[j] = *reinterpret_cast<const uint8_t*>(b + j);
+    }
+  }
+}
+SZ_DEV BulkRange stage_frame(uint8_t* s, const uint8_t* g, uint32_t len, const uint8_t* lo, const uint8_t* hi) {
+  const uintptr_t ga = (uintptr_t)g, a0 = ga & ~(uintptr_t)15, a1 = (ga + len + 15) & ~(uintptr_t)15;
+  if (len > 0 && a0 >= (uintptr_t)lo && a1 <= (uintptr_t)hi)
+    return BulkRange{reinterpret_cast<const uint8_t*>(a0), s, (uint32_t)(a1 - a0)};
+  if (len > 0) stage_frame_lanes(s, g, len, lo, hi);
+  return BulkRange{nullptr, s, 0};
+}
+SZ_DEV void issue(const BulkRange& r, uint64_t* bar) {
+  if (r.bytes) simt::bulk_copy(r.dst, r.src, r.bytes, bar);
+}
+
+// The output of a round that is not one whole aligned 2 KiB piece of one page: piece by piece.
+SZ_NOINLINE void store_round_pieces(const Span& dst, uint64_t ob, uint32_t rb, uint4 p0, uint4 p1, uint4 p2,
+                                    uint4 p3) {
+  const unsigned lane = simt::lane_id();
+  const uint4 p[4] = {p0, p1, p2, p3};
+  for (int t = 0; t < 4; ++t) {
+    const uint32_t o = 16u * (lane + 32 * t);
+    if (o < rb) store_piece(dst, ob + o, p[t], rb - o < 16 ? rb - o : 16);
+  }
 }
 
 // N shared words from byte address p of any alignment (reads the aligned words around them, which must

@@ -64,6 +64,8 @@ SZ_DEV XxhState xxh_begin() { return XxhState{xxh3::acc_init(xxh_acc_index(simt:
 // [16 (l + 32 t), +16) of the round, as words lo[t] (bytes 0..7) and hi[t]. Stripes that are not whole inside the
 // chunk are skipped (what they hold past its end is never read). When chunk_bytes is a multiple of 64 the final
 // stripe is the chunk's last stripe and is added here with its own keys; otherwise xxh_final_stripe adds it.
+// kEdge = false: the caller knows that round r is not the chunk's last (every stripe whole, none the final one).
+template <bool kEdge = true>
 SZ_DEV void xxh_round(XxhState& st, const uint64_t lo[4], const uint64_t hi[4], const XxhKeys& k, uint32_t r,
                       uint32_t chunk_bytes) {
   const unsigned lane = simt::lane_id();
@@ -73,12 +75,12 @@ SZ_DEV void xxh_round(XxhState& st, const uint64_t lo[4], const uint64_t hi[4], 
 #pragma unroll
   for (int t = 0; t < 4; ++t) {
     const uint32_t s = 32 * r + (lane >> 2) + 8 * t;
-    const bool last = fold && s + 1 == stripes;
+    const bool last = kEdge && fold && s + 1 == stripes;
     const uint64_t k0 = last ? k.last[0] : k.reg[2 * (t & 1)];
     const uint64_t k1 = last ? k.last[1] : k.reg[2 * (t & 1) + 1];
     uint64_t c0 = hi[t] + xxh_mul32(lo[t] ^ k0);  // accumulator 2p takes word 2p+1 and the product of word 2p
     uint64_t c1 = lo[t] + xxh_mul32(hi[t] ^ k1);
-    if (s >= stripes) c0 = c1 = 0;
+    if (kEdge && s >= stripes) c0 = c1 = 0;
     if (t < 2) {
       a0 += c0;
       a1 += c1;

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,7 +55,17 @@ struct Block {
   int exited = 0;
 };
 
+// An mbarrier of the emulated shared memory (keyed by its address): arrivals and announced bytes of the current
+// phase, and the bulk copies issued for it, which land when a wait finds the phase complete.
+struct Mbar {
+  unsigned arrivals = 0, pending = 0;
+  uint64_t expected = 0, issued = 0;
+  uint32_t phase = 0;  // completed phases
+  std::vector<Copy> copies;
+};
+
 struct Sched {
+  std::map<void*, Mbar> bars;
   ucontext_t main;
   Fiber* cur = nullptr;
   const std::function<void()>* body = nullptr;
@@ -181,6 +192,59 @@ void async_wait(int left) {
   }
 }
 
+namespace {
+Mbar* bar_of(void* m, const char* op) {
+  auto it = g_sched->bars.find(m);
+  if (it == g_sched->bars.end()) {
+    fail(std::string(op) + " on an mbarrier that was never initialised");
+    return nullptr;
+  }
+  return &it->second;
+}
+}  // namespace
+
+void mbar_init(void* m, unsigned arrivals) {
+  if ((uintptr_t)m % 8 != 0) fail("mbarrier not 8-byte aligned");
+  Mbar& b = g_sched->bars[m];
+  if (!b.copies.empty()) fail("mbarrier re-initialised with bulk copies in flight");
+  b = Mbar{};
+  b.arrivals = b.pending = arrivals;
+}
+void mbar_arrive_expect(void* m, uint32_t bytes) {
+  Mbar* b = bar_of(m, "arrive");
+  if (!b) return;
+  if (b->pending == 0) fail("arrival on an mbarrier whose phase has all its arrivals");
+  --b->pending;
+  b->expected += bytes;
+}
+void bulk_copy(void* dst, const void* src, uint32_t n, void* m) {
+  if ((uintptr_t)dst % 16 != 0 || (uintptr_t)src % 16 != 0 || n % 16 != 0 || n == 0)
+    fail("bulk copy not in whole aligned 16-byte blocks");
+  Mbar* b = bar_of(m, "bulk copy");
+  if (!b) return;
+  Copy c;
+  c.dst = dst;
+  c.bytes.assign((const uint8_t*)src, (const uint8_t*)src + n);
+  b->copies.push_back(std::move(c));
+  b->issued += n;
+}
+bool mbar_try_wait(void* m, uint32_t parity) {
+  Mbar* b = bar_of(m, "wait");
+  if (!b) return true;
+  if ((b->phase & 1u) != (parity & 1u)) return true;  // that phase completed already
+  if (b->issued > b->expected) fail("bulk copies deliver more bytes than their mbarrier phase announced");
+  if (b->pending == 0 && b->issued == b->expected) {
+    apply(b->copies);
+    b->pending = b->arrivals;
+    b->expected = b->issued = 0;
+    ++b->phase;
+    progress();
+    return true;
+  }
+  to_scheduler();
+  return false;
+}
+
 bool launch(unsigned grid, unsigned threads, size_t smem_bytes, const std::function<void()>& body, uint64_t seed,
             const char** why, LaunchStats* stats) {
   Sched s;
@@ -242,6 +306,8 @@ bool launch(unsigned grid, unsigned threads, size_t smem_bytes, const std::funct
       if (f->done) --live;
     }
   }
+  for (auto& kv : s.bars)
+    if (!kv.second.copies.empty()) fail("a block exits with bulk copies no wait received");
   for (auto& f : fibers) g_stacks.push_back(f->stack);
   g_sched = nullptr;
   if (stats) stats->switches = s.switches;

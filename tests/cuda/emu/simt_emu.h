@@ -6,8 +6,9 @@
 // arrive from different source lines (divergent collectives), if a lane exits while others wait, or if no fiber can
 // make progress (a deadlock, e.g. a look-back waiting for a chunk nobody holds). cp.async copies take their source
 // bytes when issued and land in shared memory only when the issuing lane waits for their group, so a read before
-// the wait sees stale data, as it may on the GPU. Atomics and fences are plain operations: the scheduler runs one
-// fiber at a time, so the emulator checks logic, not the memory model (compute-sanitizer does that on the GPU).
+// the wait sees stale data, as it may on the GPU; bulk copies likewise land only when a wait on their mbarrier
+// succeeds. Atomics and fences are plain operations: the scheduler runs one fiber at a time, so the emulator checks
+// logic, not the memory model (compute-sanitizer does that on the GPU).
 #pragma once
 
 #include <stddef.h>
@@ -33,6 +34,12 @@ void yield();
 void async_copy(void* dst, const void* src, size_t n);
 void async_commit();
 void async_wait(int groups_left);
+// mbarriers and bulk copies: a bulk copy takes its source bytes when issued and lands when a wait on its mbarrier
+// finds the phase complete (every arrival in and exactly the announced bytes issued); misuse fails the launch.
+void mbar_init(void* m, unsigned arrivals);
+void mbar_arrive_expect(void* m, uint32_t bytes);
+void bulk_copy(void* dst, const void* src, uint32_t n, void* m);
+bool mbar_try_wait(void* m, uint32_t parity);
 
 struct LaunchStats {
   uint64_t switches = 0;
