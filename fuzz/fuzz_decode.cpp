@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "splitzip/splitzip.h"
+#include "fuzz_isa.h"
 
 namespace {
 

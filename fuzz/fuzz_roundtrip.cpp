@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "splitzip/splitzip.h"
+#include "fuzz_isa.h"
 
 namespace {
 

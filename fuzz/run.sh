@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang-14 (ASan + UBSan) in build-fuzz and runs them for SECONDS in total:
-#   fuzz_decode and fuzz_roundtrip once for each CPU kernel set (SPLITZIP_CPU_ISA=portable, avx2, and the best this
-#   CPU has; a set the CPU lacks falls back to the next one below), fuzz_inputs (the CLI's .npy / .safetensors parsers
+#   fuzz_decode and fuzz_roundtrip once for each CPU kernel set (SPLITZIP_FUZZ_ISA=portable, avx2, and the best this
+#   CPU has; a set the CPU lacks falls back to the next one below; fuzz/fuzz_isa.h), fuzz_inputs (the CLI's .npy / .safetensors parsers
 #   and the container writer), fuzz_entropy (symbol tables and entropy-coded frames) and fuzz_transfer (the transfer
 #   protocol's control stream, handshake, admission and the receiver's chunk checks) once each.
 # Usage: fuzz/run.sh [SECONDS]   (default 60 in total). Fails on any crash, leak, timeout or sanitizer report;
@@ -41,9 +41,9 @@ for run in "${runs[@]}"; do
     seeds+=("$root/tests/golden/valid" "$root/tests/golden/invalid")
   fi
   echo "== fuzz_$target for ${per}s (kernels: ${isa:-best of this CPU})"
-  if [[ -n $isa ]]; then export SPLITZIP_CPU_ISA=$isa; else unset SPLITZIP_CPU_ISA; fi
+  if [[ -n $isa ]]; then export SPLITZIP_FUZZ_ISA=$isa; else unset SPLITZIP_FUZZ_ISA; fi
   "$build/fuzz/fuzz_$target" -max_total_time="$per" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
     -artifact_prefix="$build/fuzz/crash-$target-${isa:-best}-" "$corpus" "${seeds[@]}"
 done
-unset SPLITZIP_CPU_ISA
+unset SPLITZIP_FUZZ_ISA
 echo "fuzz: no crash in ${total}s"

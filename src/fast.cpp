@@ -2,7 +2,7 @@
 // byte for byte, for every input and thread count; only faster.
 //
 // Structure
-//   - Per-chunk kernels, picked at run time (selected_isa; SPLITZIP_CPU_ISA=portable|avx2|avx512 forces one): BF16
+//   - Per-chunk kernels, picked at run time (selected_isa; sz_set_cpu_isa limits the choice): BF16
 //     has AVX-512 BW+VBMI kernels (fast_avx512.cpp) and AVX2+BMI2 kernels (fast_avx2.cpp), FP16 and FP8 have
 //     AVX2+BMI2 kernels, and every dtype has portable loops templated on dtype and code width (also used for the
 //     tail of a chunk that is not a multiple of the vector width, and for FP32). Values whose exponent is not in the codebook
@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <new>
@@ -53,16 +54,15 @@ Isa best_isa() {
   return Isa::kPortable;
 }
 
+namespace {
+// The limit sz_set_cpu_isa sets (an Isa value); kAvx512, the highest, is no limit.
+std::atomic<int> g_isa_limit{(int)Isa::kAvx512};
+}  // namespace
+
 Isa selected_isa() {
   static const Isa best = best_isa();
-  const char* env = getenv("SPLITZIP_CPU_ISA");
-  Isa want = best;
-  if (env != nullptr) {
-    if (strcmp(env, "portable") == 0) want = Isa::kPortable;
-    else if (strcmp(env, "avx2") == 0) want = Isa::kAvx2;
-    else if (strcmp(env, "avx512") == 0) want = Isa::kAvx512;
-  }
-  return (int)want < (int)best ? want : best;
+  const int limit = g_isa_limit.load(std::memory_order_relaxed);
+  return limit < (int)best ? (Isa)limit : best;
 }
 
 const char* isa_name(Isa isa) {
@@ -971,6 +971,19 @@ SZ_API sz_status sz_decompress_dctx(sz_dctx* dctx, const void* src, size_t src_s
   if (dctx == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
   ContextThreads runner{dctx->pool};
   return decompress_impl(src, src_size, nullptr, dst, dst_capacity, dst_size, dctx->isa, dctx->threads, runner);
+}
+
+SZ_API const char* sz_cpu_isa(void) { return splitzip::detail::isa_name(splitzip::detail::selected_isa()); }
+
+SZ_API sz_status sz_set_cpu_isa(const char* name) {
+  using splitzip::detail::Isa;
+  Isa limit;
+  if (name == nullptr || strcmp(name, "best") == 0 || strcmp(name, "avx512") == 0) limit = Isa::kAvx512;
+  else if (strcmp(name, "avx2") == 0) limit = Isa::kAvx2;
+  else if (strcmp(name, "portable") == 0) limit = Isa::kPortable;
+  else return SZ_ERROR_INVALID_ARGUMENT;
+  splitzip::detail::g_isa_limit.store((int)limit, std::memory_order_relaxed);
+  return SZ_OK;
 }
 
 }  // extern "C"

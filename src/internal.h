@@ -90,10 +90,8 @@ void build_encode_table(const sz_codebook& cb, uint8_t table[256]);
 
 // ---- fast.cpp: ISA selection -------------------------------------------------------------------------------------
 enum class Isa { kPortable = 0, kAvx2 = 1, kAvx512 = 2 };
-// The ISA the fast codec uses: the best one this CPU supports, or the one named by the environment variable
-// SPLITZIP_CPU_ISA (portable | avx2 | avx512) when it is set and supported (an unsupported name falls back to the best
-// supported ISA below it). Read at every one-shot call and at the creation of a context (sz_cctx, sz_dctx), so tests
-// can force each compiled variant.
+// The ISA the fast codec uses: the best one this CPU supports, at most the limit set by sz_set_cpu_isa. Read at
+// every one-shot call and at the creation of a context (sz_cctx, sz_dctx), so tests can run each compiled variant.
 Isa selected_isa();
 // The best ISA of this CPU among those compiled in.
 Isa best_isa();

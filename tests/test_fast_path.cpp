@@ -1,7 +1,6 @@
 // The fast CPU codec against the reference codec: for every thread count and every CPU instruction-set variant
-// the library exposes (environment variable SPLITZIP_CPU_ISA = portable | avx2 | avx512, read at every call; an
-// unsupported or unknown name falls back to the best variant of the CPU), the fast
-// encoder writes the reference frame byte for byte, and each decoder decodes the other's frames.
+// the library exposes (sz_set_cpu_isa: portable | avx2 | avx512, read at every call), the fast encoder writes the
+// reference frame byte for byte, and each decoder decodes the other's frames.
 #include <stdlib.h>
 
 #include "test_util.h"
@@ -43,28 +42,15 @@ bool isa_supported(const char* isa) {
   return false;
 }
 
-// Sets SPLITZIP_CPU_ISA for the scope of one test and restores the previous value.
+// Limits the CPU kernel sets (sz_set_cpu_isa) for the scope of one test, then lifts the limit.
+// The variant is checked to be the one in use (only supported variants are asked for).
 class ScopedIsa {
  public:
   explicit ScopedIsa(const char* isa) {
-    const char* old = getenv("SPLITZIP_CPU_ISA");
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (isa)
-      setenv("SPLITZIP_CPU_ISA", isa, 1);
-    else
-      unsetenv("SPLITZIP_CPU_ISA");
+    EXPECT_EQ(sz_set_cpu_isa(isa), SZ_OK);
+    EXPECT_STREQ(sz_cpu_isa(), isa);
   }
-  ~ScopedIsa() {
-    if (had_)
-      setenv("SPLITZIP_CPU_ISA", old_.c_str(), 1);
-    else
-      unsetenv("SPLITZIP_CPU_ISA");
-  }
-
- private:
-  bool had_ = false;
-  std::string old_;
+  ~ScopedIsa() { sz_set_cpu_isa(nullptr); }
 };
 
 struct Input {
@@ -193,17 +179,21 @@ TEST(FastPathIsa, VariantsDecodeEachOthersFrames) {
   }
 }
 
-TEST(FastPathIsa, UnknownIsaNameStillGivesCorrectFrames) {
-  ScopedIsa s("no-such-isa");
-  const Input& in = cached_inputs()[1];
-  const uint64_t n = in.bytes.size() / value_bytes(in.dtype);
-  const sz_params p = make_params(in.chunk_log2, in.flags, 2);
-  std::vector<uint8_t> ref, fast, out;
-  ASSERT_EQ(compress_vec(true, in.bytes.data(), n, in.dtype, &in.cb, &p, &ref), SZ_OK);
-  ASSERT_EQ(compress_vec(false, in.bytes.data(), n, in.dtype, &in.cb, &p, &fast), SZ_OK);
-  EXPECT_TRUE(ref == fast);
-  ASSERT_EQ(decompress_vec(false, fast, in.bytes.size(), &out, 2), SZ_OK);
-  EXPECT_TRUE(out == in.bytes);
+TEST(FastPathIsa, SetCpuIsaLimitsAndLifts) {
+  const std::string best = sz_cpu_isa();
+  EXPECT_TRUE(isa_supported(best.c_str())) << best;
+  EXPECT_EQ(sz_set_cpu_isa("no-such-isa"), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(best, sz_cpu_isa()) << "an unknown name must leave the choice unchanged";
+  ASSERT_EQ(sz_set_cpu_isa("portable"), SZ_OK);
+  EXPECT_STREQ(sz_cpu_isa(), "portable");
+  ASSERT_EQ(sz_set_cpu_isa("avx512"), SZ_OK);  // at most the best this CPU has
+  EXPECT_EQ(best, sz_cpu_isa());
+  ASSERT_EQ(sz_set_cpu_isa("portable"), SZ_OK);
+  ASSERT_EQ(sz_set_cpu_isa(nullptr), SZ_OK);
+  EXPECT_EQ(best, sz_cpu_isa());
+  ASSERT_EQ(sz_set_cpu_isa("portable"), SZ_OK);
+  ASSERT_EQ(sz_set_cpu_isa("best"), SZ_OK);
+  EXPECT_EQ(best, sz_cpu_isa());
 }
 
 TEST(FastPath, ThreadsNeverChangeSmallFrames) {

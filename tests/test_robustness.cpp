@@ -35,8 +35,7 @@ TEST(Alignment, UnalignedSourcesAndDestinationsGiveTheSameFramesAndValues) {
     std::vector<uint8_t> ref;
     ASSERT_EQ(compress_vec(true, src.data(), n, d, &cb, &p, &ref), SZ_OK);
     for (const char* isa : kIsas) {
-      if (isa) setenv("SPLITZIP_CPU_ISA", isa, 1);
-      else unsetenv("SPLITZIP_CPU_ISA");
+      ASSERT_EQ(sz_set_cpu_isa(isa), SZ_OK);
       for (size_t mis : {1u, 2u, 3u, 5u, 7u, 13u, 33u}) {
         std::vector<uint8_t> s_store, d_store, f_store, o_store;
         const uint8_t* s = misaligned_copy(src, mis, &s_store);
@@ -61,7 +60,7 @@ TEST(Alignment, UnalignedSourcesAndDestinationsGiveTheSameFramesAndValues) {
         }
       }
     }
-    unsetenv("SPLITZIP_CPU_ISA");
+    ASSERT_EQ(sz_set_cpu_isa(nullptr), SZ_OK);
   }
 }
 

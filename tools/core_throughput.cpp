@@ -1,11 +1,11 @@
 // core_throughput — a quick throughput check of the fast CPU codec (the benchmark proper is bench/).
 //
 //   c++ -std=c++17 -O2 -Iinclude tools/core_throughput.cpp build-core/src/libsplitzip.a -lpthread -o /tmp/tp
-//   /tmp/tp FILE [dtype=bf16] [threads=1,2] [min_mib=64]
+//   /tmp/tp FILE [dtype=bf16] [threads=1,2] [min_mib=64] [isa=best|portable|avx2|avx512]
 //
 // Tiles FILE (raw values) up to min_mib MiB, then reports, best of 7 runs each: memcpy, and sz_compress /
 // sz_decompress with and without chunk checksums, in GB/s of uncompressed bytes, with the ratio and a bit-exact
-// check. SPLITZIP_CPU_ISA=portable forces the portable kernels.
+// check. isa limits the kernel sets (sz_set_cpu_isa).
 #include <splitzip/splitzip.h>
 
 #include <chrono>
@@ -73,9 +73,12 @@ int main(int argc, char** argv) {
     memcpy(copy.data(), in.data(), in.size());
     asm volatile("" ::"r"(copy.data()) : "memory");
   });
-  const char* isa = getenv("SPLITZIP_CPU_ISA");
+  if (argc > 5 && sz_set_cpu_isa(argv[5]) != SZ_OK) {
+    fprintf(stderr, "unknown kernel set %s\n", argv[5]);
+    return 2;
+  }
   printf("input %s (%s, tiled to %.1f MiB)  isa=%s\n", argv[1], sz_dtype_name(dtype), in.size() / 1048576.0,
-         isa ? isa : "auto");
+         sz_cpu_isa());
   printf("memcpy %.2f GB/s\n", mc);
   printf("%-7s %-9s %7s %9s %9s %9s %9s %6s\n", "threads", "checksums", "ratio", "enc GB/s", "enc/mcpy", "dec GB/s",
          "dec/mcpy", "exact");
