@@ -184,18 +184,6 @@ def bench_sglang(tokens, device, repeat, threads):
                      f"{t_sd / LAYERS * 1e3:.2f} ms per layer")
 
 
-class _Obj:
-    def __init__(self, t):
-        self._t, self.used = t, None
-
-    @property
-    def tensor(self):
-        return self._t if self.used is None else self._t.reshape(-1)[: self.used]
-
-    def set_used_size(self, n):
-        self.used = n
-
-
 def bench_lmcache(device, repeat, threads, chunk_tokens=256):
     c = np.empty((2, LAYERS, chunk_tokens, HEADS * HEAD), np.uint16)
     for l in range(LAYERS):
@@ -211,10 +199,10 @@ def bench_lmcache(device, repeat, threads, chunk_tokens=256):
         buf, back = torch.empty(size, dtype=torch.uint8, device=device), torch.zeros_like(src)
 
     def ser_once():
-        o = _Obj(buf)
-        return ser.serialize(_Obj(src), o, None), o
+        o = szlm.BufferObj(buf)
+        return ser.serialize(szlm.BufferObj(src), o, None), o
     (n, tmp), t_s = timed(ser_once, device, repeat)
-    _, t_d = timed(lambda: de.deserialize(tmp, _Obj(back), None), device, repeat)
+    _, t_d = timed(lambda: de.deserialize(tmp, szlm.BufferObj(back), None), device, repeat)
     same = (back.view(np.uint16) == src.view(np.uint16)).all() if device == "cpu" else \
         bool((back.view(dtype=__import__("torch").int16) == src.view(dtype=__import__("torch").int16)).all())
     assert same

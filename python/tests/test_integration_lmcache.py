@@ -17,30 +17,6 @@ from conftest import needs_ml_dtypes, numpy_dtype
 from splitzip.integrations import lmcache as szlm
 
 
-class HostObj:
-    """A host buffer with the MemoryObj attributes the serde uses; set_used_size narrows ``tensor`` to the bytes
-    written, as LMCache's TensorMemoryObj does."""
-
-    def __init__(self, array):
-        self._array = array
-        self.used = None
-
-    @property
-    def tensor(self):
-        if self.used is not None:
-            return self._array.reshape(-1).view(np.uint8)[: self.used]
-        return self._array
-
-    def get_shapes(self):
-        return [self._array.shape]
-
-    def get_dtypes(self):
-        return [self._array.dtype]
-
-    def set_used_size(self, n):
-        self.used = n
-
-
 def chunk(kv_slice):
     """One LMCache-shaped chunk [2, layers, tokens, kv_heads * head_dim] of real bf16 KV."""
     kv = kv_slice.transpose(1, 0, 2, 3, 4).reshape(2, 8, 224, 256)
@@ -53,13 +29,13 @@ def test_round_trip_bit_exact_and_counted(kv_slice):
     ser, de = szlm.SplitZipSerializer(), szlm.SplitZipDeserializer()
     size = ser.estimate_serialized_size(NS(shapes=[src.shape], dtypes=[src.dtype]))
     assert size == splitzip.compress_bound(src.size, "bf16")
-    tmp = HostObj(np.zeros(size, dtype=np.uint8))
-    n = ser.serialize(HostObj(src), tmp, key=None)
+    tmp = szlm.BufferObj(np.zeros(size, dtype=np.uint8))
+    n = ser.serialize(szlm.BufferObj(src), tmp, key=None)
     assert tmp.used == n and tmp.tensor.nbytes == n
     assert ser.bytes_in == src.nbytes and ser.bytes_out == n
     assert 1.3 < src.nbytes / n < 1.42, src.nbytes / n  # real BF16 KV, default codebook
     assert tmp.tensor.tobytes() == splitzip.compress(src).tobytes()  # a plain SplitZip frame
-    out = HostObj(np.zeros_like(src))
+    out = szlm.BufferObj(np.zeros_like(src))
     de.deserialize(tmp, out, key=None)
     assert out.tensor.view(np.uint16).tobytes() == src.view(np.uint16).tobytes()
 
@@ -73,10 +49,10 @@ def test_codebook_and_options(kv_slice, tmp_path):
     tuned = szlm.SplitZipSerializer(codebook=str(tmp_path / "kv.book"), chunk=1024, checksum=False)
     expected = (splitzip.compress(src), splitzip.compress(src, book, chunk=1024, checksum=False))
     for ser, frame in zip((plain, tuned), expected):
-        tmp = HostObj(np.zeros(ser.estimate_serialized_size(NS(shapes=[src.shape], dtypes=[src.dtype])), np.uint8))
-        ser.serialize(HostObj(src), tmp, None)
+        tmp = szlm.BufferObj(np.zeros(ser.estimate_serialized_size(NS(shapes=[src.shape], dtypes=[src.dtype])), np.uint8))
+        ser.serialize(szlm.BufferObj(src), tmp, None)
         assert tmp.tensor.tobytes() == frame.tobytes()  # the options reach the frame
-        out = HostObj(np.zeros_like(src))
+        out = szlm.BufferObj(np.zeros_like(src))
         szlm.SplitZipDeserializer().deserialize(tmp, out, None)
         assert out.tensor.view(np.uint16).tobytes() == src.view(np.uint16).tobytes()
 
@@ -89,15 +65,15 @@ def test_contract_errors(kv_slice):
         ser.estimate_serialized_size(NS(shapes=[(4,), (4,)], dtypes=[np.dtype(np.float16), np.dtype(np.float32)]))
     src = np.ones((2, 3, 64), dtype=np.float16)
     with pytest.raises(ValueError, match="estimate_serialized_size"):
-        ser.serialize(HostObj(src), HostObj(np.zeros(16, np.uint8)), None)
-    tmp = HostObj(np.zeros(ser.estimate_serialized_size(NS(shapes=[src.shape], dtypes=[src.dtype])), np.uint8))
-    ser.serialize(HostObj(src), tmp, None)
+        ser.serialize(szlm.BufferObj(src), szlm.BufferObj(np.zeros(16, np.uint8)), None)
+    tmp = szlm.BufferObj(np.zeros(ser.estimate_serialized_size(NS(shapes=[src.shape], dtypes=[src.dtype])), np.uint8))
+    ser.serialize(szlm.BufferObj(src), tmp, None)
     with pytest.raises(splitzip.InvalidArgumentError):  # a frame of another size than dst
-        de.deserialize(tmp, HostObj(np.zeros((2, 3, 65), dtype=np.float16)), None)
+        de.deserialize(tmp, szlm.BufferObj(np.zeros((2, 3, 65), dtype=np.float16)), None)
     with pytest.raises(splitzip.UnsupportedDtypeError):
-        de.deserialize(tmp, HostObj(np.zeros((2, 3, 64), dtype=np.float32)[..., :32].copy()), None)
+        de.deserialize(tmp, szlm.BufferObj(np.zeros((2, 3, 64), dtype=np.float32)[..., :32].copy()), None)
     with pytest.raises(ValueError, match="no tensor"):
-        de.deserialize(NS(tensor=None), HostObj(src.copy()), None)
+        de.deserialize(NS(tensor=None), szlm.BufferObj(src.copy()), None)
 
 
 def test_without_lmcache_the_factory_says_so():

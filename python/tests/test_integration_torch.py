@@ -101,27 +101,15 @@ def test_sglang_backend(kv_slice, device):
     assert 1.3 < staging.numel() / n1 < 1.42
 
 
-class _Obj:
-    def __init__(self, t):
-        self._t, self.used = t, None
-
-    @property
-    def tensor(self):
-        return self._t if self.used is None else self._t.reshape(-1)[: self.used]
-
-    def set_used_size(self, n):
-        self.used = n
-
-
 @pytest.mark.parametrize("device", DEVICES)
 def test_lmcache_serde(kv_slice, device):
     chunk = bf16(kv_slice.transpose(1, 0, 2, 3, 4).reshape(2, L, 224, H * D), device)
     ser, de = szlm.SplitZipSerializer(), szlm.SplitZipDeserializer()
     size = ser.estimate_serialized_size(NS(shapes=[chunk.shape], dtypes=[chunk.dtype]))
-    tmp = _Obj(torch.empty(size, dtype=torch.uint8, device=device))
-    n = ser.serialize(_Obj(chunk), tmp, None)
+    tmp = szlm.BufferObj(torch.empty(size, dtype=torch.uint8, device=device))
+    n = ser.serialize(szlm.BufferObj(chunk), tmp, None)
     assert tmp.used == n and 1.3 < chunk.numel() * 2 / n < 1.42
     assert tmp.tensor.cpu().numpy().tobytes() == splitzip.compress(chunk.cpu()).tobytes()
     back = torch.zeros_like(chunk)
-    de.deserialize(tmp, _Obj(back), None)
+    de.deserialize(tmp, szlm.BufferObj(back), None)
     assert torch.equal(bits(back), bits(chunk))

@@ -17,7 +17,7 @@ pool).
 Without LMCache installed the module still loads: ``Serializer`` / ``Deserializer`` are then minimal local
 definitions of LMCache's two abstract classes, and the objects passed as ``src`` / ``dst`` need only what LMCache's
 MemoryObj offers that this serde reads: ``tensor`` (and, when present, ``get_shapes()`` / ``get_dtypes()`` /
-``set_used_size()``).
+``set_used_size()``); ``BufferObj`` is such an object over one array or tensor.
 """
 
 from __future__ import annotations
@@ -53,6 +53,37 @@ except ImportError:
 
         @abc.abstractmethod
         def deserialize(self, src: Any, dst: Any, key: Any) -> None: ...
+
+
+class BufferObj:
+    """What this serde reads of LMCache's MemoryObj, over one array or tensor (NumPy, torch; host or GPU): for
+    calling the serializer and deserializer outside LMCache (a custom store, a benchmark, tests).
+    ``set_used_size(n)`` narrows ``tensor`` to the first n bytes, as LMCache's TensorMemoryObj does."""
+
+    def __init__(self, t: Any):
+        self._t = t
+        self.used: Optional[int] = None
+
+    @property
+    def tensor(self) -> Any:
+        if self.used is None:
+            return self._t
+        flat = self._t.reshape(-1)
+        if hasattr(flat, "numpy"):  # torch
+            import torch
+            flat = flat.view(torch.uint8)
+        else:
+            flat = flat.view("uint8")
+        return flat[: self.used]
+
+    def get_shapes(self) -> list:
+        return [tuple(self._t.shape)]
+
+    def get_dtypes(self) -> list:
+        return [self._t.dtype]
+
+    def set_used_size(self, n: int) -> None:
+        self.used = n
 
 
 def _dtype_name(dt: Any) -> str:
