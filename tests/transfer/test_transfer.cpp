@@ -79,18 +79,38 @@ struct Outcome {
   tr::SendStats sent;
 };
 
+// A server opened with `so` serving one peer (serve_one) on its own thread while the test plays the peer; join()
+// waits for that session (the destructor too, so a failed assertion never leaves the thread running).
+struct ServingOne {
+  tr::Server server;
+  tr::SessionStats stats;
+  sz_status status = SZ_ERROR_INTERNAL;
+  std::string error;
+  std::thread thread;
+  explicit ServingOne(const tr::ServeOptions& so) {
+    std::string err;
+    const sz_status st = server.open(so, &err);
+    EXPECT_EQ(st, SZ_OK) << err;
+    if (st == SZ_OK) thread = std::thread([this] { status = server.serve_one(&stats, &error); });
+  }
+  ~ServingOne() { join(); }
+  uint16_t port() const { return server.port(); }
+  sz_status join() {
+    if (thread.joinable()) thread.join();
+    return status;
+  }
+};
+
 // Runs one session: a Server on a free loopback port in a thread, the sender in this thread.
 Outcome run_session(tr::ServeOptions so, const std::vector<tr::Tensor>& tensors, const tr::SendOptions& opt) {
   Outcome o;
   so.port = 0;
   so.accept_timeout_s = 20;
-  tr::Server server;
-  std::string err;
-  EXPECT_EQ(server.open(so, &err), SZ_OK) << err;
-  const uint16_t port = server.port();
-  std::thread t([&] { o.server = server.serve_one(&o.session, &o.server_error); });
-  o.sender = tr::send("127.0.0.1", port, tensors, opt, &o.sent, &o.sender_error);
-  t.join();
+  ServingOne srv(so);
+  o.sender = tr::send("127.0.0.1", srv.port(), tensors, opt, &o.sent, &o.sender_error);
+  o.server = srv.join();
+  o.server_error = srv.error;
+  o.session = srv.stats;
   return o;
 }
 
@@ -259,7 +279,7 @@ TEST(Transfer, RawAndCompressedSendersInteroperateWithOneServer) {
   tr::Server server;
   std::string err;
   ASSERT_EQ(server.open(so, &err), SZ_OK) << err;
-  for (bool raw : {true, false, true}) {
+  for (bool raw : {true, false, true}) {  // one open server, three sessions in turn
     for (const auto& n : d.list()) fs::remove(d.path / n);
     tr::SessionStats s;
     sz_status ss = SZ_ERROR_INTERNAL;
@@ -321,23 +341,15 @@ TEST(Transfer, GarbageHandshakeIsRejected) {
   so.discard = true;
   so.timeout_s = 5;
   so.accept_timeout_s = 20;
-  tr::Server server;
-  std::string err;
-  ASSERT_EQ(server.open(so, &err), SZ_OK) << err;
-  sz_status ss = SZ_ERROR_INTERNAL;
-  std::string serr;
-  std::thread t([&] {
-    tr::SessionStats s;
-    ss = server.serve_one(&s, &serr);
-  });
+  ServingOne srv(so);
   {
-    RawPeer peer(server.port());
+    RawPeer peer(srv.port());
     ASSERT_TRUE(peer.ok());
     peer.send_bytes(sztest::random_bytes(1000, 99));
-    t.join();  // the server gives up on its own; the peer stays connected until here
+    srv.join();  // the server gives up on its own; the peer stays connected until here
   }
-  EXPECT_EQ(ss, SZ_ERROR_BAD_MAGIC) << serr;
-  EXPECT_NE(serr.find("refused a peer"), std::string::npos) << serr;
+  EXPECT_EQ(srv.status, SZ_ERROR_BAD_MAGIC) << srv.error;
+  EXPECT_NE(srv.error.find("refused a peer"), std::string::npos) << srv.error;
 }
 
 // ---- peers that die or stall ---------------------------------------------------------------------------------------
@@ -435,18 +447,11 @@ TEST(Transfer, GarbageChunkAfterAValidHandshakeIsRejected) {
   so.discard = true;
   so.timeout_s = 5;
   so.accept_timeout_s = 20;
-  tr::Server server;
+  ServingOne srv(so);
   std::string err;
-  ASSERT_EQ(server.open(so, &err), SZ_OK) << err;
-  sz_status ss = SZ_ERROR_INTERNAL;
-  std::string serr;
-  std::thread t([&] {
-    tr::SessionStats s;
-    ss = server.serve_one(&s, &serr);
-  });
   {
     namespace proto = tr::proto;
-    RawPeer peer(server.port());
+    RawPeer peer(srv.port());
     ASSERT_TRUE(peer.ok());
     peer.send_bytes(hello_message(42, ""));
     std::vector<uint8_t> address;
@@ -462,9 +467,9 @@ TEST(Transfer, GarbageChunkAfterAValidHandshakeIsRejected) {
     const double t1 = now_s();
     while (!junk_op.done && now_s() - t1 < 5) ucx.wait(0.01);
     ucx.reap(&junk_op);
-    t.join();
+    srv.join();
   }
-  EXPECT_EQ(ss, SZ_ERROR_BAD_MAGIC) << serr;
+  EXPECT_EQ(srv.status, SZ_ERROR_BAD_MAGIC) << srv.error;
 }
 
 TEST(Transfer, StalledSenderTimesOutCleanly) {
@@ -524,22 +529,14 @@ TEST(TransferSecurity, ServerBindsToLoopbackByDefault) {
   if (other.empty()) GTEST_SKIP() << "no non-loopback IPv4 interface to try from";
   so.discard = true;
   so.accept_timeout_s = 3;
-  tr::Server server;
-  std::string err;
-  ASSERT_EQ(server.open(so, &err), SZ_OK) << err;
-  sz_status ss = SZ_ERROR_INTERNAL;
-  std::thread t([&] {
-    tr::SessionStats st;
-    ss = server.serve_one(&st, &err);
-  });
+  ServingOne srv(so);
   const auto& kv = kv_slice();
   tr::SendOptions o;
   o.timeout_s = 2;
   std::string cerr;
-  EXPECT_EQ(tr::send(other, server.port(), {{"a", SZ_DTYPE_BF16, kv.data(), 64}}, o, nullptr, &cerr), SZ_ERROR_IO)
+  EXPECT_EQ(tr::send(other, srv.port(), {{"a", SZ_DTYPE_BF16, kv.data(), 64}}, o, nullptr, &cerr), SZ_ERROR_IO)
       << "reached the server through " << other;
-  t.join();
-  EXPECT_EQ(ss, SZ_ERROR_IO) << "the server must not have accepted anyone: " << err;
+  EXPECT_EQ(srv.join(), SZ_ERROR_IO) << "the server must not have accepted anyone: " << srv.error;
 }
 
 TEST(TransferSecurity, TokenMismatchIsRefused) {
@@ -570,16 +567,9 @@ TEST(TransferSecurity, UnknownDtypeByteIsRefused) {
   tr::ServeOptions so;
   so.discard = true;
   so.accept_timeout_s = 10;
-  tr::Server server;
-  std::string err;
-  ASSERT_EQ(server.open(so, &err), SZ_OK) << err;
-  sz_status ss = SZ_ERROR_INTERNAL;
-  std::thread t([&] {
-    tr::SessionStats s;
-    ss = server.serve_one(&s, &err);
-  });
+  ServingOne srv(so);
   {
-    RawPeer peer(server.port());
+    RawPeer peer(srv.port());
     ASSERT_TRUE(peer.ok());
     peer.send_bytes(hello_message(9, "", "t", 61));
     std::vector<uint8_t> address;
@@ -587,8 +577,7 @@ TEST(TransferSecurity, UnknownDtypeByteIsRefused) {
     EXPECT_EQ(peer.read_ack(&address, &text), SZ_ERROR_UNSUPPORTED_DTYPE) << text;
     EXPECT_TRUE(address.empty());
   }
-  t.join();
-  EXPECT_EQ(ss, SZ_ERROR_UNSUPPORTED_DTYPE) << err;
+  EXPECT_EQ(srv.join(), SZ_ERROR_UNSUPPORTED_DTYPE) << srv.error;
 }
 
 TEST(TransferSecurity, TokenCompare) {
@@ -1047,15 +1036,8 @@ TEST(TransferSessions, SessionTimeLimitEndsASteadySender) {
   so.discard = true;
   so.max_session_seconds = 1;
   so.accept_timeout_s = 20;
-  tr::Server server;
+  ServingOne srv(so);
   std::string err;
-  ASSERT_EQ(server.open(so, &err), SZ_OK) << err;
-  sz_status ss = SZ_ERROR_INTERNAL;
-  std::string serr;
-  std::thread t([&] {
-    tr::SessionStats s;
-    ss = server.serve_one(&s, &serr);
-  });
   tr::SendOptions o;
   o.raw = true;
   o.chunk_values = 4096;
@@ -1063,12 +1045,11 @@ TEST(TransferSessions, SessionTimeLimitEndsASteadySender) {
   o.rate_bytes_per_s = 200e3;  // 1.8 MB in about 9 s, a message every 40 ms
   o.timeout_s = 10;
   const double t0 = now_s();
-  const sz_status st = tr::send("127.0.0.1", server.port(), {{"slow", SZ_DTYPE_BF16, kv.data(), kv.size()}}, o,
+  const sz_status st = tr::send("127.0.0.1", srv.port(), {{"slow", SZ_DTYPE_BF16, kv.data(), kv.size()}}, o,
                                 nullptr, &err);
-  t.join();
+  EXPECT_EQ(srv.join(), SZ_ERROR_IO) << srv.error;
   EXPECT_EQ(st, SZ_ERROR_IO) << err;
   EXPECT_NE(err.find("time limit"), std::string::npos) << err;
-  EXPECT_EQ(ss, SZ_ERROR_IO) << serr;
   EXPECT_LT(now_s() - t0, 4.0);
 }
 
