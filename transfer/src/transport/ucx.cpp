@@ -181,10 +181,9 @@ static sz_status posted(ucs_status_ptr_t r, Op* op, ucs_status_t immediate) {
   return SZ_OK;
 }
 
-sz_status Ucx::send(uint64_t tag, const void* a, size_t a_size, const void* b, size_t b_size, Op* op, bool device) {
-  if (ep_ == nullptr || ep_failed_) return SZ_ERROR_IO;
-  if (device && (!cuda_memory_ || b_size != 0)) return SZ_ERROR_INVALID_ARGUMENT;
-  *op = Op();
+// The parameters of a tagged send or receive completing through a callback on op, with no immediate completion,
+// for device memory when `device`.
+static ucp_request_param_t op_params(Op* op, bool device) {
   ucp_request_param_t p;
   memset(&p, 0, sizeof p);
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
@@ -192,8 +191,16 @@ sz_status Ucx::send(uint64_t tag, const void* a, size_t a_size, const void* b, s
     p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     p.memory_type = UCS_MEMORY_TYPE_CUDA;
   }
-  p.cb.send = send_cb;
   p.user_data = op;
+  return p;
+}
+
+sz_status Ucx::send(uint64_t tag, const void* a, size_t a_size, const void* b, size_t b_size, Op* op, bool device) {
+  if (ep_ == nullptr || ep_failed_) return SZ_ERROR_IO;
+  if (device && (!cuda_memory_ || b_size != 0)) return SZ_ERROR_INVALID_ARGUMENT;
+  *op = Op();
+  ucp_request_param_t p = op_params(op, device);
+  p.cb.send = send_cb;
   ucs_status_ptr_t r;
   if (b_size == 0) {
     r = ucp_tag_send_nbx(ep_, a, a_size, tag, &p);
@@ -212,15 +219,8 @@ sz_status Ucx::send(uint64_t tag, const void* a, size_t a_size, const void* b, s
 sz_status Ucx::recv(uint64_t tag, uint64_t mask, void* buffer, size_t capacity, Op* op, bool device) {
   if (device && !cuda_memory_) return SZ_ERROR_INVALID_ARGUMENT;
   *op = Op();
-  ucp_request_param_t p;
-  memset(&p, 0, sizeof p);
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-  if (device) {
-    p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-    p.memory_type = UCS_MEMORY_TYPE_CUDA;
-  }
+  ucp_request_param_t p = op_params(op, device);
   p.cb.recv = recv_cb;
-  p.user_data = op;
   ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, buffer, capacity, tag, mask, &p);
   // An immediate completion is not expected with NO_IMM_CMPL: taken as one of unknown length, which the caller
   // rejects.
