@@ -4,7 +4,8 @@
 // as contiguous byte or word views by the Python layer. This file only checks device, contiguity and sizes, releases
 // the GIL around the library call and returns the library's sz_status as an int; the Python layer turns statuses
 // into exceptions and allocates every output and workspace through the framework. Nothing here links a framework,
-// allocates device memory or synchronises a stream.
+// allocates device memory or synchronises a stream. One object lives here: a symbol table (the max mode) owns its
+// file bytes and prepared lookup tables, host memory that the library's parsed table points into.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -12,6 +13,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -419,6 +421,116 @@ std::tuple<int, uint64_t, uint32_t, uint32_t> frame_book_ref(const InArray& src)
   return {static_cast<int>(st), id, tensor, period};
 }
 
+// ---- symbol tables and entropy-coded frames (docs/FORMAT.md §4.10, §5.3): CPU codec ----------------------------
+
+// A symbol table file, parsed and prepared once. It owns the file bytes and the workspace of
+// sz_symbol_table_prepare (which the parsed table points into), so it is neither copied nor moved: the Python
+// object holds it for as long as frames are coded with it.
+struct SymbolTable {
+  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> workspace;
+  sz_symbol_table table{};
+  SymbolTable() = default;
+  SymbolTable(const SymbolTable&) = delete;
+  SymbolTable& operator=(const SymbolTable&) = delete;
+};
+
+// (status, SymbolTable or None) of a table file that must be exactly the table (bytes after it: SZ_ERROR_CORRUPT).
+std::tuple<int, nb::object> symbol_table_parse(const InArray& src) {
+  const Raw s = raw_view(src, "data", Where::kHost);
+  auto t = std::make_unique<SymbolTable>();
+  const uint8_t* p = static_cast<const uint8_t*>(s.ptr);
+  t->bytes.assign(p, p + s.nbytes);
+  sz_status st = sz_symbol_table_parse(t->bytes.data(), t->bytes.size(), &t->table);
+  if (st == SZ_OK && sz_symbol_table_file_size(static_cast<sz_dtype>(t->table.dtype), t->table.tensors,
+                                               t->table.period, t->table.groups) != t->bytes.size())
+    st = SZ_ERROR_CORRUPT;
+  if (st == SZ_OK) {
+    t->workspace.resize(sz_symbol_table_workspace_size(&t->table));
+    st = sz_symbol_table_prepare(&t->table, t->workspace.data(), t->workspace.size());
+  }
+  if (st != SZ_OK) return {static_cast<int>(st), nb::none()};
+  return {static_cast<int>(st), nb::cast(t.release(), nb::rv_policy::take_ownership)};
+}
+
+// Per-channel symbol histograms over raw KV caches (each array: whole tokens of `tensors` tensors of `period`
+// values), then the clustered table: (status, predicted symbol bits per value, table file bytes).
+std::tuple<int, double, nb::bytes> symbol_calibrate(const std::vector<InArray>& arrays, int dtype, uint32_t tensors,
+                                                    uint32_t period, uint32_t groups) {
+  const sz_dtype dt = static_cast<sz_dtype>(dtype);
+  const size_t hsize = sz_symbol_histogram_size(dt, tensors, period);
+  const size_t fsize = sz_symbol_table_file_size(dt, tensors, period, groups);
+  if (hsize == 0 || fsize == 0) return {SZ_ERROR_INVALID_ARGUMENT, 0.0, nb::bytes("", 0)};
+  const uint64_t token_bytes = (uint64_t)tensors * period * sz_dtype_size(dt);
+  std::vector<Raw> raws;
+  for (const auto& a : arrays) {
+    raws.push_back(raw_view(a, "kv", Where::kHost));
+    if (raws.back().nbytes % token_bytes != 0) return {SZ_ERROR_INVALID_ARGUMENT, 0.0, nb::bytes("", 0)};
+  }
+  std::vector<uint32_t> counts(hsize / sizeof(uint32_t), 0u);
+  std::string file(fsize, '\0');
+  size_t size = 0;
+  double bits = 0.0;
+  sz_status st = SZ_OK;
+  {
+    nb::gil_scoped_release release;
+    for (const Raw& r : raws) {
+      st = sz_symbol_histogram_add(counts.data(), dt, tensors, period, r.ptr, r.nbytes / token_bytes);
+      if (st != SZ_OK) break;
+    }
+    if (st == SZ_OK)
+      st = sz_symbol_calibrate(counts.data(), dt, tensors, period, groups, file.data(), file.size(), &size, &bits);
+  }
+  if (st != SZ_OK) return {static_cast<int>(st), 0.0, nb::bytes("", 0)};
+  return {static_cast<int>(st), bits, nb::bytes(file.data(), size)};
+}
+
+std::tuple<int, size_t> compress_entropy(const InArray& src, uint64_t n_values, int dtype, const SymbolTable& table,
+                                         uint32_t tensor, unsigned chunk_log2, unsigned flags, const OutArray& dst,
+                                         bool reference) {
+  const Raw s = raw_view(src, "src", Where::kHost);
+  const Raw d = raw_view(dst, "dst", Where::kHost);
+  const size_t vsize = sz_dtype_size(static_cast<sz_dtype>(dtype));
+  if (vsize == 0) return {SZ_ERROR_UNSUPPORTED_DTYPE, 0};
+  if (n_values > s.nbytes / vsize) throw nb::value_error("src: fewer bytes than n_values values");
+  const sz_params p = params_from(chunk_log2, flags, 1);
+  size_t size = 0;
+  sz_status st;
+  {
+    nb::gil_scoped_release release;
+    void* out = const_cast<void*>(d.ptr);
+    st = reference ? sz_compress_entropy_reference(s.ptr, n_values, static_cast<sz_dtype>(dtype), &table.table,
+                                                   tensor, &p, out, d.nbytes, &size)
+                   : sz_compress_entropy(s.ptr, n_values, static_cast<sz_dtype>(dtype), &table.table, tensor, &p,
+                                         out, d.nbytes, &size);
+  }
+  return {static_cast<int>(st), size};
+}
+
+std::tuple<int, size_t> decompress_entropy(const InArray& src, const SymbolTable& table, const OutArray& dst,
+                                           unsigned threads, bool reference) {
+  const Raw s = raw_view(src, "buffer", Where::kHost);
+  const Raw d = raw_view(dst, "out", Where::kHost);
+  size_t size = 0;
+  sz_status st;
+  {
+    nb::gil_scoped_release release;
+    void* out = const_cast<void*>(d.ptr);
+    st = reference ? sz_decompress_entropy_reference(s.ptr, s.nbytes, &table.table, out, d.nbytes, &size)
+                   : sz_decompress_entropy(s.ptr, s.nbytes, &table.table, out, d.nbytes, &size, threads);
+  }
+  return {static_cast<int>(st), size};
+}
+
+// (status, table id, tensor, period) of a version 3 frame's header.
+std::tuple<int, uint64_t, uint32_t, uint32_t> frame_table_ref(const InArray& src) {
+  const Raw s = raw_view(src, "buffer", Where::kHost);
+  uint64_t id = 0;
+  uint32_t tensor = 0, period = 0;
+  const sz_status st = sz_frame_table_ref(s.ptr, s.nbytes, &id, &tensor, &period);
+  return {static_cast<int>(st), id, tensor, period};
+}
+
 // ---- CUDA codec: every call is enqueued on the caller's stream; outputs and workspace come from the caller -------
 
 std::tuple<int, size_t> cuda_compress_workspace_size(uint64_t n_values, int dtype, unsigned chunk_log2,
@@ -601,6 +713,37 @@ NB_MODULE(_splitzip, m) {
   m.def("decompress_book", &decompress_book, nb::arg("src").noconvert(), nb::arg("book"),
         nb::arg("dst").noconvert(), nb::arg("threads"), nb::arg("reference") = false);
   m.def("frame_book_ref", &frame_book_ref, nb::arg("src").noconvert());
+
+  m.attr("FORMAT_VERSION_ENTROPY") = SZ_FORMAT_VERSION_ENTROPY;
+  m.attr("ENTROPY_CHUNK_LOG2") = SZ_ENTROPY_CHUNK_LOG2;
+  m.attr("MAX_GROUPS") = SZ_MAX_GROUPS;
+  nb::class_<SymbolTable>(m, "SymbolTable", "A parsed and prepared symbol table file (use splitzip.SymbolTable).")
+      .def_prop_ro("dtype", [](const SymbolTable& t) { return static_cast<int>(t.table.dtype); })
+      .def_prop_ro("symbol_bits", [](const SymbolTable& t) { return static_cast<int>(t.table.symbol_bits); })
+      .def_prop_ro("period", [](const SymbolTable& t) { return t.table.period; })
+      .def_prop_ro("tensors", [](const SymbolTable& t) { return t.table.tensors; })
+      .def_prop_ro("groups", [](const SymbolTable& t) { return t.table.groups; })
+      .def_prop_ro("id", [](const SymbolTable& t) { return t.table.id; })
+      .def_prop_ro("nbytes", [](const SymbolTable& t) { return t.bytes.size(); })
+      .def("to_bytes", [](const SymbolTable& t) {
+        return nb::bytes(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+      })
+      .def("group_of_bytes", [](const SymbolTable& t) {
+        return nb::bytes(reinterpret_cast<const char*>(t.table.group_of), 2 * (size_t)t.table.tensors * t.table.period);
+      })
+      .def("freq_bytes", [](const SymbolTable& t) {
+        return nb::bytes(reinterpret_cast<const char*>(t.table.freq),
+                         2 * (size_t)t.table.groups * ((size_t(1) << t.table.symbol_bits) + 1));
+      });
+  m.def("symbol_table_parse", &symbol_table_parse, nb::arg("data").noconvert());
+  m.def("symbol_calibrate", &symbol_calibrate, nb::arg("arrays"), nb::arg("dtype"), nb::arg("tensors"),
+        nb::arg("period"), nb::arg("groups"));
+  m.def("compress_entropy", &compress_entropy, nb::arg("src").noconvert(), nb::arg("n_values"), nb::arg("dtype"),
+        nb::arg("table"), nb::arg("tensor"), nb::arg("chunk_log2"), nb::arg("flags"), nb::arg("dst").noconvert(),
+        nb::arg("reference") = false);
+  m.def("decompress_entropy", &decompress_entropy, nb::arg("src").noconvert(), nb::arg("table"),
+        nb::arg("dst").noconvert(), nb::arg("threads"), nb::arg("reference") = false);
+  m.def("frame_table_ref", &frame_table_ref, nb::arg("src").noconvert());
 
   m.def("cuda_compress_workspace_size", &cuda_compress_workspace_size);
   m.def("cuda_compress", &cuda_compress, nb::arg("src").noconvert(), nb::arg("n_values"), nb::arg("dtype"),
