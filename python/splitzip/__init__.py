@@ -9,8 +9,12 @@
     splitzip.compress_file("kv.npy")         # kv.npy.spz, as `splitzip compress kv.npy` writes it
     book = splitzip.calibrate_channels(sample_kv)   # per-channel windows from [L, 2, T, H, D] sample KV
     box = splitzip.compress_kv(kv, book)     # the book + one version 2 frame per (layer, K/V): more ratio
+    table = splitzip.calibrate_max(sample_kv)       # max mode: a symbol table (per channel group) from sample KV
+    box = splitzip.compress_kv_max(kv, table)       # the table + one entropy-coded version 3 frame per tensor (CPU)
+    splitzip.decompress(splitzip.compress(kv[0, 1], table, book_tensor=1), table=table)   # one tensor
 
-Frames follow docs/FORMAT.md (format v1; v2 with channel books) and are byte-identical to the C library's and the CLI's.
+Frames follow docs/FORMAT.md (format v1; v2 with channel books; v3, the max mode, with symbol tables) and are
+byte-identical to the C library's and the CLI's.
 Errors raise a subclass of splitzip.Error named after the library status (CorruptError, ChecksumError, ...).
 """
 
@@ -19,6 +23,7 @@ import sys as _sys
 from . import _splitzip
 from ._channels import ChannelBook, calibrate_channels, compress_kv
 from ._container import Container, Item, compress_container
+from ._max import SymbolTable, calibrate_max, compress_kv_max
 from ._core import (
     DTYPE_IDS,
     BufferLike,
@@ -74,8 +79,8 @@ if "torch" in _sys.modules:
 
 __all__ = [
     "BufferLike", "ChannelBook", "Codebook", "CodebookLike", "Container", "DTYPE_IDS", "DTypeLike", "FORMAT_VERSION", "Item",
-    "Tensor", "calibrate", "calibrate_channels", "check_status", "compress", "compress_bound", "compress_bytes", "compress_container",
-    "compress_file", "compress_kv", "compress_pages", "compress_reference", "cuda_available", "decompress", "decompress_bytes",
+    "SymbolTable", "Tensor", "calibrate", "calibrate_channels", "calibrate_max", "check_status", "compress", "compress_bound",
+    "compress_bytes", "compress_container", "compress_file", "compress_kv", "compress_kv_max", "compress_pages", "compress_reference", "cuda_available", "decompress", "decompress_bytes",
     "decompress_file", "decompress_pages", "decompress_reference", "dtype_name", "info", "register_torch_ops",
     *_error_names,
 ]

@@ -215,9 +215,14 @@ def compress_kv(kv: Tensor, book: Union[ChannelBook, str, "os.PathLike[str]"],
     """A KV cache [layers, 2, tokens, kv_heads, head_dim] as a container (docs/FORMAT.md §6): the book (item
     "channel_book", kind 3), then one version 2 frame per tensor ("layer<l>.k", "layer<l>.v", shape [tokens,
     kv_heads, head_dim]) that together restore its bytes. Byte-identical to ``splitzip compress --kv-shape
-    L,2,T,H,D --codebook BOOK``. Host tensors."""
+    L,2,T,H,D --codebook BOOK``. Host tensors. Given a :class:`SymbolTable` instead of a book, this is
+    :func:`compress_kv_max` (as the CLI's ``--codebook`` takes either with its ``--mode``)."""
     from ._container import _assemble
+    from ._max import SymbolTable, compress_kv_max
 
+    if isinstance(book, SymbolTable):
+        return compress_kv_max(kv, book, kv_shape=kv_shape, chunk=chunk, threads=threads, checksum=checksum,
+                               dtype=dtype)
     b = _book_arg(book)
     t = _Tensor(kv if not (isinstance(kv, np.ndarray) and not kv.flags.c_contiguous) else np.ascontiguousarray(kv),
                 "kv")

@@ -40,7 +40,7 @@ from ._core import (
 )
 from ._errors import check, error_for
 
-_KIND_NAMES = {1: "frame", 2: "stored", 3: "book"}
+_KIND_NAMES = {1: "frame", 2: "stored", 3: "book", 4: "table"}
 
 #: An item to write: a tensor (a frame when its element type is bf16 / fp16 / fp32 / fp8, else its bytes stored),
 #: bytes (stored), or (tensor, dtype) to compress a tensor of another element type (uint16 bit patterns, bytes).
@@ -51,8 +51,9 @@ ItemValue = Union[Tensor, bytes, bytearray, memoryview, Tuple[BufferLike, DTypeL
 class Item:
     """One entry of a container index (docs/FORMAT.md §6.3).
 
-    kind: "frame", "stored" or "book" (a channel book that the container's version 2 frames use; not part of the
-    original file). dtype: the frame's dtype name ("bf16", ...), None for stored bytes. shape: the
+    kind: "frame", "stored", "book" (a channel book that the container's version 2 frames use; not part of the
+    original file) or "table" (a symbol table for its version 3 frames, likewise). dtype: the frame's dtype name
+    ("bf16", ...), None for the other kinds. shape: the
     recorded shape, () when none is recorded (ndim 0: a scalar, or a shape that was not recorded). The offsets and
     sizes are in bytes: original_* in the original file, data_* in the container.
     """
@@ -108,16 +109,42 @@ class Container:
         self.items: Tuple[Item, ...] = tuple(items)
         self._by_name = {it.name: it for it in items}
         from ._channels import ChannelBook
+        from ._max import _parse, SymbolTable
         self._books = {}  # id -> ChannelBook of the book items (validated with the index)
+        self._tables = {}  # id -> SymbolTable of the table items, parsed and prepared once
         for it in items:
+            data = self._buf[it.data_offset:it.data_offset + it.data_size]
             if it.kind == "book":
-                b = ChannelBook.from_bytes(self._buf[it.data_offset:it.data_offset + it.data_size])
+                b = ChannelBook.from_bytes(data)
                 self._books[b.id] = b
+            elif it.kind == "table":
+                tb = SymbolTable.__new__(SymbolTable)
+                tb._t = _parse(data, f"container: item {it.name!r}")
+                tb.expected_bits_per_value = None
+                self._tables[tb.id] = tb
 
     @property
     def books(self) -> list:
         """The channel books the container holds (its book items)."""
         return list(self._books.values())
+
+    @property
+    def tables(self) -> list:
+        """The symbol tables the container holds (its table items, for its version 3 frames)."""
+        return list(self._tables.values())
+
+    def _decode_into(self, frame: np.ndarray, out: np.ndarray, threads: int, what: str) -> None:
+        """Decodes a frame of any version into the host byte view ``out``, with the container's book or table."""
+        from ._max import decompress_entropy_into, frame_table_id
+        ref = frame_table_id(frame)
+        if ref is not None:
+            table = self._tables.get(ref[0])
+            if table is None:
+                raise error_for(17, f"{what}: its symbol table (id 0x{ref[0]:016x}) is not in the container")
+            decompress_entropy_into(frame, table, out, threads, what)
+            return
+        from ._channels import decompress_into
+        decompress_into(frame, self._book_of(frame, what), out, threads, what)
 
     def _book_of(self, frame: np.ndarray, what: str):
         """The container's book for a version 2 frame, None for a version 1 frame."""
@@ -175,13 +202,17 @@ class Container:
     def read(self, name: str, out: Optional[np.ndarray] = None, *, threads: Optional[int] = None) -> np.ndarray:
         """A frame item's values in its recorded shape (1-D when none is recorded), or into ``out`` (any host
         array with room for them, as in :func:`splitzip.decompress`; version 2 frames with the container's channel
-        book); a stored item's bytes (a uint8 array); a book item's :class:`ChannelBook`."""
+        book, version 3 frames with its symbol table); a stored item's bytes (a uint8 array); a book item's
+        :class:`ChannelBook`; a table item's :class:`SymbolTable`."""
         it = self.item(name)
         nthreads = _threads(threads)
         data = self.data(name)
         if it.kind == "book":
             from ._channels import ChannelBook
             return ChannelBook.from_bytes(data)
+        if it.kind == "table":
+            from ._max import SymbolTable
+            return SymbolTable(data)
         if it.kind == "stored":
             if out is None:
                 return data.copy()
@@ -201,8 +232,7 @@ class Container:
                 raise ValueError("out: must be in host memory like the container")
             _check_out_element(o, raw["dtype_id"])
             result = out
-        from ._channels import decompress_into
-        decompress_into(data, self._book_of(data, f"item {name!r}"), o.bytes, nthreads, f"item {name!r}")
+        self._decode_into(data, o.bytes, nthreads, f"item {name!r}")
         return result
 
     def original(self, *, threads: Optional[int] = None) -> bytes:
@@ -215,13 +245,12 @@ class Container:
             if it.kind == "stored":
                 dst[...] = src
                 continue
-            if it.kind == "book":
+            if it.kind in ("book", "table"):
                 continue  # not part of the original file
             raw = _frame_info_whole(src, f"item {it.name!r}")
             if raw["decompressed_size"] != it.original_size:
                 raise error_for(7, f"item {it.name!r}")
-            from ._channels import decompress_into
-            decompress_into(src, self._book_of(src, f"item {it.name!r}"), dst, nthreads, f"item {it.name!r}")
+            self._decode_into(src, dst, nthreads, f"item {it.name!r}")
         return out.tobytes()
 
     def info(self) -> dict:
@@ -237,6 +266,8 @@ class Container:
                 d["frame"] = _info_dict(raw, self.data(it.name))
             elif it.kind == "book":
                 d["book"] = self.read(it.name)
+            elif it.kind == "table":
+                d["table"] = self.read(it.name)
             items.append(d)
         size = self.nbytes
         return {"type": "container", "n_items": len(items), "compressed_size": size,

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     import cupy
     import torch
 
+    from ._channels import ChannelBook
+    from ._max import SymbolTable
+
 # ---- argument types -----------------------------------------------------------------------------------------------
 
 #: A tensor the codec reads or writes: a numpy array, a torch tensor (CPU or CUDA) or a cupy array.
@@ -359,7 +362,8 @@ def _flags(checksum: bool) -> int:
     return _ext.FLAG_CHECKSUMS if checksum else 0
 
 
-def compress(tensor: BufferLike, codebook: Union[CodebookLike, "ChannelBook"] = None, chunk: Optional[int] = None,
+def compress(tensor: BufferLike, codebook: Union[CodebookLike, "ChannelBook", "SymbolTable"] = None,
+             chunk: Optional[int] = None,
              threads: Optional[int] = None, checksum: bool = True, dtype: Optional[DTypeLike] = None, *,
              keep_shape: bool = False, book_tensor: Optional[int] = None) -> Tensor:
     """Compresses one tensor into a SplitZip frame (docs/FORMAT.md §4).
@@ -369,7 +373,9 @@ def compress(tensor: BufferLike, codebook: Union[CodebookLike, "ChannelBook"] = 
         (or a uint8 array) with ``dtype=``. A big-endian numpy array is converted to little-endian first (a copy).
     codebook: None (the library's default for the dtype), a :class:`Codebook`, a codebook file path, or "key" /
         "value" / "generic" for a default codebook of that kind; or a :class:`ChannelBook` with ``book_tensor``
-        (which of its tensors this is: 2 * layer, + 1 for V) for a version 2 frame (host tensors).
+        (which of its tensors this is: 2 * layer, + 1 for V) for a version 2 frame (host tensors); or a
+        :class:`SymbolTable` with ``book_tensor`` for an entropy-coded version 3 frame (the max mode: host tensors
+        only, a CUDA tensor raises ValueError; one thread; chunks of 65536 values by default).
     chunk: values per chunk, a power of two from 256 to 65536 (default 4096).
     threads: CPU threads (default 1, as in the C API and the CLI; 0: one per hardware thread); never changes the
         bytes.
@@ -386,6 +392,15 @@ def compress(tensor: BufferLike, codebook: Union[CodebookLike, "ChannelBook"] = 
     if not isinstance(keep_shape, (bool, np.bool_)):
         raise TypeError(f"keep_shape must be True or False, got {type(keep_shape).__name__}")
     from ._channels import ChannelBook, compress_channels
+    from ._max import SymbolTable, compress_entropy
+    if isinstance(codebook, SymbolTable):
+        if book_tensor is None:
+            raise ValueError("compress: a SymbolTable needs book_tensor= (which of its tensors this is: 2 * layer, "
+                             "+ 1 for V)")
+        if keep_shape:
+            raise ValueError("compress: keep_shape with a SymbolTable: use compress_kv_max for a container")
+        _threads(threads)  # checked; the entropy coder codes a frame on one thread
+        return compress_entropy(tensor, codebook, book_tensor, chunk=chunk, checksum=checksum, dtype=dtype)
     if isinstance(codebook, ChannelBook):
         if book_tensor is None:
             raise ValueError("compress: a ChannelBook needs book_tensor= (which of its tensors this is)")
@@ -394,7 +409,7 @@ def compress(tensor: BufferLike, codebook: Union[CodebookLike, "ChannelBook"] = 
         return compress_channels(tensor, codebook, book_tensor, chunk=chunk, threads=threads, checksum=checksum,
                                  dtype=dtype)
     if book_tensor is not None:
-        raise ValueError("compress: book_tensor= is for a ChannelBook codebook")
+        raise ValueError("compress: book_tensor= is for a ChannelBook or SymbolTable codebook")
     if keep_shape:
         from ._container import compress_container
         return compress_container({"tensor": tensor if dtype is None else (tensor, dtype)}, codebook=codebook,
@@ -438,6 +453,7 @@ def _info_dict(raw: dict, frame: Optional[np.ndarray] = None) -> dict:
     did = raw["dtype_id"]
     cb = raw["codebook"]
     channels = raw["version"] == _ext.FORMAT_VERSION_CHANNELS
+    entropy = raw["version"] == _ext.FORMAT_VERSION_ENTROPY
     d = {
         "type": "frame",
         "version": raw["version"],
@@ -450,7 +466,7 @@ def _info_dict(raw: dict, frame: Optional[np.ndarray] = None) -> dict:
         "n_chunks": raw["n_chunks"],
         "flags": raw["flags"],
         "checksums": bool(raw["flags"] & _ext.FLAG_CHECKSUMS),
-        "codebook": None if channels else Codebook._from_tuple(cb),
+        "codebook": None if channels or entropy else Codebook._from_tuple(cb),
         "stats_valid": raw["stats_valid"],
     }
     if channels:  # version 2: channel windows of a channel book (docs/FORMAT.md §4.9)
@@ -459,6 +475,12 @@ def _info_dict(raw: dict, frame: Optional[np.ndarray] = None) -> dict:
             st, book_id, tensor, period = _ext.frame_book_ref(frame)
             check(st, "info")
             d.update(book_id=book_id, book_tensor=tensor, period=period)
+    if entropy:  # version 3: entropy-coded with a symbol table (docs/FORMAT.md §4.10)
+        d["entropy_coded"] = True
+        if frame is not None:
+            st, table_id, tensor, period = _ext.frame_table_ref(frame)
+            check(st, "info")
+            d.update(table_id=table_id, table_tensor=tensor, period=period)
     if raw["stats_valid"]:
         d["coded_chunks"] = raw["coded_chunks"]
         d["raw_chunks"] = raw["raw_chunks"]
@@ -496,7 +518,8 @@ def info(buffer: BufferLike) -> dict:
 
 
 def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Optional[int] = None,
-               status: Optional[Tensor] = None, book: Optional["ChannelBook"] = None) -> Tensor:
+               status: Optional[Tensor] = None, book: Optional["ChannelBook"] = None,
+               table: Union["SymbolTable", str, "os.PathLike[str]", None] = None) -> Tensor:
     """Decompresses a frame, or a container of one frame item (what ``compress(..., keep_shape=True)`` makes).
 
     buffer: the frame, a uint8 array (numpy, torch, cupy) or bytes. Host buffers decode on the CPU, CUDA buffers on
@@ -513,6 +536,10 @@ def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Opt
 
     book: the :class:`ChannelBook` of a version 2 frame (host buffers); without it such a frame raises
         BookMismatchError, and so does a book other than the frame's.
+    table: the :class:`SymbolTable` (or its file path) of a version 3 frame, the max mode (host buffers only: a
+        CUDA buffer with a table raises ValueError; copy the frame to the host). Without it such a frame raises
+        BookMismatchError, and so does a table other than the frame's. ``book`` and ``table`` are used by the
+        frames they belong to: a version 1 frame decodes with either given.
 
     A buffer shorter than the frame its header describes raises SrcTruncatedError before anything is allocated.
     Of several frames back to back (a file of a long raw input) this decodes the first; :func:`decompress_bytes`
@@ -526,6 +553,13 @@ def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Opt
         if t.device == "cuda":
             raise ValueError("decompress: channel books: the Python module decodes host buffers (the C API has "
                              "sz_cuda_decompress_book for device memory)")
+    if table is not None:
+        from ._max import SymbolTable, _CPU_ONLY, _table_arg
+        if isinstance(book, SymbolTable):
+            raise TypeError("decompress: book= takes a ChannelBook; the SymbolTable goes in table=")
+        table = _table_arg(table)
+        if t.device == "cuda":
+            raise ValueError(f"decompress: {_CPU_ONLY}")
     if t.device == "cuda":
         return _cuda_decompress(t, out, status)
     if status is not None:
@@ -534,7 +568,7 @@ def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Opt
         from ._container import Container
         c = Container(t.bytes)
         frames = [it for it in c.items if it.kind == "frame"]
-        if len(c.items) != 1 or len(frames) != 1 or book is not None:
+        if len(c.items) != 1 or len(frames) != 1 or book is not None or table is not None:
             raise ValueError(f"decompress: a container of {len(c.items)} items; read them by name with "
                              f"splitzip.Container(buffer)[name]")
         return c.read(frames[0].name, out=out, threads=nthreads)
@@ -549,6 +583,13 @@ def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Opt
             raise ValueError("out: must be in host memory like the buffer")
         _check_out_element(o, did)
         result = out
+    if raw["version"] == _ext.FORMAT_VERSION_ENTROPY:
+        if table is None:
+            raise error_for(17, "decompress: an entropy-coded (version 3, max mode) frame needs its symbol table "
+                                "(table=)")
+        from ._max import decompress_entropy_into
+        decompress_entropy_into(t.bytes, table, o.bytes, nthreads, "decompress")
+        return result
     if book is None:
         st, _ = _ext.decompress(t.bytes, o.bytes, nthreads)
     else:

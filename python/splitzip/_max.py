@@ -1,0 +1,320 @@
+"""The max mode (docs/FORMAT.md §4.10, §5.3): entropy-coded frames with a symbol table, on the CPU.
+
+Each value's symbol (the exponent; for FP8 the whole byte) is coded by the library's 32-lane interleaved rANS coder
+with static 12-bit probability tables, one per group of channels; sign and mantissa of the wider types stay raw. The
+tables are calibrated offline from sample KV and shipped once as a symbol table file, which version 3 frames name by
+its id. Channels are those of the channel books: a KV cache [layers][2][tokens][kv_heads][head_dim] is ``tensors =
+2 * layers`` tensors (``2 l`` is layer l's K, ``2 l + 1`` its V) of ``period = kv_heads * head_dim`` channels.
+
+    table = splitzip.calibrate_max(sample_kv)                   # sample_kv: [L, 2, T, H, D] array(s)
+    box = splitzip.compress_kv_max(kv, table)                   # container: the table + one v3 frame per tensor
+    kv2 = splitzip.Container(box).original()                    # the bytes of kv, as `splitzip decompress` gives
+    frame = splitzip.compress(kv[3, 1], table, book_tensor=7)   # one tensor: layer 3's V
+    values = splitzip.decompress(frame, table=table)
+
+CPU only: the library has no GPU codec for version 3 frames, so compressing or decoding a CUDA tensor raises
+ValueError (copy it to the host first: ``.cpu()``, ``cupy.asnumpy``); nothing is copied behind the caller's back.
+Calibration, an offline step, copies device samples to the host.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterable, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _splitzip as _ext
+from ._channels import _kv_layout, _tokens
+from ._core import (
+    _DTYPE_NAMES,
+    _DTYPE_SIZES,
+    DTYPE_IDS,
+    BufferLike,
+    DTypeLike,
+    Tensor,
+    _Tensor,
+    _flags,
+    _host_bytes,
+    _int_arg,
+    _threads,
+)
+from ._errors import check, error_for
+
+_MAGICS = {b"SPZK": "a channel book file (ChannelBook.load)", b"SPZB": "a codebook file (Codebook.load)",
+           b"SPZF": "a SplitZip frame", b"SPZC": "a SplitZip container"}
+
+_CPU_ONLY = ("the max mode (version 3 frames) runs on the CPU only: copy the tensor to the host first "
+             "(.cpu() for torch, cupy.asnumpy for cupy)")
+
+
+class SymbolTable:
+    """A symbol table (docs/FORMAT.md §5.3), parsed, checked and prepared for the codec once.
+
+    ``tensors`` tensors of ``period`` channels, each channel mapped to one of ``groups`` probability tables of
+    ``2**symbol_bits + 1`` 12-bit frequencies (the last one is the escape's). ``id`` is what version 3 frames refer
+    to (XXH3-64 of the file without its checksum). ``group_of`` (uint16, shape (tensors, period)) and ``freq``
+    (uint16, shape (groups, 2**symbol_bits + 1)) are read-only copies of the file's fields;
+    ``expected_bits_per_value`` (the predicted symbol bits per value on the samples) is set by
+    :func:`calibrate_max`.
+
+    ``SymbolTable(data)`` (or :meth:`from_bytes`) parses the bytes of a table file, exactly the table: what
+    ``splitzip calibrate --mode max`` writes and :meth:`to_bytes` / :meth:`save` give back. A damaged file raises the
+    library's error (ChecksumError, CorruptError, SrcTruncatedError, BadMagicError, ...).
+    """
+
+    __slots__ = ("_t", "expected_bits_per_value")
+
+    def __init__(self, data: Union[bytes, bytearray, memoryview, np.ndarray]):
+        self._t = _parse(data, "symbol table")
+        self.expected_bits_per_value: Optional[float] = None
+
+    @classmethod
+    def from_bytes(cls, data: Union[bytes, bytearray, memoryview, np.ndarray]) -> "SymbolTable":
+        """Parses a symbol table file (exactly the table's bytes)."""
+        return cls(data)
+
+    @classmethod
+    def load(cls, path: Union[str, "os.PathLike[str]"]) -> "SymbolTable":
+        """Reads a symbol table file (``splitzip calibrate --mode max -o PATH``)."""
+        p = os.fspath(path)
+        with open(p, "rb") as f:
+            data = f.read()
+        table = cls.__new__(cls)
+        table._t = _parse(data, f"symbol table {os.fsdecode(p)}")
+        table.expected_bits_per_value = None
+        return table
+
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes the table file, byte for byte what it was parsed from or calibrated to."""
+        with open(os.fspath(path), "wb") as f:
+            f.write(self.to_bytes())
+
+    def to_bytes(self) -> bytes:
+        """The symbol table file (docs/FORMAT.md §5.3)."""
+        return self._t.to_bytes()
+
+    @property
+    def dtype(self) -> str:
+        return _DTYPE_NAMES[self._t.dtype]
+
+    @property
+    def symbol_bits(self) -> int:
+        """B of docs/FORMAT.md §4.10.2: 8, or 5 for fp16."""
+        return int(self._t.symbol_bits)
+
+    @property
+    def period(self) -> int:
+        return int(self._t.period)
+
+    @property
+    def tensors(self) -> int:
+        return int(self._t.tensors)
+
+    @property
+    def groups(self) -> int:
+        return int(self._t.groups)
+
+    @property
+    def id(self) -> int:
+        return int(self._t.id)
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the table file."""
+        return int(self._t.nbytes)
+
+    @property
+    def group_of(self) -> np.ndarray:
+        a = np.frombuffer(self._t.group_of_bytes(), dtype="<u2").reshape(self.tensors, self.period)
+        return a  # frombuffer of bytes: read-only
+
+    @property
+    def freq(self) -> np.ndarray:
+        return np.frombuffer(self._t.freq_bytes(), dtype="<u2").reshape(self.groups, (1 << self.symbol_bits) + 1)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SymbolTable) and self.id == other.id and self.to_bytes() == other.to_bytes()
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __reduce__(self):
+        return (SymbolTable, (self.to_bytes(),))
+
+    def __repr__(self) -> str:
+        return (f"SymbolTable(dtype={self.dtype!r}, tensors={self.tensors}, period={self.period}, "
+                f"groups={self.groups}, id=0x{self.id:016x})")
+
+
+def _parse(data: object, what: str):
+    """The extension's prepared table of a table file's bytes, or the error that says what is wrong with them."""
+    if not isinstance(data, (bytes, bytearray, memoryview, np.ndarray)):
+        raise TypeError(f"{what}: expected the bytes of a symbol table file, got {type(data).__name__}")
+    raw = bytes(data)
+    status, t = _ext.symbol_table_parse(np.frombuffer(raw, dtype=np.uint8))
+    if status != 0:
+        kind = _MAGICS.get(raw[:4])
+        if kind is not None:
+            what = f"{what}: this is {kind}, not a symbol table"
+        elif status == 7:
+            what = f"{what} ({len(raw)} bytes)"
+        check(status, what)
+    return t
+
+
+def _table_arg(table: object, what: str = "table") -> SymbolTable:
+    if isinstance(table, (str, os.PathLike)):
+        return SymbolTable.load(table)
+    if not isinstance(table, SymbolTable):
+        raise TypeError(f"{what} must be a SymbolTable or a symbol table file path, got {type(table).__name__}")
+    return table
+
+
+def _check_table_shape(tensors: int, period: int, what: str) -> None:
+    if tensors > _ext.MAX_TENSORS or period > _ext.MAX_PERIOD or tensors * period > 1 << 26:
+        raise ValueError(f"{what}: {tensors} tensors (2 * layers) of {period} channels (kv_heads * head_dim): a "
+                         f"symbol table holds at most {_ext.MAX_TENSORS} tensors of at most {_ext.MAX_PERIOD} "
+                         f"channels, 2^26 channels in all")
+
+
+def calibrate_max(kv: Union[Tensor, Iterable[Tensor]], kv_shape: Optional[Sequence[int]] = None,
+                  dtype: Optional[DTypeLike] = None, groups: int = 64) -> SymbolTable:
+    """A symbol table calibrated on sample KV caches (one or a list; host copies of device tensors are made), as
+    ``splitzip calibrate --mode max --kv-shape L,2,*,H,D --groups N`` writes it for the same samples.
+
+    kv: arrays of shape [layers, 2, tokens, kv_heads, head_dim] (tokens may differ between samples), or any
+        contiguous tensors / bytes with ``kv_shape=(layers, kv_heads, head_dim)`` (or (L, 2, T, H, D)) and
+        ``dtype=`` for element types that are not bf16 / fp16 / fp32 / fp8.
+    groups: probability tables, 1..4096 (the channels are clustered into at most that many; the CLI's default 64).
+    """
+    samples = list(kv) if isinstance(kv, (list, tuple)) else [kv]
+    if not samples:
+        raise ValueError("calibrate_max: no samples")
+    g = _int_arg(groups, "groups", 1, _ext.MAX_GROUPS)
+    did, layout, arrays = None, None, []
+    for i, x in enumerate(samples):
+        if isinstance(x, np.ndarray) and not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)  # calibration only reads: a strided view is copied
+        t = _Tensor(x, f"kv[{i}]")
+        d = t.format_dtype(dtype, f"kv[{i}]")
+        lay = _kv_layout(t, kv_shape, f"kv[{i}]")
+        if did is not None and (d != did or lay != layout):
+            raise ValueError(f"calibrate_max: kv[{i}] is {_DTYPE_NAMES[d]} {lay}, kv[0] {_DTYPE_NAMES[did]} {layout}")
+        did, layout = d, lay
+        _check_table_shape(2 * lay[0], lay[1] * lay[2], f"kv[{i}]")
+        _tokens(t, d, *lay, f"kv[{i}]")
+        arrays.append(_host_bytes(t))
+    L, H, D = layout
+    status, bits, data = _ext.symbol_calibrate(arrays, did, 2 * L, H * D, g)
+    check(status, "calibrate_max")
+    table = SymbolTable(data)
+    table.expected_bits_per_value = bits
+    return table
+
+
+def _chunk_log2_max(chunk: Optional[int]) -> int:
+    """log2 of the chunk; the max mode's default is 2^16 values (SZ_ENTROPY_CHUNK_LOG2, as the CLI's --mode max)."""
+    if chunk is None:
+        return _ext.ENTROPY_CHUNK_LOG2
+    chunk = _int_arg(chunk, "chunk", 1, (1 << 64) - 1)
+    if chunk & (chunk - 1):
+        raise ValueError(f"chunk must be a power of two (values per chunk, {1 << _ext.MIN_CHUNK_LOG2}.."
+                         f"{1 << _ext.MAX_CHUNK_LOG2}), got {chunk}")
+    return chunk.bit_length() - 1  # the library checks the range (InvalidArgumentError)
+
+
+def _encode(src: np.ndarray, n: int, did: int, table: SymbolTable, tensor: int, log2: int, flags: int,
+            reference: bool, what: str) -> np.ndarray:
+    dst = np.empty(_ext.compress_bound(n, did), dtype=np.uint8)
+    status, size = _ext.compress_entropy(src, n, did, table._t, tensor, log2, flags, dst, bool(reference))
+    check(status, what)
+    dst.resize((size,), refcheck=False)  # shrinks in place, no copy of the frame
+    return dst
+
+
+def compress_entropy(tensor: BufferLike, table: Union[SymbolTable, str, "os.PathLike[str]"], book_tensor: int,
+                     chunk: Optional[int] = None, checksum: bool = True, dtype: Optional[DTypeLike] = None, *,
+                     reference: bool = False) -> np.ndarray:
+    """A version 3 frame of one tensor (tensor ``book_tensor`` of the table: 2 * layer for K, + 1 for V): value i
+    belongs to channel i mod table.period. Host tensors; a 1-D uint8 numpy array. ``reference=True``: the
+    library's scalar reference coder (the oracle; the same bytes)."""
+    b = _table_arg(table)
+    t = _Tensor(tensor, "tensor")
+    if t.device != "cpu":
+        raise ValueError(f"compress: {_CPU_ONLY}")
+    did = t.format_dtype(dtype, "tensor")
+    if DTYPE_IDS[b.dtype] != did:
+        raise error_for(9, f"compress: the symbol table is for {b.dtype}, the tensor is {_DTYPE_NAMES[did]}")
+    tz = _int_arg(book_tensor, "book_tensor", 0, b.tensors - 1)
+    n = t.nbytes // _DTYPE_SIZES[did]
+    return _encode(t.bytes, n, did, b, tz, _chunk_log2_max(chunk), _flags(checksum), reference, "compress")
+
+
+def frame_table_id(frame: np.ndarray) -> Optional[Tuple[int, int]]:
+    """(table id, table tensor) of a version 3 frame, None for frames of versions 1 and 2 (or no frame)."""
+    st, table_id, tensor, _ = _ext.frame_table_ref(frame)
+    return (table_id, tensor) if st == 0 else None
+
+
+def decompress_entropy_into(frame: np.ndarray, table: SymbolTable, out: np.ndarray, threads: int, what: str, *,
+                            reference: bool = False) -> None:
+    """Decodes a version 3 frame into the host byte view ``out`` with its table; another table raises
+    BookMismatchError naming both ids."""
+    ref = frame_table_id(frame)
+    if ref is not None and ref[0] != table.id:
+        raise error_for(17, f"{what}: the frame was made with symbol table 0x{ref[0]:016x}, the table given is "
+                            f"0x{table.id:016x}")
+    st, _ = _ext.decompress_entropy(frame, table._t, out, threads, bool(reference))
+    check(st, what)
+
+
+def compress_kv_max(kv: Tensor, table: Union[SymbolTable, str, "os.PathLike[str]"],
+                    kv_shape: Optional[Sequence[int]] = None, chunk: Optional[int] = None,
+                    threads: Optional[int] = None, checksum: bool = True,
+                    dtype: Optional[DTypeLike] = None) -> np.ndarray:
+    """A KV cache [layers, 2, tokens, kv_heads, head_dim] as a container (docs/FORMAT.md §6): the table (item
+    "symbol_table", kind 4), then one version 3 frame per tensor ("layer<l>.k", "layer<l>.v", shape [tokens,
+    kv_heads, head_dim]) that together restore its bytes. Byte-identical to ``splitzip compress --mode max
+    --kv-shape L,2,T,H,D --codebook TABLE`` (chunks of 2^16 values by default, as there). Host tensors.
+
+    threads: tensors coded at once (default 1; 0: one per CPU); each frame is coded by one thread and the bytes
+    never depend on it."""
+    from ._container import _assemble
+
+    b = _table_arg(table)
+    if isinstance(kv, np.ndarray) and not kv.flags.c_contiguous:
+        kv = np.ascontiguousarray(kv)
+    t = _Tensor(kv, "kv")
+    if t.device != "cpu":
+        raise ValueError(f"compress_kv_max: {_CPU_ONLY}")
+    did = t.format_dtype(dtype, "kv")
+    L, H, D = _kv_layout(t, kv_shape, "kv")
+    if DTYPE_IDS[b.dtype] != did:
+        raise error_for(9, f"compress_kv_max: the symbol table is for {b.dtype}, the KV cache is "
+                           f"{_DTYPE_NAMES[did]}")
+    if b.tensors != 2 * L or b.period != H * D:
+        raise ValueError(f"compress_kv_max: the symbol table has {b.tensors} tensors of {b.period} channels, the "
+                         f"KV cache {2 * L} of {H * D}")
+    T = _tokens(t, did, L, H, D, "kv")
+    n = T * H * D
+    tensor_bytes = n * _DTYPE_SIZES[did]
+    log2, flags, nthreads = _chunk_log2_max(chunk), _flags(checksum), _threads(threads)
+    flat = t.bytes
+
+    def one(tz: int) -> np.ndarray:
+        return _encode(flat[tz * tensor_bytes:(tz + 1) * tensor_bytes], n, did, b, tz, log2, flags, False,
+                       f"compress_kv_max: tensor {tz}")
+
+    workers = min(2 * L, nthreads if nthreads else (os.cpu_count() or 1))
+    if workers > 1:  # the extension releases the GIL while it codes
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            frames = list(pool.map(one, range(2 * L)))
+    else:
+        frames = [one(tz) for tz in range(2 * L)]
+    parts = [((4, 0, (), b"symbol_table", 0, 0), np.frombuffer(b.to_bytes(), dtype=np.uint8))]
+    for tz, frame in enumerate(frames):
+        name = f"layer{tz // 2}.{'v' if tz % 2 else 'k'}".encode()
+        parts.append(((1, did, (T, H, D), name, tz * tensor_bytes, tensor_bytes), frame))
+    return _assemble(parts)
