@@ -208,25 +208,34 @@ class SplitZipBackend:
             raise ValueError(f"{what}: kv_indices is empty")
         return idx
 
-    def _pool_table(self, k_buffers, v_buffers, kv_indices, what: str):
-        """The pages ``kv_indices`` of every K pool, then every V pool, as a page table (one group per pool; no
-        per-page Python work); None for pools the tables do not handle (cupy)."""
+    def _pools(self, k_buffers, v_buffers, what: str) -> list:
+        """(kind, layer, pool, slots) of every K pool, then every V pool, each checked against the backend's
+        shape."""
         ks, vs = list(k_buffers), list(v_buffers)
         if len(ks) != self.num_layers or len(vs) != self.num_layers:
             raise ValueError(f"{what}: {len(ks)} K and {len(vs)} V pools for a backend of {self.num_layers} layers")
-        if not all(_pagetable.supported(p) for p in ks + vs):
-            return None
-        groups, slots = [], None
+        out = []
         for kind, pools in (("k_buffers", ks), ("v_buffers", vs)):
             for layer, pool in enumerate(pools):
                 shape = tuple(int(d) for d in pool.shape)
                 if len(shape) != 3 or shape[1:] != (self.kv_heads, self.head_dim):
                     raise ValueError(f"{what}: {kind}[{layer}] has shape {shape}, expected [slots, {self.kv_heads}, "
                                      f"{self.head_dim}]")
-                if slots is None or shape[0] < slots[0]:
-                    slots = (shape[0], kind, layer)
-                groups += _pagetable.groups_of(pool, f"{what}: {kind}[{layer}]", group_axis=False,
-                                               page_slots=self.page_size)
+                out.append((kind, layer, pool, shape[0]))
+        return out
+
+    def _pool_table(self, k_buffers, v_buffers, kv_indices, what: str):
+        """The pages ``kv_indices`` of every K pool, then every V pool, as a page table (one group per pool; no
+        per-page Python work); None for pools the tables do not handle (cupy)."""
+        pools = self._pools(k_buffers, v_buffers, what)
+        if not all(_pagetable.supported(p) for _, _, p, _ in pools):
+            return None
+        groups, slots = [], None
+        for kind, layer, pool, n in pools:
+            if slots is None or n < slots[0]:
+                slots = (n, kind, layer)
+            groups += _pagetable.groups_of(pool, f"{what}: {kind}[{layer}]", group_axis=False,
+                                           page_slots=self.page_size)
         ids = _pagetable.check_ids(kv_indices, None, f"{what}: kv_indices", kind="page")
         last = int(ids.max())
         if (last + 1) * self.page_size > slots[0]:
@@ -235,23 +244,14 @@ class SplitZipBackend:
         return _pagetable.PageTable(groups, ids, what)
 
     def _pool_pages(self, k_buffers, v_buffers, kv_indices, what: str, writable: bool) -> list:
-        ks, vs = list(k_buffers), list(v_buffers)
-        if len(ks) != self.num_layers or len(vs) != self.num_layers:
-            raise ValueError(f"{what}: {len(ks)} K and {len(vs)} V pools for a backend of {self.num_layers} layers")
+        pools = self._pools(k_buffers, v_buffers, what)
         idx = self._indices(kv_indices, what)
         ps = self.page_size
         pages = []
-        for kind, pools in (("k_buffers", ks), ("v_buffers", vs)):
-            for layer, pool in enumerate(pools):
-                shape = tuple(int(d) for d in pool.shape)
-                if len(shape) != 3 or shape[1:] != (self.kv_heads, self.head_dim):
-                    raise ValueError(f"{what}: {kind}[{layer}] has shape {shape}, expected [slots, {self.kv_heads}, "
-                                     f"{self.head_dim}]")
-                slots = shape[0]
-                for i in idx:
-                    if (i + 1) * ps > slots:
-                        raise ValueError(f"{what}: page {i} ends at slot {(i + 1) * ps}, {kind}[{layer}] has "
-                                         f"{slots} slots")
-                    pages.append(pool[i * ps:(i + 1) * ps])
+        for kind, layer, pool, slots in pools:
+            for i in idx:
+                if (i + 1) * ps > slots:
+                    raise ValueError(f"{what}: page {i} ends at slot {(i + 1) * ps}, {kind}[{layer}] has {slots} slots")
+                pages.append(pool[i * ps:(i + 1) * ps])
         return pages
 
