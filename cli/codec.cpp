@@ -256,6 +256,8 @@ Compressed kv_container(const uint8_t* data, size_t size, sz_dtype dtype, const 
                  file + ": tensor '" + names[t + 1] + "'");
     it.data_size = written;
     items.push_back(it);
+    // The encoders may use dst past the frame as scratch: the gap to the next item must be zero (FORMAT.md §6).
+    std::memset(body.data() + pos + written, 0, size_t(align64(pos + written) - (pos + written)));
     pos = align64(pos + written);
     if (progress) progress->advance(tensor_bytes);
   }
