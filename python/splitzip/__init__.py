@@ -78,9 +78,10 @@ if "torch" in _sys.modules:
         pass
 
 __all__ = [
-    "BufferLike", "ChannelBook", "Codebook", "CodebookLike", "Container", "DTYPE_IDS", "DTypeLike", "FORMAT_VERSION", "Item",
-    "SymbolTable", "Tensor", "calibrate", "calibrate_channels", "calibrate_max", "check_status", "compress", "compress_bound",
-    "compress_bytes", "compress_container", "compress_file", "compress_kv", "compress_kv_max", "compress_pages", "compress_reference", "cuda_available", "decompress", "decompress_bytes",
-    "decompress_file", "decompress_pages", "decompress_reference", "dtype_name", "info", "register_torch_ops",
+    "BufferLike", "ChannelBook", "Codebook", "CodebookLike", "Container", "DTYPE_IDS", "DTypeLike", "FORMAT_VERSION",
+    "Item", "SymbolTable", "Tensor", "calibrate", "calibrate_channels", "calibrate_max", "check_status", "compress",
+    "compress_bound", "compress_bytes", "compress_container", "compress_file", "compress_kv", "compress_kv_max",
+    "compress_pages", "compress_reference", "cuda_available", "decompress", "decompress_bytes", "decompress_file",
+    "decompress_pages", "decompress_reference", "dtype_name", "info", "register_torch_ops",
     *_error_names,
 ]

@@ -549,14 +549,15 @@ def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Opt
     nthreads = _threads(threads)
     if book is not None:
         from ._channels import _book_arg
+        from ._max import SymbolTable
+        if isinstance(book, SymbolTable):
+            raise TypeError("decompress: book= takes a ChannelBook; a SymbolTable goes in table=")
         book = _book_arg(book)
         if t.device == "cuda":
             raise ValueError("decompress: channel books: the Python module decodes host buffers (the C API has "
                              "sz_cuda_decompress_book for device memory)")
     if table is not None:
-        from ._max import SymbolTable, _CPU_ONLY, _table_arg
-        if isinstance(book, SymbolTable):
-            raise TypeError("decompress: book= takes a ChannelBook; the SymbolTable goes in table=")
+        from ._max import _CPU_ONLY, _table_arg
         table = _table_arg(table)
         if t.device == "cuda":
             raise ValueError(f"decompress: {_CPU_ONLY}")

@@ -153,6 +153,8 @@ def _parse(data: object, what: str):
     if not isinstance(data, (bytes, bytearray, memoryview, np.ndarray)):
         raise TypeError(f"{what}: expected the bytes of a symbol table file, got {type(data).__name__}")
     raw = bytes(data)
+    if not raw:  # no bytes to point the library at: what it says of fewer than 28 (docs/FORMAT.md §5.3)
+        raise error_for(3, f"{what}: no bytes")
     status, t = _ext.symbol_table_parse(np.frombuffer(raw, dtype=np.uint8))
     if status != 0:
         kind = _MAGICS.get(raw[:4])
@@ -227,7 +229,10 @@ def _chunk_log2_max(chunk: Optional[int]) -> int:
 
 def _encode(src: np.ndarray, n: int, did: int, table: SymbolTable, tensor: int, log2: int, flags: int,
             reference: bool, what: str) -> np.ndarray:
-    dst = np.empty(_ext.compress_bound(n, did), dtype=np.uint8)
+    # Zeroed, not np.empty: the library's fast BF16 encoder leaves the padding bytes of the raw section (after the
+    # last value, up to a multiple of 8 values) as it finds them, and a decoder rejects non-zero padding
+    # (docs/FORMAT.md §3); on a zeroed buffer its frames are the reference coder's (test_max.py checks both).
+    dst = np.zeros(_ext.compress_bound(n, did), dtype=np.uint8)
     status, size = _ext.compress_entropy(src, n, did, table._t, tensor, log2, flags, dst, bool(reference))
     check(status, what)
     dst.resize((size,), refcheck=False)  # shrinks in place, no copy of the frame
