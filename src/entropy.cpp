@@ -236,6 +236,7 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
   uint8_t* rawsec = dst + off.rest;
   if (sp.raw_bits == 8 && !reference) {
     for (uint64_t i = 0; i < n; ++i) rawsec[i] = (uint8_t)rest_of(load_u16(src + 2 * i), t);
+    memset(rawsec + n, 0, packed_bytes(n, 8) - n);  // the padding of the last group (§4.10.2)
   } else if (sp.raw_bits != 0) {
     const uint64_t bytes = packed_bytes(n, sp.raw_bits);
     memset(rawsec, 0, bytes);

@@ -45,7 +45,8 @@ std::unique_ptr<Table> calibrated_table(const std::vector<uint8_t>& values, sz_d
 std::vector<uint8_t> compress(const std::vector<uint8_t>& values, sz_dtype dtype, const sz_symbol_table& t,
                               uint32_t tensor, const sz_params* p, bool reference = false) {
   const uint64_t n = values.size() / sz_dtype_size(dtype);
-  std::vector<uint8_t> out(sz_compress_bound(n, dtype));
+  // Garbage, not zeros: the encoders must write every byte of the frame themselves (a reused buffer is dirty).
+  std::vector<uint8_t> out(sz_compress_bound(n, dtype), 0xA5);
   size_t size = 0;
   const sz_status s = reference ? sz_compress_entropy_reference(values.data(), n, dtype, &t, tensor, p, out.data(),
                                                                 out.size(), &size)

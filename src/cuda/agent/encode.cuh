@@ -266,8 +266,8 @@ SZ_NOINLINE void emit_record(const EncodeArgs& a, uint8_t* ring, uint8_t* rec, c
   }
 }
 
-template <int DT, int K>
 // bars: the ring slots' mbarriers; bit s of *parity: the parity of slot s's next phase (kept across chunks).
+template <int DT, int K>
 SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t* area, const uint8_t* tab,
                          const XxhKeys& keys, uint64_t* bars, uint32_t* parity) {
   using T = Dt<DT>;
