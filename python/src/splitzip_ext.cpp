@@ -316,6 +316,27 @@ sz_channel_book book_from(nb::handle obj, sz_status* status) {
   return book;
 }
 
+// Per-channel histograms (counts of hsize bytes) over raw KV caches, each array whole tokens of `tensors` tensors
+// of `period` values, by add (sz_channel_histogram_add or sz_symbol_histogram_add); the host views are taken with
+// the GIL held, the counting runs without it.
+using HistogramAdd = sz_status (*)(uint32_t*, sz_dtype, uint32_t, uint32_t, const void*, uint64_t);
+sz_status kv_histograms(const std::vector<InArray>& arrays, sz_dtype dt, uint32_t tensors, uint32_t period,
+                        size_t hsize, HistogramAdd add, std::vector<uint32_t>* counts) {
+  const uint64_t token_bytes = (uint64_t)tensors * period * sz_dtype_size(dt);
+  std::vector<Raw> raws;
+  for (const auto& a : arrays) {
+    raws.push_back(raw_view(a, "kv", Where::kHost));
+    if (raws.back().nbytes % token_bytes != 0) return SZ_ERROR_INVALID_ARGUMENT;
+  }
+  counts->assign(hsize / sizeof(uint32_t), 0u);
+  nb::gil_scoped_release release;
+  for (const Raw& r : raws) {
+    const sz_status st = add(counts->data(), dt, tensors, period, r.ptr, r.nbytes / token_bytes);
+    if (st != SZ_OK) return st;
+  }
+  return SZ_OK;
+}
+
 // Per-channel histograms over raw KV caches (each array: tensors tensors of whole tokens of period values), then
 // the windows: (status, code_bits, expected bits per value, bases bytes).
 std::tuple<int, int, double, nb::bytes> channel_calibrate(const std::vector<InArray>& arrays, int dtype,
@@ -323,26 +344,15 @@ std::tuple<int, int, double, nb::bytes> channel_calibrate(const std::vector<InAr
   const sz_dtype dt = static_cast<sz_dtype>(dtype);
   const size_t hsize = sz_channel_histogram_size(dt, tensors, period);
   if (hsize == 0) return {SZ_ERROR_INVALID_ARGUMENT, 0, 0.0, nb::bytes("", 0)};
-  const uint64_t token_bytes = (uint64_t)tensors * period * sz_dtype_size(dt);
-  std::vector<Raw> raws;
-  for (const auto& a : arrays) {
-    raws.push_back(raw_view(a, "kv", Where::kHost));
-    if (raws.back().nbytes % token_bytes != 0) return {SZ_ERROR_INVALID_ARGUMENT, 0, 0.0, nb::bytes("", 0)};
-  }
-  std::vector<uint32_t> counts(hsize / sizeof(uint32_t), 0u);
+  std::vector<uint32_t> counts;
   std::string bases((size_t)tensors * period, '\0');
   unsigned k = 0;
   double bits = 0.0;
-  sz_status st = SZ_OK;
-  {
+  sz_status st = kv_histograms(arrays, dt, tensors, period, hsize, sz_channel_histogram_add, &counts);
+  if (st == SZ_OK) {
     nb::gil_scoped_release release;
-    for (const Raw& r : raws) {
-      st = sz_channel_histogram_add(counts.data(), dt, tensors, period, r.ptr, r.nbytes / token_bytes);
-      if (st != SZ_OK) break;
-    }
-    if (st == SZ_OK)
-      st = sz_channel_calibrate(counts.data(), dt, tensors, period, code_bits,
-                                reinterpret_cast<uint8_t*>(bases.data()), &k, &bits);
+    st = sz_channel_calibrate(counts.data(), dt, tensors, period, code_bits, reinterpret_cast<uint8_t*>(bases.data()),
+                              &k, &bits);
   }
   if (st != SZ_OK) return {static_cast<int>(st), 0, 0.0, nb::bytes("", 0)};
   return {static_cast<int>(st), static_cast<int>(k), bits, nb::bytes(bases.data(), bases.size())};
@@ -461,25 +471,14 @@ std::tuple<int, double, nb::bytes> symbol_calibrate(const std::vector<InArray>& 
   const size_t hsize = sz_symbol_histogram_size(dt, tensors, period);
   const size_t fsize = sz_symbol_table_file_size(dt, tensors, period, groups);
   if (hsize == 0 || fsize == 0) return {SZ_ERROR_INVALID_ARGUMENT, 0.0, nb::bytes("", 0)};
-  const uint64_t token_bytes = (uint64_t)tensors * period * sz_dtype_size(dt);
-  std::vector<Raw> raws;
-  for (const auto& a : arrays) {
-    raws.push_back(raw_view(a, "kv", Where::kHost));
-    if (raws.back().nbytes % token_bytes != 0) return {SZ_ERROR_INVALID_ARGUMENT, 0.0, nb::bytes("", 0)};
-  }
-  std::vector<uint32_t> counts(hsize / sizeof(uint32_t), 0u);
+  std::vector<uint32_t> counts;
   std::string file(fsize, '\0');
   size_t size = 0;
   double bits = 0.0;
-  sz_status st = SZ_OK;
-  {
+  sz_status st = kv_histograms(arrays, dt, tensors, period, hsize, sz_symbol_histogram_add, &counts);
+  if (st == SZ_OK) {
     nb::gil_scoped_release release;
-    for (const Raw& r : raws) {
-      st = sz_symbol_histogram_add(counts.data(), dt, tensors, period, r.ptr, r.nbytes / token_bytes);
-      if (st != SZ_OK) break;
-    }
-    if (st == SZ_OK)
-      st = sz_symbol_calibrate(counts.data(), dt, tensors, period, groups, file.data(), file.size(), &size, &bits);
+    st = sz_symbol_calibrate(counts.data(), dt, tensors, period, groups, file.data(), file.size(), &size, &bits);
   }
   if (st != SZ_OK) return {static_cast<int>(st), 0.0, nb::bytes("", 0)};
   return {static_cast<int>(st), bits, nb::bytes(file.data(), size)};
