@@ -105,10 +105,22 @@ class Codec:
         n = self.values_of(_Tensor(gathered, what), what)
         if dst is not None and dst.device != "cpu":
             raise ValueError(f"{what}: dst is in {dst.device} memory, the pages in host memory")
-        out = self._scratch("_frame", self.bound(n)) if dst is None else dst.bytes
+        return self._compress_gathered(gathered, n, None if dst is None else dst.bytes, what)
+
+    def _compress_gathered(self, gathered: np.ndarray, n: int, dst: Optional[np.ndarray], what: str):
+        """The frame of n values gathered in host memory: into dst (returns its size) or into this codec's frame
+        buffer (returns a copy of the frame)."""
+        out = self._scratch("_frame", self.bound(n)) if dst is None else dst
         status, fsize = _ext.compress(gathered, n, self.did, self._cb, self._log2, self._flags, self.threads, out)
         check(status, what)
         return out[:fsize].copy() if dst is None else int(fsize)
+
+    @staticmethod
+    def _check_holds(raw: dict, total: int, what: str) -> None:
+        """The frame (its header raw) must hold exactly the pages' total bytes."""
+        if raw["decompressed_size"] != total:
+            raise error_for(2 if raw["decompressed_size"] > total else 1,
+                            f"{what}: the frame holds {raw['decompressed_size']} bytes, the pages {total}")
 
     def _page_values(self, table, what: str) -> int:
         if table.page_bytes % self.value_size:
@@ -151,28 +163,20 @@ class Codec:
         table.gather(gathered)
         if dst is not None and (not isinstance(dst, np.ndarray) or dst.dtype != np.uint8):
             raise ValueError(f"{what}: dst must be a uint8 host array like the pages")
-        out = self._scratch("_frame", self.bound(n)) if dst is None else dst
-        status, fsize = _ext.compress(gathered, n, self.did, self._cb, self._log2, self._flags, self.threads, out)
-        check(status, what)
-        return out[:fsize].copy() if dst is None else int(fsize)
+        return self._compress_gathered(gathered, n, dst, what)
 
     def decompress_table(self, frame, table, status=None, what: str = "decompress_pages", header=None) -> None:
         """Decodes a frame into a :class:`~splitzip.integrations._pagetable.PageTable`'s pages (its skipped pages
-        left alone). ``header``: the frame's header as :func:`splitzip._core._frame_info_host` gives it, when the
-        caller has read it already (else it is read here; for a device frame a 64-byte copy, which waits).
+        left alone). ``header``: the frame's header as :meth:`frame_header` gives it (dtype and size checked), when
+        the caller has read it already (else it is read here; for a device frame a 64-byte copy, which waits).
 
         GPU: ``frame`` a uint8 CUDA tensor; one launch over the page-pointer table, enqueued on the current stream
         with ``status`` (an int32 device tensor of at least one element) receiving the result, or waited for and
         checked when ``status`` is None. Host: decoded into a buffer this codec keeps and scattered."""
         page_values = self._page_values(table, what)
         raw = header if header is not None else self.frame_header(_Tensor(frame, "frame"), what)
-        if raw["dtype_id"] != self.did:
-            raise error_for(6, f"{what}: the frame holds {_DTYPE_NAMES.get(raw['dtype_id'], raw['dtype_id'])} "
-                               f"values, this adapter codes {self.dtype}")
         total = table.nbytes
-        if raw["decompressed_size"] != total:
-            raise error_for(2 if raw["decompressed_size"] > total else 1,
-                            f"{what}: the frame holds {raw['decompressed_size']} bytes, the pages {total}")
+        self._check_holds(raw, total, what)
         if table.device == "cuda":
             import torch
 
@@ -267,9 +271,7 @@ class Codec:
             raise ValueError(f"{what}: all pages must be host tensors of the same size")
         raw = self.frame_header(f, what)
         total = size * len(ts)
-        if raw["decompressed_size"] != total:
-            raise error_for(2 if raw["decompressed_size"] > total else 1,
-                            f"{what}: the frame holds {raw['decompressed_size']} bytes, the pages {total}")
+        self._check_holds(raw, total, what)
         tmp = self._scratch("_gather", total)
         st, _ = _ext.decompress(f.bytes[: int(raw["frame_size"])], tmp, self.threads)
         check(st, what)
