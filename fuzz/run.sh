@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang-14 (ASan + UBSan) in build-fuzz and runs them for SECONDS in total:
 #   fuzz_decode and fuzz_roundtrip once for each CPU kernel set (SPLITZIP_FUZZ_ISA=portable, avx2, and the best this
-#   CPU has; a set the CPU lacks falls back to the next one below; fuzz/fuzz_isa.h), fuzz_inputs (the CLI's .npy / .safetensors parsers
-#   and the container writer), fuzz_entropy (symbol tables and entropy-coded frames) and fuzz_transfer (the transfer
-#   protocol's control stream, handshake, admission and the receiver's chunk checks) once each.
+#   CPU has; a set the CPU lacks falls back to the next one below; fuzz/fuzz_isa.h), fuzz_inputs (the CLI's .npy /
+#   .safetensors parsers and the container writer), fuzz_entropy (symbol tables and entropy-coded frames) and
+#   fuzz_transfer (the transfer protocol's control stream, handshake, admission and the receiver's chunk checks)
+#   once each.
 # Usage: fuzz/run.sh [SECONDS]   (default 60 in total). Fails on any crash, leak, timeout or sanitizer report;
 # the input that failed is left in build-fuzz/fuzz/crash-<target>-*.
 #

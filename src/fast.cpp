@@ -977,12 +977,12 @@ SZ_API const char* sz_cpu_isa(void) { return splitzip::detail::isa_name(splitzip
 
 SZ_API sz_status sz_set_cpu_isa(const char* name) {
   using splitzip::detail::Isa;
-  Isa limit;
-  if (name == nullptr || strcmp(name, "best") == 0 || strcmp(name, "avx512") == 0) limit = Isa::kAvx512;
-  else if (strcmp(name, "avx2") == 0) limit = Isa::kAvx2;
-  else if (strcmp(name, "portable") == 0) limit = Isa::kPortable;
-  else return SZ_ERROR_INVALID_ARGUMENT;
-  splitzip::detail::g_isa_limit.store((int)limit, std::memory_order_relaxed);
+  int limit = (int)Isa::kAvx512;  // NULL or "best": no limit
+  if (name != nullptr && strcmp(name, "best") != 0) {
+    while (limit >= 0 && strcmp(name, splitzip::detail::isa_name((Isa)limit)) != 0) --limit;
+    if (limit < 0) return SZ_ERROR_INVALID_ARGUMENT;
+  }
+  splitzip::detail::g_isa_limit.store(limit, std::memory_order_relaxed);
   return SZ_OK;
 }
 
