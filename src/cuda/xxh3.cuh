@@ -8,7 +8,7 @@
 //                              block are split over 4 groups of 8 lanes (lane i owns accumulator i), summed with
 //                              shuffles, then every lane scrambles its accumulator. Lengths <= 240 fall back to the
 //                              scalar form in every lane.
-//   xxh_round / xxh_finish     (warp/xxh3_rounds.cuh) a warp hashes a chunk while it passes through the codec.
+//   xxh_add_round / xxh_finish (warp/xxh3_rounds.cuh) a warp hashes a chunk while it passes through the codec.
 // tests/cuda/test_xxh3_host.cpp checks the scalar form against libxxhash for every length 0..4096; the emulated
 // kernel tests (tests/cuda/test_kernels_emu.cpp) check the warp forms against libxxhash.
 #pragma once

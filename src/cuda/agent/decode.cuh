@@ -161,11 +161,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
   ChunkInfo* const infos = reinterpret_cast<ChunkInfo*>(ostage + kRoundBytes);  // of the producer's chunks j, by j & 1
   static_assert(2 * sizeof(ChunkInfo) <= kDecInfoBytes, "two chunk infos fit");
   uint64_t* const bars = reinterpret_cast<uint64_t*>(ostage + kRoundBytes + kDecInfoBytes);  // one per ring slot
-  if (lane == 0) {
-    for (int i = 0; i < P::kRing; ++i) simt::mbar_init(bars + i, 1);
-    simt::mbar_init_fence();
-  }
-  simt::syncwarp();
+  init_ring_bars(bars, P::kRing);
 
   // ---- producer: stages rounds of this warp's chunks, at most one chunk ahead of the consumer ----
   auto entries = [&](uint64_t c, uint64_t* prev, uint64_t* cur) {
@@ -179,6 +175,13 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
   if (gw + W < h.n_chunks) entries(gw + W, &n_prev, &n_cur);  // in flight until the producer gets there
   uint64_t pj = 0;
   uint32_t pr = 0, staged = 0, consumed = 0, pslot = 0, cslot = 0, cphase = 0;
+  auto consume = [&] {  // the consumer is done with slot cslot
+    ++consumed;
+    if (++cslot == (uint32_t)P::kRing) {
+      cslot = 0;
+      cphase ^= 1u;
+    }
+  };
   // Round r of chunk ci into ring slot si (and, with its first round, the chunk's escape lists into ebuf): what
   // lies inside the frame buffer by bulk copies completing on the slot's mbarrier, the rest by the lanes.
   auto stage = [&](const ChunkInfo& ci, uint32_t r, uint32_t si, uint8_t* ebuf) {
@@ -194,12 +197,8 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
     const BulkRange q2 =
         stage_frame(ebuf, exp_base() + ci.begin + (uint64_t)((ci.L + 7) / 8) * K, esc ? 3 * ci.X : 0, lo(), hi());
     if (lane == 0) {
-      uint64_t* const bar = bars + si;
-      simt::fence_proxy_async();  // the lanes' reads of the slot's last round come before the copies
-      simt::mbar_arrive_expect(bar, q0.bytes + q1.bytes + q2.bytes);
-      issue(q0, bar);
-      issue(q1, bar);
-      issue(q2, bar);
+      const BulkRange q[3] = {q0, q1, q2};
+      issue_bulk(bars + si, q, 3);
     }
   };
   auto produce = [&](uint64_t cj) {
@@ -343,10 +342,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
       }
       uint64_t plo[4], phi[4];
       lane_pieces<true>(ostage, plo, phi);
-      if (cks && hashed_in_rounds(CB)) {
-        if (r + 1 < ci.NR) xxh_round<false>(hs, plo, phi, keys, r, CB);
-        else xxh_round<true>(hs, plo, phi, keys, r, CB);
-      }
+      if (cks && hashed_in_rounds(CB)) xxh_add_round(hs, plo, phi, keys, r, ci.NR, CB);
       const uint64_t ob = first * VB + (uint64_t)r * kRoundBytes;
       uint8_t* g;
       bool whole = rb == kRoundBytes;
@@ -368,11 +364,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
         store_round_pieces(sh.dst, ob, rb, pc[0], pc[1], pc[2], pc[3]);
       }
       simt::syncwarp();  // the stage and the slot are free again
-      ++consumed;
-      if (++cslot == (uint32_t)P::kRing) {
-        cslot = 0;
-        cphase ^= 1u;
-      }
+      consume();
       produce(cj);
     }
     if (simt::any(bad)) {
@@ -389,11 +381,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
   }
   while (consumed < staged) {  // no copy may still land in shared memory when the warp leaves
     simt::mbar_wait(bars + cslot, cphase);
-    ++consumed;
-    if (++cslot == (uint32_t)P::kRing) {
-      cslot = 0;
-      cphase ^= 1u;
-    }
+    consume();
   }
   simt::syncwarp();
 }

@@ -315,8 +315,7 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
     if (hash_rounds) {
       uint64_t lo[4], hi[4];
       lane_pieces<false>(slot, lo, hi);
-      if (r + 1 < NR) xxh_round<false>(hs, lo, hi, keys, r, CB);
-      else xxh_round<true>(hs, lo, hi, keys, r, CB);
+      xxh_add_round(hs, lo, hi, keys, r, NR, CB);
     }
     const uint32_t v0 = r * VR + lane * VL;
     const uint32_t nv = v0 >= Lc ? 0 : (Lc - v0 < VL ? Lc - v0 : VL);
@@ -431,11 +430,7 @@ SZ_DEV void encode_warps(const EncodeArgs& a) {
   const uint64_t warps = (uint64_t)simt::grid_blocks() * (simt::block_threads() / 32);
   const XxhKeys my_keys = xxh_keys();
   uint64_t* const bars = reinterpret_cast<uint64_t*>(area + EncodeShape<DT>::kWarpBytes - EncodeShape<DT>::kBarBytes);
-  if (lane == 0) {
-    for (int i = 0; i < EncodePolicy::kRing; ++i) simt::mbar_init(bars + i, 1);
-    simt::mbar_init_fence();
-  }
-  simt::syncwarp();
+  init_ring_bars(bars, EncodePolicy::kRing);
   uint32_t parity = 0;
   for (;;) {
     const uint64_t t = ws_ticket(a.ws);

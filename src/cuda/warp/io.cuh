@@ -53,6 +53,35 @@ SZ_NOINLINE void stage_piece_bytes(uint8_t* d, const Span& src, uint64_t o, uint
   for (uint32_t b = 0; b < 16; ++b) d[b] = b < want ? src.byte_at(o + b) : 0;
 }
 
+// A bulk copy of `bytes` (a multiple of 16; 0: none) from src to dst, both 16-byte aligned.
+struct BulkRange {
+  const uint8_t* src;
+  uint8_t* dst;
+  uint32_t bytes;
+};
+
+// Lane 0 initialises a ring's n mbarriers (one arrival a phase) and makes them visible to the copy engine; then
+// the warp synchronises. Once per warp and kernel.
+SZ_DEV void init_ring_bars(uint64_t* bars, int n) {
+  if (simt::lane_id() == 0) {
+    for (int i = 0; i < n; ++i) simt::mbar_init(bars + i, 1);
+    simt::mbar_init_fence();
+  }
+  simt::syncwarp();
+}
+
+// By lane 0, once per staged slot: the phase's one arrival on bar, announcing the bytes of ranges r[0..n), then
+// their bulk copies (n = 0: the arrival only). The warp's reads of the slot's previous round come before (the
+// caller synchronised the warp since).
+SZ_DEV void issue_bulk(uint64_t* bar, const BulkRange* r, int n) {
+  uint32_t bytes = 0;
+  for (int i = 0; i < n; ++i) bytes += r[i].bytes;
+  simt::fence_proxy_async();
+  simt::mbar_arrive_expect(bar, bytes);
+  for (int i = 0; i < n; ++i)
+    if (r[i].bytes) simt::bulk_copy(r[i].dst, r[i].src, r[i].bytes, bar);
+}
+
 // Stages bytes [o, o + len) of a Span into the round slot s (linear: byte i at s + i); the bytes after len up to the
 // end of its lane's 64 bytes are zero. With an mbarrier (bar), a whole round (len = 2048) that lies in one page at a
 // 16-byte-aligned address goes as one bulk copy completing on it; otherwise 16-byte pieces that lie in one page at
@@ -65,9 +94,8 @@ SZ_DEV void stage_round(uint8_t* s, const Span& src, uint64_t o, uint32_t len, u
     const uint8_t* g = src.locate(o, &room);
     if (room >= 2048u && ((uintptr_t)g & 15u) == 0) {
       if (lane == 0) {
-        simt::fence_proxy_async();  // the lanes' reads of the slot's last round come before the copy
-        simt::mbar_arrive_expect(bar, 2048u);
-        simt::bulk_copy(s, g, 2048u, bar);
+        const BulkRange q{g, s, 2048u};
+        issue_bulk(bar, &q, 1);
       }
       return;
     }
@@ -88,7 +116,7 @@ SZ_DEV void stage_round(uint8_t* s, const Span& src, uint64_t o, uint32_t len, u
       stage_piece_bytes(d, src, o + 16ull * u, want);
     }
   }
-  if (bar && lane == 0) simt::mbar_arrive_expect(bar, 0);
+  if (bar && lane == 0) issue_bulk(bar, nullptr, 0);
 }
 
 // Byte by byte: a piece that is not a whole aligned 16 bytes of one page.
@@ -110,11 +138,6 @@ SZ_DEV void store_piece(const Span& dst, uint64_t o, uint4 v, uint32_t n) {
 // 16-byte blocks covering the range as one bulk copy when they all lie inside [lo, hi) (the frame buffer; the
 // returned byte count is what the copy delivers, issued by lane 0 after the mbarrier's announcement), else by the
 // lanes at once, reading only bytes of the range (0 returned).
-struct BulkRange {
-  const uint8_t* src;  // 16-byte aligned cover of the range
-  uint8_t* dst;
-  uint32_t bytes;      // of the bulk copy; 0: staged by the lanes already (or empty)
-};
 SZ_NOINLINE void stage_frame_lanes(uint8_t* s, const uint8_t* g, uint32_t len, const uint8_t* lo, const uint8_t* hi) {
   const uintptr_t ga = (uintptr_t)g, a0 = ga & ~(uintptr_t)15;
   const uint32_t nb = (uint32_t)((((ga + len + 15) & ~(uintptr_t)15) - a0) / 16);
@@ -135,9 +158,6 @@ SZ_DEV BulkRange stage_frame(uint8_t* s, const uint8_t* g, uint32_t len, const u
     return BulkRange{reinterpret_cast<const uint8_t*>(a0), s, (uint32_t)(a1 - a0)};
   if (len > 0) stage_frame_lanes(s, g, len, lo, hi);
   return BulkRange{nullptr, s, 0};
-}
-SZ_DEV void issue(const BulkRange& r, uint64_t* bar) {
-  if (r.bytes) simt::bulk_copy(r.dst, r.src, r.bytes, bar);
 }
 
 // The output of a round that is not one whole aligned 2 KiB piece of one page: piece by piece.

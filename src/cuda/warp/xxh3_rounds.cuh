@@ -64,8 +64,9 @@ SZ_DEV XxhState xxh_begin() { return XxhState{xxh3::acc_init(xxh_acc_index(simt:
 // [16 (l + 32 t), +16) of the round, as words lo[t] (bytes 0..7) and hi[t]. Stripes that are not whole inside the
 // chunk are skipped (what they hold past its end is never read). When chunk_bytes is a multiple of 64 the final
 // stripe is the chunk's last stripe and is added here with its own keys; otherwise xxh_final_stripe adds it.
-// kEdge = false: the caller knows that round r is not the chunk's last (every stripe whole, none the final one).
-template <bool kEdge = true>
+// kEdge = false: the caller knows that round r is not the chunk's last (every stripe whole, none the final one);
+// xxh_add_round picks.
+template <bool kEdge>
 SZ_DEV void xxh_round(XxhState& st, const uint64_t lo[4], const uint64_t hi[4], const XxhKeys& k, uint32_t r,
                       uint32_t chunk_bytes) {
   const unsigned lane = simt::lane_id();
@@ -104,6 +105,13 @@ SZ_DEV void xxh_round(XxhState& st, const uint64_t lo[4], const uint64_t hi[4], 
   if (2 * r < scrambled) st.acc = xxh3::scramble(st.acc, k.scr);
   st.acc += sb;
   if (2 * r + 1 < scrambled) st.acc = xxh3::scramble(st.acc, k.scr);
+}
+
+// Round r of a chunk of `rounds` rounds: the last-stripe and partial-stripe logic only in its last round.
+SZ_DEV void xxh_add_round(XxhState& st, const uint64_t lo[4], const uint64_t hi[4], const XxhKeys& k, uint32_t r,
+                          uint32_t rounds, uint32_t chunk_bytes) {
+  if (r + 1 < rounds) xxh_round<false>(st, lo, hi, k, r, chunk_bytes);
+  else xxh_round<true>(st, lo, hi, k, r, chunk_bytes);
 }
 
 // The final stripe, bytes [len - 64, len), of a chunk whose length is not a multiple of 64 (it straddles two
