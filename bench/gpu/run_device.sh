@@ -18,6 +18,11 @@
 #   profile    Nsight Compute (stalls, occupancy, memory) of one encode and one decode kernel on BF16 at 64 MiB
 #   sass       Nsight Compute per-instruction counts and stall samples (SourceCounters, SASS) of one encode and one
 #              decode kernel on BF16 at 64 MiB with checksums; $OUT/sass_*.csv.gz (bench/gpu/sass_hot.py reads them)
+#   disasm     the library's machine code with its line table (nvdisasm; build with CMAKE_CUDA_FLAGS=-lineinfo):
+#              $OUT/disasm.txt.gz, which bench/gpu/sass_lines.py uses to sum a sass profile per source line
+#   ab         the bench for BIN (A) and BIN_B (B) alternately, AB_RUNS times each (default 2), contiguous only;
+#              $OUT/ab_{A,B}_i.csv and a comparison table (bench/gpu/ab_table.py)
+# BIN: the binaries' folder (default .devcarry/bin), e.g. a second build staged for an A/B run in the same call.
 set -u
 if [ "${1:-}" = "--stage" ]; then
   set -e
@@ -44,7 +49,7 @@ if [ "${1:-}" = "--stage" ]; then
 fi
 OUT=${OUT:-/tmp/sz_out}
 mkdir -p "$OUT"
-B=.devcarry/bin
+B=${BIN:-.devcarry/bin}
 export LD_LIBRARY_PATH=$PWD/$B${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export SPLITZIP_TEST_SOURCE_DIR=$PWD
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
@@ -76,6 +81,22 @@ for step in "$@"; do
           > "$OUT/sass_$k.csv" 2> "$OUT/sass_$k.err"
         echo "ncu sass $k rc=$?"; gzip -f "$OUT/sass_$k.csv"
       done ;;
+    ab)  # same-call comparison of two builds
+      AF=(); BF=()
+      for i in $(seq 1 ${AB_RUNS:-2}); do
+        for v in A B; do
+          d=$B; [ $v = B ] && d=$BIN_B
+          LD_LIBRARY_PATH=$PWD/$d timeout ${BENCH_TIMEOUT:-300} $d/splitzip_gpu_bench --data .devcarry/data \
+            --sizes "${SIZES:-1,16,1024}" --reps "${REPS:-5}" ${ONLY:+--only $ONLY} --no-paged ${BENCH_ARGS:-} \
+            --csv "$OUT/ab_${v}_$i.csv" > "$OUT/ab_${v}_$i.log" 2>&1 || echo "ab $v $i rc=$?"
+          if [ $v = A ]; then AF+=("$OUT/ab_A_$i.csv"); else BF+=("$OUT/ab_B_$i.csv"); fi
+        done
+      done
+      python3 bench/gpu/ab_table.py "${AF[@]}" -- "${BF[@]}" | tee "$OUT/ab.md" ;;
+    disasm)  # machine code + line table of the library, for sass_lines.py
+      D=$(mktemp -d) && (cd "$D" && cuobjdump -xelf all "$OLDPWD/$B/libsplitzip.so.1" > /dev/null)
+      for f in "$D"/*.cubin; do nvdisasm -g -gi -c "$f"; done 2> "$OUT/disasm.err" | gzip > "$OUT/disasm.txt.gz"
+      echo "disasm: $(ls "$D" | wc -l) cubins, $(stat -c %s "$OUT/disasm.txt.gz") bytes"; rm -rf "$D" ;;
     profile)  # one encode and one decode kernel: stall reasons, occupancy, memory
       for k in encode_kernel decode_kernel; do
         timeout 150 ncu --clock-control none --kernel-name regex:$k --launch-skip 20 --launch-count 1 \

@@ -39,6 +39,10 @@ struct DecodeArgs {
 
 struct DecodeShared {
   Header h;
+  // The frame buffer (the call's src, src_size): the round loop reads it from here, a short shared-memory load, where
+  // the call's arguments behind a reference are a global-memory load.
+  const uint8_t* src;
+  uint64_t src_size;
   Span dst;     // the output as a Span (page sizes in bytes need the frame's dtype)
   Channels ch;  // version 2: the frame's tensor's bases; bases == nullptr for version 1
   int32_t err;  // frame-level status (header, sizes, book): the same in every CTA
@@ -64,8 +68,8 @@ constexpr uint32_t kDecEscBytes = 3 * DecodePolicy::kEscapeCap + 32;
 static_assert(kDecSlot % 16 == 0 && kDecEscBytes % 16 == 0, "slots and escape buffers at 16-byte boundaries");
 constexpr uint32_t kDecSharedBytes = (sizeof(DecodeShared) + 15) / 16 * 16;
 // A warp's area: the ring slots, two escape-list buffers (this chunk's and the next one's), the output stage, the
-// producer's chunk infos (two) and the ring's mbarriers.
-constexpr uint32_t kDecInfoBytes = 64, kDecBarBytes = (DecodePolicy::kRing * 8 + 15) / 16 * 16;
+// producer's chunk infos (two) and stage sources (StageSrc), and the ring's mbarriers.
+constexpr uint32_t kDecInfoBytes = 80, kDecBarBytes = (DecodePolicy::kRing * 8 + 15) / 16 * 16;
 constexpr uint32_t kDecWarpBytes =
     DecodePolicy::kRing * kDecSlot + 2 * kDecEscBytes + kRoundBytes + kDecInfoBytes + kDecBarBytes;
 static_assert(kDecWarpBytes % 16 == 0, "warp areas stay 16-byte aligned");
@@ -85,6 +89,24 @@ struct ChunkInfo {
   uint32_t L, NR, X;
   bool raw, ok;
 };
+
+// Where the producer's chunk lies in the frame: its rest fields, and its codes (or raw fields) followed by its escape
+// lists. Written and read by lane 0, which issues the bulk copies.
+struct StageSrc {
+  const uint8_t* rest;
+  const uint8_t* codes;
+};
+
+// Whether the 16-byte blocks covering [g, g + len) lie inside [lo, hi).
+SZ_DEV bool hull_inside(const uint8_t* g, uint64_t len, const uint8_t* lo, const uint8_t* hi) {
+  const uintptr_t a = (uintptr_t)g;
+  return (a & ~(uintptr_t)15) >= (uintptr_t)lo && ((a + len + 15) & ~(uintptr_t)15) <= (uintptr_t)hi;
+}
+// The bulk copy of the 16-byte blocks covering [g, g + len) to s (which stands for g's block).
+SZ_DEV BulkRange hull_copy(uint8_t* s, const uint8_t* g, uint32_t len) {
+  const uintptr_t a = (uintptr_t)g, a0 = a & ~(uintptr_t)15;
+  return BulkRange{g - (a - a0), s, len ? (uint32_t)(((a + len + 15) & ~(uintptr_t)15) - a0) : 0u};
+}
 
 // Chunk c from its index entries (prev: chunk c - 1's, 0 for c = 0) against §4.3 and §4.5.
 template <int DT, int K>
@@ -117,6 +139,24 @@ SZ_NOINLINE uint32_t channel_base_at(const Channels& ch, uint32_t cs, uint32_t p
   return ch.base((cs + p) % ch.period);
 }
 
+// A byte of the frame, out of line: escape lists too long to stage are read in place by this, so that the loops
+// over staged lists know that they read shared memory.
+SZ_NOINLINE uint32_t frame_byte(const uint8_t* p) { return *p; }
+
+// A value of VB bytes in the output stage, at a multiple of VB.
+template <uint32_t VB>
+SZ_DEV uint32_t stage_value(const uint8_t* v) {
+  if constexpr (VB == 4) return *reinterpret_cast<const uint32_t*>(v);
+  else if constexpr (VB == 2) return *reinterpret_cast<const uint16_t*>(v);
+  else return *v;
+}
+template <uint32_t VB>
+SZ_DEV void set_stage_value(uint8_t* v, uint32_t x) {
+  if constexpr (VB == 4) *reinterpret_cast<uint32_t*>(v) = x;
+  else if constexpr (VB == 2) *reinterpret_cast<uint16_t*>(v) = (uint16_t)x;
+  else *v = (uint8_t)x;
+}
+
 // Bits [bit, bit + width) of a little-endian byte string in shared memory (width <= 24; the cold padding checks
 // read the staged bytes, so that no register array is indexed at run time).
 SZ_DEV uint32_t bits_at(const uint8_t* p, uint32_t bit, uint32_t width) {
@@ -146,11 +186,11 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
   uint8_t* const ostage = escb + 2 * kDecEscBytes;
   // Addresses from the call's arguments and the header in shared memory, re-read where used rather than held in
   // registers through the loop.
-  auto lo = [&] { return a.src; };
-  auto hi = [&] { return a.src + a.src_size; };
-  auto rest_base = [&] { return a.src + h.rest_off; };
-  auto exp_base = [&] { return a.src + h.exp_off; };
-  auto idx_base = [&] { return a.src + h.index_off; };
+  auto lo = [&] { return sh.src; };
+  auto hi = [&] { return sh.src + sh.src_size; };
+  auto rest_base = [&] { return sh.src + h.rest_off; };
+  auto exp_base = [&] { return sh.src + h.exp_off; };
+  auto idx_base = [&] { return sh.src + h.index_off; };
   const uint32_t S = 1u << h.chunk_log2;
   const bool cks = (h.flags & layout::kFlagChecksums) != 0;
   const uint32_t cb0 = h.codebook[0];
@@ -159,7 +199,8 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
   const uint8_t* const pair = reinterpret_cast<const uint8_t*>(sh.pair);
   const XxhKeys& keys = sh.keys[lane];
   ChunkInfo* const infos = reinterpret_cast<ChunkInfo*>(ostage + kRoundBytes);  // of the producer's chunks j, by j & 1
-  static_assert(2 * sizeof(ChunkInfo) <= kDecInfoBytes, "two chunk infos fit");
+  StageSrc* const psrc = reinterpret_cast<StageSrc*>(ostage + kRoundBytes + 2 * sizeof(ChunkInfo));
+  static_assert(2 * sizeof(ChunkInfo) + sizeof(StageSrc) <= kDecInfoBytes, "two chunk infos and a source fit");
   uint64_t* const bars = reinterpret_cast<uint64_t*>(ostage + kRoundBytes + kDecInfoBytes);  // one per ring slot
   init_ring_bars(bars, P::kRing);
 
@@ -168,9 +209,21 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
     *cur = load_entry(idx_base() + 8 * c);
     *prev = c ? load_entry(idx_base() + 8 * (c - 1)) : 0;
   };
+  // A new producer chunk: its StageSrc, and whether all it stages lies inside the frame buffer (the common case:
+  // then each round is bulk copies from the StageSrc addresses, with no per-range checks).
+  auto begin_chunk = [&](const ChunkInfo& ci) {
+    const uint32_t Gn = (ci.L + 7) / 8, B = ci.raw ? (uint32_t)T::E : (uint32_t)K;
+    const uint32_t lists = !ci.raw && ci.X <= P::kEscapeCap ? 3 * ci.X : 0;
+    const uint8_t* const rest = rest_base() + ci.c * S / 8 * T::R;
+    const uint8_t* const codes = exp_base() + ci.begin;
+    if (lane == 0) *psrc = StageSrc{rest, codes};
+    return ci.ok && hull_inside(rest, (uint64_t)Gn * T::R, lo(), hi()) &&
+           hull_inside(codes, (uint64_t)Gn * B + lists, lo(), hi());
+  };
   uint64_t e_prev, e_cur, n_prev = 0, n_cur = 0;
   entries(gw, &e_prev, &e_cur);
   ChunkInfo pinfo = chunk_info<DT, K>(h, gw, e_prev, e_cur);
+  bool pinside = begin_chunk(pinfo);
   if (lane == 0) infos[0] = pinfo;
   if (gw + W < h.n_chunks) entries(gw + W, &n_prev, &n_cur);  // in flight until the producer gets there
   uint64_t pj = 0;
@@ -186,10 +239,21 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
   // lies inside the frame buffer by bulk copies completing on the slot's mbarrier, the rest by the lanes.
   auto stage = [&](const ChunkInfo& ci, uint32_t r, uint32_t si, uint8_t* ebuf) {
     uint8_t* const slot = ring + si * kDecSlot;
-    const uint64_t first = ci.c * S;
     const uint32_t rvals = ci.L - r * VR < VR ? ci.L - r * VR : VR, groups = (rvals + 7) / 8;
     const uint32_t B = ci.raw ? (uint32_t)T::E : (uint32_t)K;
     const bool esc = r == 0 && !ci.raw && ci.X > 0 && ci.X <= P::kEscapeCap;
+    if (pinside) {
+      if (lane == 0) {
+        const StageSrc src = *psrc;
+        const BulkRange q[3] = {
+            hull_copy(slot, src.rest + r * (VR / 8) * T::R, groups * T::R),
+            hull_copy(slot + DecSlot<DT>::kRestBytes, src.codes + r * (VR / 8) * B, groups * B),
+            hull_copy(ebuf, src.codes + (ci.L + 7) / 8 * K, esc ? 3 * ci.X : 0)};
+        issue_bulk(bars + si, q, 3);
+      }
+      return;
+    }
+    const uint64_t first = ci.c * S;
     const BulkRange q0 = stage_frame(slot, rest_base() + first / 8 * T::R + (uint64_t)r * (VR / 8) * T::R,
                                      groups * T::R, lo(), hi());
     const BulkRange q1 = stage_frame(slot + DecSlot<DT>::kRestBytes,
@@ -207,6 +271,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
         const uint64_t nc = gw + (pj + 1) * W;
         if (pj >= cj + 1 || nc >= h.n_chunks) break;
         pinfo = chunk_info<DT, K>(h, nc, n_prev, n_cur);
+        pinside = begin_chunk(pinfo);
         ++pj;
         pr = 0;
         if (lane == 0) infos[pj & 1] = pinfo;
@@ -234,7 +299,12 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
     const uint64_t first = c * S;
     const uint32_t CB = ci.L * VB, Gn = (ci.L + 7) / 8, G = Gn * K, X = ci.raw ? 0 : ci.X;
     const uint8_t* const eg = exp_base() + ci.begin + G;  // the escape lists in the frame
-    const uint8_t* const es = X <= P::kEscapeCap ? escb + (cj & 1) * kDecEscBytes + ((uintptr_t)eg & 15u) : eg;
+    // The lists as staged in shared memory (up to kEscapeCap escapes), else read in place by an out-of-line load:
+    // the loops below are instantiated for each, so that the common one reads shared memory by 32-bit addresses.
+    const bool staged_lists = X <= P::kEscapeCap;
+    const uint8_t* const es = escb + (cj & 1) * kDecEscBytes + ((uintptr_t)eg & 15u);
+    auto in_smem = [&](uint32_t i) { return (uint32_t)es[i]; };
+    auto in_frame = [&](uint32_t i) { return frame_byte(eg + i); };
     const uint32_t B = ci.raw ? (uint32_t)T::E : (uint32_t)K;
     const uint32_t cs = ch.bases ? (uint32_t)(first % NC) : 0;  // the channel of the chunk's value 0
     bool bad = false;
@@ -244,15 +314,16 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
       simt::mbar_wait(bars + cslot, cphase);
       simt::syncwarp();  // and the lanes' own staging
       const uint8_t* const slot = ring + cslot * kDecSlot;
-      if (r == 0 && X > 0) {  // §4.5 on the lists (the code-0 check is in the patch below)
+      // §4.5 on the lists (the code-0 check is in the patch below)
+      auto check_lists = [&](const auto& list) {
         uint32_t carry = 0;
         for (uint32_t b0 = 0; b0 < X; b0 += 32) {
           const uint32_t i = b0 + lane;
           const bool valid = i < X;
           uint32_t p = 0, e = 0;
           if (valid) {
-            p = (uint32_t)es[2 * i] | ((uint32_t)es[2 * i + 1] << 8);
-            e = es[2 * X + i];
+            p = list(2 * i) | (list(2 * i + 1) << 8);
+            e = list(2 * X + i);
           }
           uint32_t pp = simt::shfl_up(p, 1);
           if (lane == 0) pp = carry;
@@ -260,6 +331,10 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
           if (valid && (p >= ci.L || (i > 0 && pp >= p) || e >= (1u << T::E) || in_book)) bad = true;
           carry = simt::shfl(p, 31);
         }
+      };
+      if (r == 0 && X > 0) {
+        if (staged_lists) check_lists(in_smem);
+        else check_lists(in_frame);
         if (simt::any(bad)) break;
       }
       const uint32_t rvals = ci.L - r * VR < VR ? ci.L - r * VR : VR, rb = rvals * VB;
@@ -317,27 +392,30 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
       }
       simt::syncwarp();
       // The round's escapes: a prefix of the remaining list (positions are sorted), 32 at a time.
-      if (X > 0) {
+      auto patch = [&](const auto& list) {
         const uint32_t bound = r * VR + rvals;
         for (;;) {
           const uint32_t i = cursor + lane;
           uint32_t p = 0;
-          if (i < X) p = (uint32_t)es[2 * i] | ((uint32_t)es[2 * i + 1] << 8);
+          if (i < X) p = list(2 * i) | (list(2 * i + 1) << 8);
           const bool in = i < X && p < bound;
           const unsigned m = simt::ballot(in);
           if (in) {
             const uint32_t o = (p - r * VR) * VB;
-            uint8_t* v = ostage + swz(o / 16) + o % 16;
-            uint32_t x = 0;
-            for (uint32_t b = 0; b < VB; ++b) x |= (uint32_t)v[b] << (8 * b);
+            uint8_t* const v = ostage + swz(o / 16) + o % 16;  // value-aligned: pieces are whole values
+            uint32_t x = stage_value<VB>(v);
             const uint32_t e0 = ch.bases ? channel_base_at(ch, cs, p) : cb0;  // what code 0 decodes to there
             if (exp_of<DT>(x) != e0) bad = true;  // the escape's code was not 0
-            x = (x & ~(((1u << T::E) - 1u) << T::M)) | ((uint32_t)es[2 * X + i] << T::M);
-            for (uint32_t b = 0; b < VB; ++b) v[b] = (uint8_t)(x >> (8 * b));
+            x = (x & ~(((1u << T::E) - 1u) << T::M)) | (list(2 * X + i) << T::M);
+            set_stage_value<VB>(v, x);
           }
           cursor += (uint32_t)simt::popc(m);
           if (m != simt::kFull) break;
         }
+      };
+      if (X > 0) {
+        if (staged_lists) patch(in_smem);
+        else patch(in_frame);
         simt::syncwarp();
       }
       uint64_t plo[4], phi[4];
@@ -373,7 +451,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
     }
     if (cks) {
       const uint64_t hv = chunk_hash(hs, keys, sh.dst, first * VB, CB);
-      if ((uint32_t)hv != layout::load_u32(a.src + h.checksum_off + 4 * c)) {
+      if ((uint32_t)hv != layout::load_u32(sh.src + h.checksum_off + 4 * c)) {
         report(a.ws, SZ_ERROR_CHECKSUM);
         break;
       }
@@ -404,6 +482,8 @@ SZ_DEV void decode_warps(const DecodeArgs& a) {
   uint8_t* area = smem + kDecSharedBytes + simt::warp_id() * kDecWarpBytes;
   if (simt::thread_id() == 0) {
     sz_status st = parse_header(a.src, a.src_size, &sh.h);
+    sh.src = a.src;
+    sh.src_size = a.src_size;
     sh.ch = Channels{nullptr, 1};
     if (st == SZ_OK && sh.h.channels) {  // §4.1 step 8, before the output's size as on the CPU
       if (!a.book_bases || a.book_id != sh.h.book_id || a.book_dtype != sh.h.dtype || a.book_k != sh.h.k ||

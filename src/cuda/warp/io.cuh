@@ -176,7 +176,7 @@ SZ_NOINLINE void store_round_pieces(const Span& dst, uint64_t ob, uint32_t rb, u
 template <int N>
 SZ_DEV void smem_words(const uint8_t* p, uint32_t w[N]) {
   const uint32_t sh = (uint32_t)((uintptr_t)p & 3u) * 8u;
-  const uint32_t* q = reinterpret_cast<const uint32_t*>((uintptr_t)p & ~(uintptr_t)3);
+  const uint32_t* q = reinterpret_cast<const uint32_t*>(p - ((uintptr_t)p & 3u));  // keeps p's address space
   if constexpr (N % 4 == 0) {
     if (((uintptr_t)p & 15u) == 0) {
 #pragma unroll

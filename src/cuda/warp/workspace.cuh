@@ -70,7 +70,8 @@ SZ_DEV void publish(simt::Word128* state, uint64_t c, uint64_t tag, uint64_t fla
 
 // The exclusive prefix of chunk c's record size over chunks 0..c-1, by the whole warp: lane i reads the state of
 // chunk c-1-i once; the walk stops at the nearest inclusive word if no unpublished word is nearer, else it adds the
-// aggregates up to the unpublished one and reads again from there (waiting only on words it needs).
+// aggregates up to the unpublished one, waits for that one (one lane polls one word, so that a waiting warp takes
+// few issue slots and little L2 bandwidth from the warps that work) and reads again from there.
 SZ_DEV uint64_t look_back(const simt::Word128* state, uint64_t c, uint64_t tag) {
   const unsigned lane = simt::lane_id();
   uint64_t prefix = 0;
@@ -94,7 +95,16 @@ SZ_DEV uint64_t look_back(const simt::Word128* state, uint64_t c, uint64_t tag) 
     prefix += part;
     if (stop_inc < stop_none) return prefix;
     end -= (int64_t)take;
-    if (stop_none < 32) simt::nanosleep(32);  // a predecessor has not published yet
+    if (stop_none < 32) {  // chunk `end` has not published yet: lane 0 alone polls its word, backing off
+      if (lane == 0) {
+        unsigned ns = 32;
+        while ((simt::ld_word128(state + end).a & ~3ull) != tag) {
+          simt::nanosleep(ns);
+          ns = ns < 256 ? 2 * ns : ns;
+        }
+      }
+      simt::syncwarp();
+    }
   }
 }
 
