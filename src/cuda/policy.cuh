@@ -13,12 +13,18 @@ struct EncodePolicy {
   static constexpr int kWarps = 8;       // warps per CTA
   static constexpr int kMinBlocks = 2;   // CTAs per SM the register budget (128) and shared memory are cut for
   static constexpr int kRing = 3;        // staged rounds per warp
-  // Chunks of up to kStagedValues values with up to kStagedEscapes escapes keep their whole coded record in shared
-  // memory until its offset is known; others (larger chunks, more escapes, raw records) are emitted by a second
-  // pass over the input. 4096 is the default chunk size; 1024 escapes are 25% of it (real KV: 1-4%).
+  // Chunks of up to kStagedValues values keep their whole coded record in shared memory until its offset is known,
+  // if it fits; others (larger chunks, more escapes, raw records) are emitted by a second pass over the input. A
+  // warp has two record areas: it encodes its next chunk while the previous one's record waits for its offset.
+  // 4096 is the default chunk size; an area holds kStagedEscapes escapes besides 4-bit codes (5.9%) and more with
+  // narrower codes (3-bit: 410, 10%; trained-d512's KV at k = 3 has at most 8.7% in a chunk): the most with which
+  // two records per warp and two CTAs per SM fit every dtype's shared memory.
   static constexpr uint32_t kStagedValues = 4096;
-  static constexpr uint32_t kStagedEscapes = 1024;
+  static constexpr uint32_t kStagedEscapes = 240;
   static constexpr uint32_t kRecordBytes = kStagedValues / 8 * 4 + 3 * kStagedEscapes + 64;  // codes (k <= 4), lists
+  static constexpr uint32_t kRecords = 2;
+  // Dynamic shared memory of one CTA when kMinBlocks CTAs share an SM of 228 KiB (1 KiB of each is reserved).
+  static constexpr uint32_t kCtaSmemLimit = (228u * 1024u - kMinBlocks * 1024u) / kMinBlocks;
 };
 
 // Decoder: chunks dealt to warps statically (c = warp, + all warps, ...); each warp streams the rounds of its chunks

@@ -7,10 +7,12 @@
 // splits them into rest fields, written through a small stage to their fixed place in the rest section (§4.4), and
 // codes plus an escape mask; codes and escapes (in position order, from a warp scan of the lanes' counts) go to the
 // warp's record in shared memory; the round also feeds the chunk checksum (warp/xxh3_rounds.cuh) from the same
-// shared-memory copy. Then the warp publishes its record size, looks back over its predecessors for the record's
-// offset (warp/workspace.cuh), and copies the record out (§4.5), followed by its index entry (§4.3), its checksum
-// (§4.6) and, for the last chunk, the header. A chunk whose record is raw (§4.7), or whose coded record does not fit
-// the shared-memory record area (more than EncodePolicy::kStagedValues values or kStagedEscapes escapes), is emitted
+// shared-memory copy. Then the warp publishes its record size and goes on with its next chunk, into its other
+// record area; after that chunk's rounds it looks back over the previous chunk's predecessors for that record's
+// offset (warp/workspace.cuh: they have had a chunk's time to publish, so the warp seldom waits) and copies the
+// record out (§4.5), followed by its index entry (§4.3), its checksum (§4.6) and, for the last chunk, the header. A
+// chunk whose record is raw (§4.7), or whose coded record does not fit a shared-memory record area (more than
+// EncodePolicy::kStagedValues values, or more escapes than the area holds besides the codes), is finished at once,
 // by a second pass over its input after the look-back.
 #pragma once
 
@@ -59,8 +61,9 @@ struct EncodeShape {
   using P = EncodePolicy;
   static constexpr uint32_t kRestStage = Lane<DT>::kRoundValues / 8 * Dt<DT>::R + 16;
   static constexpr uint32_t kBarBytes = (P::kRing * 8 + 15) / 16 * 16;  // the ring slots' mbarriers
-  static constexpr uint32_t kWarpBytes = P::kRing * kRoundBytes + kRestStage + P::kRecordBytes + kBarBytes;
-  static_assert(kWarpBytes % 16 == 0, "warp areas stay 16-byte aligned");
+  static constexpr uint32_t kRecordsOff = P::kRing * kRoundBytes + kRestStage;
+  static constexpr uint32_t kWarpBytes = kRecordsOff + P::kRecords * P::kRecordBytes + kBarBytes;
+  static_assert(kWarpBytes % 16 == 0 && P::kRecordBytes % 16 == 0, "warp areas and records stay 16-byte aligned");
 };
 template <int DT, int K>
 constexpr size_t encode_smem_bytes() {
@@ -266,28 +269,63 @@ SZ_NOINLINE void emit_record(const EncodeArgs& a, uint8_t* ring, uint8_t* rec, c
   }
 }
 
+// A chunk whose rounds are done and whose record size is published, but whose record is not placed yet.
+struct Pending {
+  uint64_t c;
+  uint64_t acc;  // the lane's checksum accumulator after the chunk's rounds
+  uint32_t X;    // escapes
+  uint32_t rec;  // its record area (0 or 1)
+};
+
+// The chunk shape that encode_rounds and finish_chunk both derive from the chunk id.
+template <int DT, int K>
+struct ChunkShape {
+  uint64_t first, in0;
+  uint32_t Lc, CB, NR, Gn, G, cap, scap;
+  bool staged;
+  SZ_DEV ChunkShape(const EncodeArgs& a, uint64_t c) {
+    using T = Dt<DT>;
+    const uint32_t S = 1u << a.chunk_log2;
+    first = c * S;
+    Lc = (uint32_t)(a.n - first < S ? a.n - first : S);
+    CB = Lc * (T::W / 8);
+    NR = (CB + kRoundBytes - 1) / kRoundBytes;
+    Gn = (Lc + 7) / 8;
+    G = Gn * K;
+    cap = Gn * (T::E - K) / 3;
+    // Escapes a record area holds: the codes take G of its bytes, so a smaller k leaves room for more.
+    const uint32_t room = (EncodePolicy::kRecordBytes - 64u - G) / 3u;
+    scap = cap < room ? cap : room;
+    staged = S <= EncodePolicy::kStagedValues;
+    in0 = first * (T::W / 8);
+  }
+  // Whether the record is the raw one (§4.7: same as G + 3 X > Gn E), and whether the coded record is complete in a
+  // record area (else the second pass emits it).
+  SZ_DEV bool raw(uint32_t X) const { return X > cap; }
+  SZ_DEV bool in_area(uint32_t X) const { return !raw(X) && staged && X <= scap; }
+  SZ_DEV uint32_t size(uint32_t X) const { return raw(X) ? Gn * Dt<DT>::E : G + 3 * X; }
+};
+
+// The rounds of chunk c: rest fields to the frame, codes and escapes into record area rec_i, the checksum's
+// accumulator; then the record size is published (chunk 0: its inclusive prefix at once).
 // bars: the ring slots' mbarriers; bit s of *parity: the parity of slot s's next phase (kept across chunks).
 template <int DT, int K>
-SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t* area, const uint8_t* tab,
-                         const XxhKeys& keys, uint64_t* bars, uint32_t* parity) {
+SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t* area, uint32_t rec_i,
+                             const uint8_t* tab, const XxhKeys& keys, uint64_t* bars, uint32_t* parity) {
   using T = Dt<DT>;
   using L = Lane<DT>;
   using P = EncodePolicy;
-  constexpr uint32_t VB = T::W / 8, VL = L::kValues, NG = L::kGroups, VR = L::kRoundValues;
+  constexpr uint32_t VL = L::kValues, NG = L::kGroups, VR = L::kRoundValues;
   const unsigned lane = simt::lane_id();
-  const uint32_t S = 1u << a.chunk_log2;
-  const uint64_t first = c * S;
-  const uint32_t Lc = (uint32_t)(a.n - first < S ? a.n - first : S);
-  const uint32_t CB = Lc * VB, NR = (CB + kRoundBytes - 1) / kRoundBytes;
-  const uint32_t Gn = (Lc + 7) / 8, G = Gn * K, cap = Gn * (T::E - K) / 3;
-  const uint32_t scap = cap < P::kStagedEscapes ? cap : P::kStagedEscapes;  // escapes the record area holds
-  const bool staged = S <= P::kStagedValues;
+  const ChunkShape<DT, K> shape(a, c);
+  const uint64_t first = shape.first, in0 = shape.in0;
+  const uint32_t Lc = shape.Lc, CB = shape.CB, NR = shape.NR, G = shape.G, scap = shape.scap;
+  const bool staged = shape.staged;
   const bool cks = (a.flags & layout::kFlagChecksums) != 0, hash_rounds = cks && hashed_in_rounds(CB);
   uint8_t* const ring = area;
   uint8_t* const rstage = ring + P::kRing * kRoundBytes;
-  uint8_t* const rec = rstage + EncodeShape<DT>::kRestStage;
+  uint8_t* const rec = area + EncodeShape<DT>::kRecordsOff + rec_i * P::kRecordBytes;
   uint8_t* const sexp = rec + ((G + 2 * scap + 3) & ~3u);
-  const uint64_t in0 = first * VB;
   const uint32_t cs = a.ch.bases ? (uint32_t)(first % a.ch.period) : 0;  // the channel of the chunk's value 0
   uint8_t* const rest_dst = a.dst + a.rest_off + first / 8 * T::R;
   // A lane's rest fields go straight to the frame when they are whole 16-byte pieces there (the usual case).
@@ -368,26 +406,45 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
     }
   }
 
-  // ---- mode, size, publish, look back ----
-  const bool raw = X > cap;  // same as G + 3 X > Gn E (§4.7)
-  const uint32_t size = raw ? Gn * T::E : G + 3 * X;
+  // ---- mode, size, publish ----
+  publish(state, c, tag, c == 0 ? kFlagInclusive : kFlagAggregate, shape.size(X));
+  return Pending{c, hs.acc, X, rec_i};
+}
+
+// The rest of chunk p.c: its offset (the look-back), its record out (from its record area, or by the second pass,
+// which reuses the ring), its index entry, checksum and, for the last chunk, the header.
+template <int DT, int K>
+SZ_DEV void finish_chunk(const EncodeArgs& a, const Pending& p, uint64_t tag, uint8_t* area, const uint8_t* tab,
+                         const XxhKeys& keys) {
+  using T = Dt<DT>;
+  using P = EncodePolicy;
+  const unsigned lane = simt::lane_id();
+  const uint64_t c = p.c;
+  const uint32_t X = p.X;
+  const ChunkShape<DT, K> shape(a, c);
+  const uint32_t G = shape.G, CB = shape.CB;
+  const bool raw = shape.raw(X);
+  const uint32_t size = shape.size(X);
+  const bool cks = (a.flags & layout::kFlagChecksums) != 0;
+  uint8_t* const ring = area;
+  uint8_t* const rec = area + EncodeShape<DT>::kRecordsOff + p.rec * P::kRecordBytes;
+  uint8_t* const sexp = rec + ((G + 2 * shape.scap + 3) & ~3u);
+  simt::Word128* const state = reinterpret_cast<simt::Word128*>(reinterpret_cast<uint8_t*>(a.ws) + sizeof(WsHeader));
   uint64_t prefix = 0;
-  if (c == 0) {
-    publish(state, c, tag, kFlagInclusive, size);
-  } else {
-    publish(state, c, tag, kFlagAggregate, size);
+  if (c > 0) {
     prefix = look_back(state, c, tag);
     publish(state, c, tag, kFlagInclusive, prefix + size);
   }
 
   // ---- the record ----
   uint8_t* const out = a.dst + a.exp_off + prefix;
-  if (!raw && staged && X <= scap) {
+  if (shape.in_area(X)) {
     simt::syncwarp();  // the record in shared memory is complete
     copy_out(out, rec, G + 2 * X);
     copy_out(out + G + 2 * X, sexp, X);
   } else {
-    emit_record<DT, K>(a, ring, rec, tab, in0, Lc, out, G, X, raw, cs);
+    const uint32_t cs = a.ch.bases ? (uint32_t)(shape.first % a.ch.period) : 0;
+    emit_record<DT, K>(a, ring, rec, tab, shape.in0, shape.Lc, out, G, X, raw, cs);
   }
 
   // ---- index entry, checksum, header ----
@@ -396,19 +453,20 @@ SZ_DEV void encode_chunk(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t*
     put_u64(a.dst + a.index_off + 8 * c, (prefix + size) | (mode << layout::kIndexModeShift));
   }
   if (cks) {
-    const uint64_t h = chunk_hash(hs, keys, a.src, in0, CB);
+    const uint64_t h = chunk_hash(XxhState{p.acc}, keys, a.src, shape.in0, CB);
     if (lane == 0) put_u32(a.dst + a.checksum_off + 4 * c, (uint32_t)h);
   }
   if (c == a.n_chunks - 1 && lane == 0) {
     write_frame_header(a, a.n, prefix + size);
     *a.frame_size = a.exp_off + prefix + size;
   }
-  simt::syncwarp();  // the warp's shared memory is reused by its next chunk
+  simt::syncwarp();  // the record area (and, after a second pass, the ring) is reused
 }
 
 // The kernel: a persistent grid; every warp takes chunks until the tickets run out.
 template <int DT, int K>
 SZ_DEV void encode_warps(const EncodeArgs& a) {
+  static_assert(encode_smem_bytes<DT, K>() <= EncodePolicy::kCtaSmemLimit, "kMinBlocks CTAs fit an SM");
   uint8_t* smem = simt::dyn_smem();
   uint8_t* tab = smem;
   uint8_t* area = smem + EncEntry<DT, K>::kTableBytes + simt::warp_id() * EncodeShape<DT>::kWarpBytes;
@@ -432,14 +490,28 @@ SZ_DEV void encode_warps(const EncodeArgs& a) {
   uint64_t* const bars = reinterpret_cast<uint64_t*>(area + EncodeShape<DT>::kWarpBytes - EncodeShape<DT>::kBarBytes);
   init_ring_bars(bars, EncodePolicy::kRing);
   uint32_t parity = 0;
+  // The previous chunk, when its record waits in its area for the look-back (done after this chunk's rounds).
+  Pending pend{0, 0, 0, 0};
+  bool pending = false;
+  uint32_t next_rec = 0;
   for (;;) {
     const uint64_t t = ws_ticket(a.ws);
-    if (t >= a.n_chunks) {
-      if (t == a.n_chunks + warps - 1 && lane == 0) ws_end(a.ws, tag);
-      break;
+    if (t >= a.n_chunks) break;
+    const Pending q = encode_rounds<DT, K>(a, t, tag, area, next_rec, tab, my_keys, bars, &parity);
+    if (pending) finish_chunk<DT, K>(a, pend, tag, area, tab, my_keys);
+    pending = ChunkShape<DT, K>(a, t).in_area(q.X);
+    if (pending) {
+      pend = q;
+      next_rec ^= 1u;
+    } else {  // the second pass needs the ring now
+      finish_chunk<DT, K>(a, q, tag, area, tab, my_keys);
     }
-    encode_chunk<DT, K>(a, t, tag, area, tab, my_keys, bars, &parity);
   }
+  if (pending) finish_chunk<DT, K>(a, pend, tag, area, tab, my_keys);
+  // Every warp draws one ticket past the chunks to leave its loop and one more once its last record is out: the
+  // warp that draws the call's last ticket knows that no warp still uses the workspace, and resets it.
+  const uint64_t u = ws_ticket(a.ws);
+  if (u == a.n_chunks + 2 * warps - 1 && lane == 0) ws_end(a.ws, tag);
 }
 
 }  // namespace cuda
