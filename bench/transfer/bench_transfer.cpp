@@ -14,11 +14,19 @@
 // the UCX build reports CUDA support). The codec-alone table is then the GPU codec per message, both synced after
 // every message on `threads` streams (what the pipeline does) and batched on one stream (the kernels' own rate).
 //
+// --files DIR: the receiver writing tensors to files. For raw and compressed mode, in rounds, alternating which goes
+// first, it times a session that discards, one that writes its tensor to DIR (then checks it byte for byte and
+// removes it), and a plain write of the same bytes to a fresh file in DIR in 2 MiB write() calls (what a copy
+// costs); the ratio out / discard of one round is the figure to read, since the machine may be shared, and the
+// medians over the rounds sum it up. --files-memory says what memory the page cache gets (see prepare below).
+//
 // Output: a Markdown table on stdout and, with --json FILE, the numbers for bench/transfer/ttft_model.py.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -65,10 +73,18 @@ long current_rss_kib() {
   return -1;
 }
 
+double process_cpu_s() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)u.ru_utime.tv_sec + 1e-6 * (double)u.ru_utime.tv_usec + (double)u.ru_stime.tv_sec +
+         1e-6 * (double)u.ru_stime.tv_usec;
+}
+
 struct Run {
   double seconds = 0;
   uint64_t raw_bytes = 0, wire_bytes = 0;
   double sender_codec_s = 0, receiver_codec_s = 0;
+  double cpu_s = 0;  // CPU time of the whole process during the session (user + system)
   bool gpu_direct = false;
   bool ok = false;
   std::string error;
@@ -82,12 +98,13 @@ struct GpuSetup {
 };
 GpuSetup g_gpu;
 
-// One session through a fresh in-process receiver.
+// One session through a fresh in-process receiver; it discards what it receives unless out_dir is given.
 Run transfer_once(const std::vector<tr::Tensor>& tensors, bool raw, double rate_gbs, unsigned threads,
-                  uint64_t chunk_values, unsigned window) {
+                  uint64_t chunk_values, unsigned window, const std::string& out_dir = "") {
   Run r;
   tr::ServeOptions so;
-  so.discard = true;
+  so.discard = out_dir.empty();
+  so.out_dir = out_dir;
   if (g_gpu.on) {
     so.gpu = true;
     so.gpu_path = g_gpu.path;
@@ -116,8 +133,10 @@ Run transfer_once(const std::vector<tr::Tensor>& tensors, bool raw, double rate_
   o.timeout_s = 60;
   o.gpu_path = g_gpu.path;
   tr::SendStats st;
+  const double cpu0 = process_cpu_s();
   const sz_status cst = tr::send("127.0.0.1", server.port(), tensors, o, &st, &err);
   t.join();
+  r.cpu_s = process_cpu_s() - cpu0;
   if (cst != SZ_OK || sst != SZ_OK) {
     r.error = cst != SZ_OK ? err : serr;
     return r;
@@ -268,6 +287,46 @@ void codec_rates(const uint8_t* data, uint64_t bytes, uint64_t chunk_values, uns
   *ratio = (double)(n_msgs * chunk_bytes) / (double)comp;
 }
 
+// Writes `n` bytes to a fresh file `path` in pieces of `piece` bytes and closes it: the baseline of --files.
+double write_file_seconds(const std::string& path, const uint8_t* data, uint64_t n, size_t piece) {
+  const double t0 = now_s();
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  for (uint64_t off = 0; off < n;) {
+    const ssize_t w = write(fd, data + off, (size_t)std::min<uint64_t>(piece, n - off));
+    if (w <= 0) {
+      close(fd);
+      return -1;
+    }
+    off += (uint64_t)w;
+  }
+  if (close(fd) != 0) return -1;
+  return now_s() - t0;
+}
+
+// Is the file at `path` exactly the n bytes at data?
+bool file_equals(const std::string& path, const uint8_t* data, uint64_t n) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::vector<uint8_t> piece(8 << 20);
+  uint64_t off = 0;
+  bool same = true;
+  for (;;) {
+    const ssize_t got = read(fd, piece.data(), piece.size());
+    if (got <= 0) {
+      same = same && got == 0;
+      break;
+    }
+    if (off + (uint64_t)got > n || memcmp(piece.data(), data + off, (size_t)got) != 0) {
+      same = false;
+      break;
+    }
+    off += (uint64_t)got;
+  }
+  close(fd);
+  return same && off == n;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -285,6 +344,11 @@ int main(int argc, char** argv) {
   bool only_big = false;
   bool gpu = false;
   std::string gpu_path = "auto";
+  std::string files_dir;
+  bool only_files = false;
+  unsigned files_repeats = 3;
+  std::string files_memory = "warm";
+  double cold_pause_s = 3;
   app.add_flag("--gpu", gpu, "Device-resident source and destination, GPU codec (needs a CUDA build and a GPU)");
   app.add_option("--gpu-path", gpu_path, "With --gpu: auto, direct (device memory to UCX) or staged (pinned host)")
       ->check(CLI::IsMember({"auto", "direct", "staged"}));
@@ -298,6 +362,16 @@ int main(int argc, char** argv) {
   app.add_option("--window", window, "Messages in flight");
   app.add_option("--repeats", repeats, "Runs per point; the fastest is kept");
   app.add_option("--big", big_gb, "Also stream this many GB compressed in one session (peak RSS, leak check)");
+  app.add_option("--files", files_dir,
+                 "Also compare a receiver writing to files in this directory with one that discards, and with a "
+                 "plain file write of the same bytes (raw and compressed, uncapped, --buffer-mib per session)");
+  app.add_flag("--only-files", only_files, "Run only the --files comparison");
+  app.add_option("--files-repeats", files_repeats, "Alternating rounds of the --files comparison");
+  app.add_option("--files-memory", files_memory,
+                 "warm: write and delete a file of the tensor's size before each timed step; cold: pause instead "
+                 "(--cold-pause), so that a VM that reports free memory to its host has returned it")
+      ->check(CLI::IsMember({"warm", "cold"}));
+  app.add_option("--cold-pause", cold_pause_s, "Seconds to pause before each timed step with --files-memory cold");
   app.add_option("--json", json_path, "Write the results as JSON here");
   CLI11_PARSE(app, argc, argv);
 
@@ -354,7 +428,7 @@ int main(int argc, char** argv) {
   out["window"] = window;
   out["hardware_threads"] = std::thread::hardware_concurrency();
 
-  if (only_big) {
+  if (only_big || only_files) {
     rates.clear();
     thread_counts.erase(thread_counts.begin(), thread_counts.end() - 1);
   }
@@ -365,7 +439,7 @@ int main(int argc, char** argv) {
            (unsigned long long)chunk_values);
     std::vector<unsigned> sc = thread_counts;
     sc.push_back(0);
-    for (unsigned th : only_big ? std::vector<unsigned>{} : sc) {
+    for (unsigned th : (only_big || only_files) ? std::vector<unsigned>{} : sc) {
       double e = 0, d = 0, r = 0;
       std::string why;
       if (!gpu_codec_rates(d_buf.get(), std::min<uint64_t>(buf_bytes, 512ull << 20), chunk_values, th, &e, &d, &r,
@@ -386,7 +460,7 @@ int main(int argc, char** argv) {
            (unsigned long long)chunk_values);
     printf("| threads | encode GB/s | decode GB/s | memcpy GB/s (same run) | ratio |\n|---:|---:|---:|---:|---:|\n");
   }
-  for (unsigned th : (only_big || gpu) ? std::vector<unsigned>{} : thread_counts) {
+  for (unsigned th : (only_big || only_files || gpu) ? std::vector<unsigned>{} : thread_counts) {
     double e, d, r, m;
     codec_rates(buf.data(), std::min<uint64_t>(buf_bytes, 128ull << 20), chunk_values, th, &e, &d, &r, &m);
     printf("| %u | %.3f | %.3f | %.3f | %.4f |\n", th, e, d, m, r);
@@ -450,6 +524,96 @@ int main(int argc, char** argv) {
              row["threads"].get<unsigned>(), pipe, out.value("gpu_direct", false) ? "direct" : "staged");
       out["gpu_bottleneck"].push_back({{"threads", row["threads"]}, {"pipeline_gbs", pipe}});
     }
+  }
+
+  // ---- writing to files against discarding, same run ----
+  if (!files_dir.empty()) {
+    if (gpu) {
+      fprintf(stderr, "bench_transfer: --files measures the host receiver; leave out --gpu\n");
+      return 2;
+    }
+    const bool cold = files_memory == "cold";
+    const unsigned th = thread_counts.back();
+    const std::string target = files_dir + "/kv.bf16";
+    const std::string copy = files_dir + "/kv.bf16.copy";
+    const std::vector<tr::Tensor> tensors = {{"kv.bf16", SZ_DTYPE_BF16, buf.data(), buf_bytes, false}};
+    // Before each timed step, memory as a machine that keeps writing files has it (warm: a file of the tensor's
+    // size written and deleted just before, so that the page cache gets back memory it just had in use), or as a
+    // virtual machine that returns free memory to its host has it after a pause (cold: there the first write to
+    // each fresh page costs a fault in the host, and a plain file write runs several times slower).
+    const std::string scratch_file = files_dir + "/kv.bf16.warm";
+    auto prepare = [&] {
+      if (cold) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(cold_pause_s));
+        return;
+      }
+      write_file_seconds(scratch_file, buf.data(), buf_bytes, chunk_bytes);
+      unlink(scratch_file.c_str());
+    };
+    printf("\n## Receiver writing to files (%s) vs discarding, %llu bytes per session, %u codec threads, no rate "
+           "cap, %s memory\n\n| round | mode | discard GB/s | --out GB/s | out / discard | file write GB/s (2 MiB "
+           "writes) | receiver codec CPU s, discard / out |\n|---:|---|---:|---:|---:|---:|---:|\n",
+           files_dir.c_str(), (unsigned long long)buf_bytes, th, cold ? "cold" : "warm");
+    unlink(target.c_str());
+    unlink(copy.c_str());
+    std::vector<double> discard_gbs[2], out_gbs[2], ratios[2], write_gbs[2];  // [raw]
+    for (unsigned round = 1; round <= files_repeats; ++round) {
+      for (const bool raw : {true, false}) {
+        Run d, f;
+        // alternate which session goes first, so that neither always follows the other
+        for (int k = 0; k < 2; ++k) {
+          prepare();
+          if ((k == 0) == (round % 2 == 1)) {
+            d = transfer_once(tensors, raw, 0, th, chunk_values, window);
+          } else {
+            f = transfer_once(tensors, raw, 0, th, chunk_values, window, files_dir);
+            if (f.ok && !file_equals(target, buf.data(), buf_bytes)) {
+              f.ok = false;
+              f.error = "the received file differs from the sent tensor";
+            }
+            unlink(target.c_str());
+          }
+        }
+        prepare();
+        const double c = write_file_seconds(copy, buf.data(), buf_bytes, chunk_bytes);
+        unlink(copy.c_str());
+        if (!d.ok || !f.ok || c < 0) {
+          fprintf(stderr, "bench_transfer: --files: %s\n",
+                  !d.ok ? d.error.c_str() : !f.ok ? f.error.c_str() : "cannot write the copy");
+          return 1;
+        }
+        const double dg = (double)buf_bytes / d.seconds / 1e9, fg = (double)buf_bytes / f.seconds / 1e9;
+        printf("| %u | %s | %.3f | %.3f | %.3f | %.3f | %.3f / %.3f |\n", round, raw ? "raw" : "compressed", dg, fg,
+               fg / dg, (double)buf_bytes / c / 1e9, d.receiver_codec_s, f.receiver_codec_s);
+        fflush(stdout);
+        discard_gbs[raw].push_back(dg);
+        out_gbs[raw].push_back(fg);
+        ratios[raw].push_back(fg / dg);
+        write_gbs[raw].push_back((double)buf_bytes / c / 1e9);
+        out["files"].push_back({{"round", round},
+                                {"raw", raw},
+                                {"memory", files_memory},
+                                {"bytes", buf_bytes},
+                                {"threads", th},
+                                {"discard_s", d.seconds},
+                                {"out_s", f.seconds},
+                                {"file_write_s", c},
+                                {"discard_receiver_codec_cpu_s", d.receiver_codec_s},
+                                {"out_receiver_codec_cpu_s", f.receiver_codec_s},
+                                {"discard_process_cpu_s", d.cpu_s},
+                                {"out_process_cpu_s", f.cpu_s}});
+      }
+    }
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      const size_t n = v.size();
+      return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    };
+    printf("\nMedians of %u rounds:\n\n| mode | discard GB/s | --out GB/s | out / discard (median of rounds) | file write "
+           "GB/s |\n|---|---:|---:|---:|---:|\n", files_repeats);
+    for (const bool raw : {true, false})
+      printf("| %s | %.3f | %.3f | %.3f | %.3f |\n", raw ? "raw" : "compressed", median(discard_gbs[raw]),
+             median(out_gbs[raw]), median(ratios[raw]), median(write_gbs[raw]));
   }
 
   // ---- many GB in one session ----
