@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -269,6 +271,76 @@ TEST(Transfer, DiscardVerifiesWithoutWriting) {
   ASSERT_EQ(o.server, SZ_OK) << o.server_error;
   EXPECT_EQ(o.session.tensors.size(), c.tensors.size());
   EXPECT_EQ(o.session.raw_bytes, o.sent.raw_bytes);
+}
+
+// Each received file is the tensor and nothing more: its size is the tensor's (the temporary file is created at
+// that size), whatever the chunking, in both modes; several tensors whose last chunk is short, one larger than a
+// chunk of default size.
+TEST(Transfer, ReceivedFilesHaveExactlyTheTensorsBytes) {
+  const auto& kv = kv_slice();
+  std::vector<uint8_t> big;
+  for (size_t i = 0; i < 3; ++i) big.insert(big.end(), kv.begin(), kv.end());
+  big.resize(big.size() - 2 * 777);  // not a whole number of chunks
+  for (bool raw : {false, true}) {
+    TempDir d;
+    const std::vector<tr::Tensor> tensors = {{"big.bf16", SZ_DTYPE_BF16, big.data(), big.size()},
+                                             {"odd.bf16", SZ_DTYPE_BF16, kv.data(), 2 * 4099}};
+    tr::SendOptions o;
+    o.raw = raw;
+    o.timeout_s = 10;
+    Outcome r = run_session(to_dir(d), tensors, o);
+    ASSERT_EQ(r.server, SZ_OK) << r.server_error;
+    ASSERT_EQ(r.sender, SZ_OK) << r.sender_error;
+    for (const auto& t : tensors) {
+      struct stat st;
+      ASSERT_EQ(stat((d.path / t.name).c_str(), &st), 0) << t.name;
+      EXPECT_EQ((uint64_t)st.st_size, t.size) << t.name;
+      const auto got = read_file(d.path / t.name);
+      ASSERT_EQ(got.size(), t.size);
+      EXPECT_EQ(memcmp(got.data(), t.data, t.size), 0) << t.name << " differs, raw " << raw;
+    }
+    EXPECT_EQ(d.list().size(), tensors.size()) << "no temporary file may remain";
+  }
+}
+
+// A tensor the output directory has no room for fails the session when its file is created, before its data is
+// written (the file size limit of the process stands in for a full disk), and leaves no file behind, neither under
+// its name nor a temporary one.
+TEST(Transfer, TensorWithoutRoomFailsCleanlyAndLeavesNoFile) {
+  // The limit holds for every file of the process, UCX's shared-memory segments included; only a TCP-only UCX is
+  // left alone by it.
+  const char* tls = getenv("UCX_TLS");
+  if (tls == nullptr || std::string(tls) != "tcp") GTEST_SKIP() << "needs UCX_TLS=tcp (the file size limit would "
+                                                                    "also bind UCX's shared memory)";
+  TempDir d;
+  const auto& kv = kv_slice();
+  const std::vector<tr::Tensor> tensors = {{"fits.bf16", SZ_DTYPE_BF16, kv.data(), 64 << 10},
+                                           {"too-big.bf16", SZ_DTYPE_BF16, kv.data(), kv.size()}};
+  ASSERT_GT(kv.size(), (size_t)(1 << 20));
+  rlimit old;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit small = old;
+  small.rlim_cur = 1 << 20;
+  struct sigaction ignore = {}, old_action;
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(sigaction(SIGXFSZ, &ignore, &old_action), 0);  // so that passing the limit is an error, not a signal
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  tr::SendOptions o;
+  o.chunk_values = 16 << 10;
+  o.timeout_s = 10;
+  Outcome r = run_session(to_dir(d), tensors, o);
+  setrlimit(RLIMIT_FSIZE, &old);
+  sigaction(SIGXFSZ, &old_action, nullptr);
+  EXPECT_EQ(r.server, SZ_ERROR_IO) << r.server_error;
+  EXPECT_NE(r.server_error.find("cannot reserve"), std::string::npos) << r.server_error;
+  EXPECT_NE(r.server_error.find("too-big.bf16"), std::string::npos) << r.server_error;
+  EXPECT_NE(r.sender, SZ_OK);
+  // The tensor before it is there only if it was complete before the failure (the pipeline may still have been
+  // decoding it), and then whole.
+  for (const auto& n : d.list()) {
+    ASSERT_EQ(n, "fits.bf16");
+    EXPECT_EQ(read_file(d.path / n), std::vector<uint8_t>(kv.begin(), kv.begin() + (64 << 10)));
+  }
 }
 
 TEST(Transfer, RawAndCompressedSendersInteroperateWithOneServer) {

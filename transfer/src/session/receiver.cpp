@@ -9,7 +9,8 @@
 // In a session, the session's thread keeps `window` receives posted, one per slot. A completed receive is checked
 // (header, then sequence, tensor, chunk and sizes by the ChunkTracker) and handed to a codec thread, which verifies
 // the payload (the frame's checksums, or the message's XXH3 in raw mode), decodes it and writes it at its offset in
-// the tensor's temporary file. When every chunk of a tensor verified, the file gets its name (linked, so that
+// the tensor's temporary file (created at the tensor's first chunk with its final size and its blocks allocated,
+// see preallocate()). When every chunk of a tensor verified, the file gets its name (linked, so that
 // nothing is replaced, unless overwrite is set); on any failure temporary files are removed. Every size the peer
 // announces is checked against the ServeOptions limits (admit()) before anything is allocated.
 //
@@ -112,6 +113,19 @@ sz_status check_frame(const uint8_t* frame, size_t avail, const TensorState& t, 
       !(info.flags & SZ_FLAG_CHECKSUMS) || !same_codebook(info.codebook, t.codebook))
     return SZ_ERROR_CORRUPT;
   return SZ_OK;
+}
+
+// Gives a tensor's temporary file its final size, its blocks allocated, before any chunk is written: a file system
+// without room for the tensor fails the session before its data arrives, and writing into allocated blocks costs
+// the file system less than allocating them write by write. Where fallocate() is not supported, the size only.
+bool preallocate(int fd, uint64_t size) {
+  if (size == 0) return true;
+  for (;;) {
+    if (fallocate(fd, 0, 0, (off_t)size) == 0) return true;
+    if (errno != EINTR) break;
+  }
+  if (errno != EOPNOTSUPP && errno != ENOSYS) return false;
+  return ftruncate(fd, (off_t)size) == 0;
 }
 
 bool write_all(int fd, const uint8_t* p, size_t n, uint64_t off) {
@@ -787,6 +801,9 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
       if (files && t.fd < 0) {
         t.fd = openat(S.dir_fd, t.tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (t.fd < 0) return abort_session(SZ_ERROR_IO, "cannot create a file for " + t.name + ": " + strerror(errno));
+        if (!preallocate(t.fd, t.size))
+          return abort_session(SZ_ERROR_IO, "cannot reserve " + std::to_string(t.size) + " bytes for " + t.name +
+                                                " in the output directory: " + strerror(errno));
       }
       stats.wire_bytes += len;
       ++stats.messages;
