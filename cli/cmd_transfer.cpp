@@ -1,7 +1,7 @@
 // cmd_transfer.cpp — `splitzip serve` and `splitzip send`: a thin client of transfer/transfer.hpp.
 //
-//   splitzip serve [--listen ADDR:PORT] [--out DIR | --discard] [--token T] [--max-tensor-bytes N] [--timeout S]
-//                  [--max-sessions N] [--max-server-bytes N] [--session-timeout S] [--handshake-timeout S]
+//   splitzip serve [--listen ADDR:PORT] [--out DIR [--direct-io] | --discard] [--token T] [--max-tensor-bytes N]
+//                  [--timeout S] [--max-sessions N] [--max-server-bytes N] [--session-timeout S] [--handshake-timeout S]
 //                  [--once] [--threads N] [--port-file FILE]
 //   splitzip send FILE... --to HOST:PORT [--raw] [--rate GB/s] [--threads N] [--token T] [--dtype D]
 //                  [--chunk-values N] [--window N] [--timeout S]
@@ -42,6 +42,7 @@ struct ServeArgs {
   double session_timeout_s = 3600;
   double handshake_timeout_s = 5;
   bool force = false;
+  bool direct_io = false;
   double timeout_s = 30;
   bool once = false;
   unsigned threads = 1;
@@ -147,6 +148,7 @@ int run_serve() {
   o.max_session_seconds = a.session_timeout_s;
   o.handshake_timeout_s = a.handshake_timeout_s;
   o.overwrite = a.force;
+  o.direct_io = a.direct_io;
   o.timeout_s = a.timeout_s;
   o.threads = a.threads;
   o.gpu = a.gpu;
@@ -284,6 +286,9 @@ void add_transfer_commands(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   sv->add_flag("-f,--force", g_serve.force, "Replace files of the same name in --out (else such a peer is refused)");
+  sv->add_flag("--direct-io", g_serve.direct_io,
+               "Write --out files with direct I/O, past the page cache (where the file system and the chunk size "
+               "allow; else buffered)");
   sv->add_option("--timeout", g_serve.timeout_s, "Seconds without progress before a session fails")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -97,6 +97,7 @@ struct GpuSetup {
   void* dst = nullptr;
 };
 GpuSetup g_gpu;
+bool g_direct_io = false;  // --files-direct-io: the receiver writes its files with direct I/O
 
 // One session through a fresh in-process receiver; it discards what it receives unless out_dir is given.
 Run transfer_once(const std::vector<tr::Tensor>& tensors, bool raw, double rate_gbs, unsigned threads,
@@ -105,6 +106,7 @@ Run transfer_once(const std::vector<tr::Tensor>& tensors, bool raw, double rate_
   tr::ServeOptions so;
   so.discard = out_dir.empty();
   so.out_dir = out_dir;
+  so.direct_io = g_direct_io;
   if (g_gpu.on) {
     so.gpu = true;
     so.gpu_path = g_gpu.path;
@@ -371,6 +373,7 @@ int main(int argc, char** argv) {
                  "warm: write and delete a file of the tensor's size before each timed step; cold: pause instead "
                  "(--cold-pause), so that a VM that reports free memory to its host has returned it")
       ->check(CLI::IsMember({"warm", "cold"}));
+  app.add_flag("--files-direct-io", g_direct_io, "With --files: the receiver writes with direct I/O (O_DIRECT)");
   app.add_option("--cold-pause", cold_pause_s, "Seconds to pause before each timed step with --files-memory cold");
   app.add_option("--json", json_path, "Write the results as JSON here");
   CLI11_PARSE(app, argc, argv);
@@ -551,9 +554,10 @@ int main(int argc, char** argv) {
       unlink(scratch_file.c_str());
     };
     printf("\n## Receiver writing to files (%s) vs discarding, %llu bytes per session, %u codec threads, no rate "
-           "cap, %s memory\n\n| round | mode | discard GB/s | --out GB/s | out / discard | file write GB/s (2 MiB "
+           "cap, %s memory%s\n\n| round | mode | discard GB/s | --out GB/s | out / discard | file write GB/s (2 MiB "
            "writes) | receiver codec CPU s, discard / out |\n|---:|---|---:|---:|---:|---:|---:|\n",
-           files_dir.c_str(), (unsigned long long)buf_bytes, th, cold ? "cold" : "warm");
+           files_dir.c_str(), (unsigned long long)buf_bytes, th, cold ? "cold" : "warm",
+           g_direct_io ? ", receiver with direct I/O" : "");
     unlink(target.c_str());
     unlink(copy.c_str());
     std::vector<double> discard_gbs[2], out_gbs[2], ratios[2], write_gbs[2];  // [raw]
@@ -593,6 +597,7 @@ int main(int argc, char** argv) {
         out["files"].push_back({{"round", round},
                                 {"raw", raw},
                                 {"memory", files_memory},
+                                {"direct_io", g_direct_io},
                                 {"bytes", buf_bytes},
                                 {"threads", th},
                                 {"discard_s", d.seconds},

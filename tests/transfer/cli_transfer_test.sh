@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cli_transfer_test.sh SPLITZIP_BINARY REPO_DIR — `splitzip serve` and `splitzip send` end to end on loopback:
-# a bit-exact transfer in both modes, a refused token with "splitzip: error:" and a non-zero exit on both sides,
+# a bit-exact transfer in both modes (also with --direct-io), a refused token with "splitzip: error:" and a non-zero exit on both sides,
 # no overwrite without --force, hostile bytes on the port then 8 concurrent senders, a peer beyond --max-sessions
 # refused as busy, and option errors.
 set -u
@@ -45,6 +45,20 @@ for mode in "" "--raw"; do
   cmp "$WORK/b.bin" "$WORK/out/b.bin" || fail "b.bin differs ($mode)"
   grep -q "sent 2 tensors" "$WORK/send.out" || fail "no summary: $(cat "$WORK/send.out")"
   echo "ok: bit-exact transfer ${mode:-compressed}"
+done
+
+# --direct-io writes the same bytes (chunks of 128 KiB: whole blocks, the tensors' last chunks short)
+for mode in "" "--raw"; do
+  rm -rf "$WORK/out" && mkdir "$WORK/out"
+  start_server --out "$WORK/out" --direct-io
+  "$BIN" send "$WORK/a.bin" "$WORK/b.bin" --to "127.0.0.1:$PORT" $mode --chunk-values 65536 --threads 2 \
+    >"$WORK/send.out" 2>"$WORK/send.err" || fail "send $mode to --direct-io: $(cat "$WORK/send.err")"
+  wait_server
+  [ "$SERVER_RC" -eq 0 ] || fail "serve --direct-io $mode exited $SERVER_RC: $(cat "$WORK/serve.err")"
+  cmp "$WORK/a.bin" "$WORK/out/a.bin" || fail "a.bin differs (--direct-io $mode)"
+  cmp "$WORK/b.bin" "$WORK/out/b.bin" || fail "b.bin differs (--direct-io $mode)"
+  [ "$(ls -A "$WORK/out" | wc -l)" -eq 2 ] || fail "files left besides the tensors: $(ls -A "$WORK/out")"
+  echo "ok: bit-exact transfer to --direct-io ${mode:-compressed}"
 done
 
 # token: the receiver wants one, the sender has another

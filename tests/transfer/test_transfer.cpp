@@ -2,6 +2,7 @@
 // several tensors in both modes, interoperation through the handshake, integrity, peers that die or stall, and the
 // receiver's security checks (token, names, sizes).
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <signal.h>
@@ -300,6 +301,49 @@ TEST(Transfer, ReceivedFilesHaveExactlyTheTensorsBytes) {
       EXPECT_EQ(memcmp(got.data(), t.data, t.size), 0) << t.name << " differs, raw " << raw;
     }
     EXPECT_EQ(d.list().size(), tensors.size()) << "no temporary file may remain";
+  }
+}
+
+// Direct I/O (ServeOptions::direct_io) writes the same bytes: in both modes, for dtypes of 1, 2 and 4 bytes, tensors
+// whose last chunk is short or that are smaller than one block, and an empty one. It is used where every chunk
+// starts at a multiple of 4096 bytes, and a chunk size that does not falls back to buffered writes.
+TEST(Transfer, DirectIoWritesTheSameBytes) {
+  const auto& kv = kv_slice();
+  const std::vector<uint8_t> fp32 = sztest::random_bytes(4 * 100003, 7), fp8 = sztest::random_bytes(12345, 8);
+  const std::vector<tr::Tensor> tensors = {{"kv.bf16", SZ_DTYPE_BF16, kv.data(), kv.size() - 2 * 1001},
+                                           {"noise.fp32", SZ_DTYPE_FP32, fp32.data(), fp32.size()},
+                                           {"small.e4m3", SZ_DTYPE_FP8_E4M3, fp8.data(), fp8.size()},
+                                           {"tiny.bf16", SZ_DTYPE_BF16, kv.data(), 2 * 300},
+                                           {"empty.bf16", SZ_DTYPE_BF16, kv.data(), 0}};
+  bool fs_direct = false;  // does the temporary directory's file system take direct I/O at all?
+  {
+    TempDir probe;
+    const int fd = open((probe.path / "p").c_str(), O_WRONLY | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
+    fs_direct = fd >= 0;
+    if (fd >= 0) close(fd);
+  }
+  for (const uint64_t chunk_values : {(uint64_t)4096, (uint64_t)3 * 4096 + 5}) {
+    for (const bool raw : {false, true}) {
+      TempDir d;
+      tr::ServeOptions so = to_dir(d);
+      so.direct_io = true;
+      tr::SendOptions o = small_chunks(raw);
+      o.chunk_values = chunk_values;
+      Outcome r = run_session(so, tensors, o);
+      ASSERT_EQ(r.server, SZ_OK) << r.server_error;
+      ASSERT_EQ(r.sender, SZ_OK) << r.sender_error;
+      for (const auto& t : tensors) {
+        const auto got = read_file(d.path / t.name);
+        ASSERT_EQ(got.size(), t.size) << t.name << ", raw " << raw << ", chunk " << chunk_values;
+        EXPECT_TRUE(t.size == 0 || memcmp(got.data(), t.data, t.size) == 0) << t.name << " differs";
+      }
+      EXPECT_EQ(d.list().size(), tensors.size()) << "no temporary file may remain";
+      ASSERT_EQ(r.session.tensors.size(), tensors.size());
+      for (const auto& rt : r.session.tensors) {
+        const bool expect = fs_direct && chunk_values == 4096 && rt.size > 0;
+        EXPECT_EQ(rt.direct_io, expect) << rt.name << ", chunk " << chunk_values;
+      }
+    }
   }
 }
 

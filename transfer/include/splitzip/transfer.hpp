@@ -130,6 +130,11 @@ struct ServeOptions {
    *  needs more is refused before anything is allocated. */
   uint64_t max_session_bytes = (uint64_t)1 << 30;
   bool overwrite = false;    // replace a file of the same name in out_dir (else the handshake is refused)
+  /** Write tensors to out_dir with direct I/O (O_DIRECT): from the session's buffers to the device, past the page
+   *  cache, so that writing costs no copy into it and takes none of its memory, at the rate of the device. Used for
+   *  a tensor when its chunks start at multiples of 4096 bytes and the file system takes direct I/O; otherwise, and
+   *  on the GPU path, writes are buffered. */
+  bool direct_io = false;
   unsigned threads = 1;      // codec threads, per session
   double timeout_s = 10;     // stall timeout within a session
   double accept_timeout_s = 0;  // how long serve_one waits for a peer; 0 = forever
@@ -157,6 +162,7 @@ struct ReceivedTensor {
   sz_dtype dtype = SZ_DTYPE_BF16;
   uint64_t size = 0;
   std::string path;  // empty when discarded or kept on the device
+  bool direct_io = false;  // written with direct I/O (ServeOptions::direct_io)
   void* device_data = nullptr;  // the device_destination pointer (GPU receive with device_destination)
 };
 

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@
 #include <atomic>
 #include <chrono>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -67,15 +69,28 @@ struct TensorState {
   uint64_t chunks_done = 0;
   sz_codebook codebook{};
   int fd = -1;
+  bool direct = false;  // fd writes with direct I/O
   std::string tmp_name;
   bool finished = false;
   uint8_t* dev = nullptr;  // GPU receive: the device destination
   gpu::Mem owned;          // ... when the library allocated it
 };
 
+// A host buffer of whole kBufferAlign blocks, starting at a multiple of kBufferAlign.
+struct AlignedBuffer {
+  std::unique_ptr<uint8_t, decltype(&free)> p{nullptr, &free};
+  size_t size = 0;
+  bool alloc(uint64_t n) {
+    size = (size_t)align_up(std::max<uint64_t>(n, 1));
+    p.reset(static_cast<uint8_t*>(aligned_alloc(kBufferAlign, size)));
+    return p != nullptr;
+  }
+  uint8_t* data() const { return p.get(); }
+};
+
 struct Slot {
   enum State { kPosted, kDecoding, kIdle } state = kIdle;
-  std::vector<uint8_t> buf;  // host receive buffer
+  AlignedBuffer buf;         // host receive buffer: [pad | header | payload], the payload at kBufferAlign
   gpu::Mem mem;              // GPU receive: device (direct) or pinned host (staged) receive buffer
   uint8_t* rbuf = nullptr;   // where UCX receives: buf or mem
   size_t cap = 0;
@@ -434,7 +449,7 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
   std::vector<Slot> slots;  // declared before the worker, so that the worker goes first
   std::vector<TensorState> ts;
   std::vector<GpuWorker> gpu_workers;
-  std::vector<std::vector<uint8_t>> scratch;
+  std::vector<AlignedBuffer> scratch;
   std::unique_ptr<CodecPool> pool;
   Ucx ucx;
   const bool use_gpu = opt.gpu;
@@ -533,12 +548,13 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
   stats.gpu_direct = direct;
   if (!use_gpu) {
     for (auto& sl : slots) {
-      sl.buf.resize((size_t)(proto::kHeaderSize + max_payload));
-      sl.rbuf = sl.buf.data();
-      sl.cap = sl.buf.size();
+      if (!sl.buf.alloc(kBufferAlign + max_payload)) return abort_session(SZ_ERROR_IO, "out of memory for receive slots");
+      sl.rbuf = sl.buf.data() + kBufferAlign - proto::kHeaderSize;
+      sl.cap = (size_t)(proto::kHeaderSize + max_payload);
     }
     if (!raw)
-      for (auto& b : scratch) b.resize((size_t)(chunk_cap * max_w));
+      for (auto& b : scratch)
+        if (!b.alloc(chunk_cap * max_w)) return abort_session(SZ_ERROR_IO, "out of memory for decode buffers");
   } else {
     std::string why;
     st = gpu::set_device(S.cuda_device, &why);
@@ -649,7 +665,7 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
       decode_gpu(worker, sl);
       return;
     }
-    const uint8_t* payload = sl.buf.data() + proto::kHeaderSize;
+    const uint8_t* payload = sl.rbuf + proto::kHeaderSize;
     const size_t psize = (size_t)sl.h.payload_size;
     const size_t bytes = (size_t)(sl.n_values * t.value_bytes);
     const uint8_t* out = payload;
@@ -663,7 +679,7 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
     } else {
       sz_status fs = check_frame(payload, psize, t, sl.n_values, psize);
       size_t written = 0;
-      if (fs == SZ_OK) fs = sz_decompress(payload, psize, scratch[worker].data(), scratch[worker].size(), &written, 1);
+      if (fs == SZ_OK) fs = sz_decompress(payload, psize, scratch[worker].data(), scratch[worker].size, &written, 1);
       if (fs == SZ_OK && written != bytes) fs = SZ_ERROR_CORRUPT;
       if (fs != SZ_OK) {
         sl.status = fs;
@@ -673,7 +689,10 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
       }
       out = scratch[worker].data();
     }
-    if (t.fd >= 0 && !write_all(t.fd, out, bytes, sl.h.chunk * plan.chunk_values * t.value_bytes)) {
+    // Direct I/O writes whole blocks: a tensor's short last chunk is rounded up (into the buffer's slack) and the
+    // bytes past the tensor's end are cut off when it is finished.
+    const size_t n = t.direct ? (size_t)align_up(bytes) : bytes;
+    if (t.fd >= 0 && !write_all(t.fd, out, n, sl.h.chunk * plan.chunk_values * t.value_bytes)) {
       sl.status = SZ_ERROR_IO;
       sl.why = "cannot write " + t.name + ": " + strerror(errno);
     }
@@ -725,6 +744,7 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
     r.dtype = t.dtype;
     r.size = t.size;
     if (files) r.path = opt.out_dir + "/" + t.name;
+    r.direct_io = t.direct;
     if (use_gpu && opt.device_destination) r.device_data = t.dev;
     t.owned.reset();
     stats.tensors.push_back(r);
@@ -804,6 +824,10 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
         if (!preallocate(t.fd, t.size))
           return abort_session(SZ_ERROR_IO, "cannot reserve " + std::to_string(t.size) + " bytes for " + t.name +
                                                 " in the output directory: " + strerror(errno));
+        if (opt.direct_io && !use_gpu && (plan.chunk_values * t.value_bytes) % kBufferAlign == 0) {
+          const int fl = fcntl(t.fd, F_GETFL);  // a file system without direct I/O refuses it: buffered writes then
+          t.direct = fl >= 0 && fcntl(t.fd, F_SETFL, fl | O_DIRECT) == 0;
+        }
       }
       stats.wire_bytes += len;
       ++stats.messages;

@@ -106,8 +106,8 @@ sz_status admit(const Limits& opt, const proto::Hello& hello, Plan* plan, std::s
                       std::to_string(opt.max_message_bytes));
   p.total_messages = p.first_seq.back();
   p.n_slots = (uint32_t)std::max<uint64_t>(1, std::min<uint64_t>(p.window, p.total_messages));
-  p.buffer_bytes = p.n_slots * (proto::kHeaderSize + p.max_payload) +
-                   (p.raw ? 0 : (uint64_t)opt.threads * p.chunk_cap * w);
+  p.buffer_bytes = p.n_slots * (kBufferAlign + align_up(p.max_payload)) +
+                   (p.raw ? 0 : (uint64_t)opt.threads * align_up(p.chunk_cap * w));
   if (p.buffer_bytes > opt.max_session_bytes)
     return refuse(why, SZ_ERROR_INVALID_ARGUMENT,
                   "the session needs " + std::to_string(p.buffer_bytes) +

@@ -17,6 +17,12 @@
 namespace splitzip {
 namespace transfer {
 
+// Host receive buffers put each message's payload, and decoded values, at a multiple of this many bytes, with room
+// to round a write up to one: what direct I/O needs of a buffer (ServeOptions::direct_io).
+constexpr size_t kBufferAlign = 4096;
+
+inline uint64_t align_up(uint64_t n) { return (n + kBufferAlign - 1) / kBufferAlign * kBufferAlign; }
+
 // The limits of ServeOptions that admission applies.
 struct Limits {
   std::string token;
@@ -52,7 +58,7 @@ struct Plan {
   size_t max_value_bytes = 1;
   uint64_t max_payload = 0;  // the largest payload one message can have
   uint32_t n_slots = 0;      // receive slots worth allocating
-  uint64_t buffer_bytes = 0; // slots and decode scratch
+  uint64_t buffer_bytes = 0; // slots and decode scratch, each aligned (kBufferAlign)
 };
 
 // Checks a decoded handshake against the limits: token first, then format version, mode, window, chunk size, each
