@@ -548,7 +548,8 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
   stats.gpu_direct = direct;
   if (!use_gpu) {
     for (auto& sl : slots) {
-      if (!sl.buf.alloc(kBufferAlign + max_payload)) return abort_session(SZ_ERROR_IO, "out of memory for receive slots");
+      if (!sl.buf.alloc(kBufferAlign + max_payload))
+        return abort_session(SZ_ERROR_IO, "out of memory for receive slots");
       sl.rbuf = sl.buf.data() + kBufferAlign - proto::kHeaderSize;
       sl.cap = (size_t)(proto::kHeaderSize + max_payload);
     }
