@@ -10,10 +10,15 @@
 #include <thread>
 #include <vector>
 
+#include "entropy_kernels.h"
 #include "internal.h"
+#include "kernels.h"
 
 using namespace splitzip;
 using namespace splitzip::layout;
+using splitzip::kernels::RansDecodeState;
+using splitzip::kernels::RansEncodeState;
+using splitzip::kernels::RansTables;
 
 namespace {
 
@@ -43,11 +48,10 @@ struct Prepared {
   uint64_t id;
   uint32_t groups, a1;  // a1 = A + 1 symbol indices per group
   uint64_t channels;
-  const uint32_t* enc;        // [g][s]: freq | cum << 16 (freq 0: the symbol is escaped)
-  const uint8_t* dec;         // [g][slot]: the symbol whose range holds the slot (escape slots: 0); 4 KiB a group,
-                              // so that the tables of a frame's groups stay in cache
-  const uint16_t* esc_start;  // [g]: 4096 - F_g[A]; slots at or above it decode to the escape
-  const uint16_t* group_of;   // [tensor * period + channel]
+  const uint32_t* enc;   // [g][s]: freq | cum << 16 (freq 0: the symbol is escaped)
+  const uint8_t* dec;    // [g][slot]: the symbol whose range holds the slot (escape slots: 0); 4 KiB a group, so
+                         // that the tables of a frame's groups stay in cache; 3 bytes of padding follow (u32 reads)
+  const uint32_t* chan;  // [tensor * period + channel]: its group g | (4096 - F_g[A]) << 16, the escape's first slot
 };
 
 constexpr size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
@@ -55,7 +59,7 @@ constexpr size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
 size_t workspace_bytes(uint32_t groups, unsigned B, uint64_t channels) {
   const size_t a1 = (1u << B) + 1;
   return 64 + align64(sizeof(Prepared)) + align64(4 * (size_t)groups * a1) +
-         align64((size_t)groups * kRansProbTotal) + align64(2 * (size_t)groups) + align64(2 * channels);
+         align64((size_t)groups * kRansProbTotal + 4) + align64(4 * channels);
 }
 
 const Prepared* prepared_of(const sz_symbol_table* t) {
@@ -205,6 +209,214 @@ size_t encode_chunk(uint64_t len, size_t raw, Sym symbol, Lookup lookup, Esc esc
   return kRansRecordHeader + X + words;
 }
 
+// ---- the fast coder: resumable scalar loops over a chunk's symbols, the vector kernels in between ----------------
+// A chunk's symbols are split from the values (and the raw parts written) first and joined back last, so the rANS
+// loops only see bytes; the vector kernels (entropy_avx2.cpp) take whole steps of 32 values, the scalar loops the
+// rest, both on the same state (entropy_kernels.h).
+
+RansTables rans_tables(const Prepared& p, uint32_t tensor, uint32_t period) {
+  RansTables t;
+  t.dec = p.dec;
+  t.enc = p.enc;
+  t.chan = p.chan + (uint64_t)tensor * period;
+  t.a1 = p.a1;
+  t.period = period;
+  return t;
+}
+
+// Codes values s->j - 1 down to `stop` (§4.10.4). False when the record would not fit in buf[0, s->wpos).
+bool rans_encode_scalar(const RansTables& t, unsigned B, RansEncodeState* s, uint64_t stop) {
+  const uint32_t A = 1u << B, P = t.period, a1 = t.a1;
+  const uint32_t* __restrict enc = t.enc;
+  const uint32_t* __restrict chan = t.chan;
+  const uint8_t* __restrict sym = s->sym;
+  uint8_t* buf = s->buf;
+  size_t epos = s->epos, wpos = s->wpos;
+  uint32_t ch = s->ch;
+  uint64_t jj = s->j;
+  bool ok = true;
+  while (jj > stop) {
+    --jj;
+    const unsigned l = (unsigned)(jj & (kRansLanes - 1));
+    const uint32_t v = sym[jj];
+    const uint64_t row = (uint64_t)(chan[ch] & 0xFFFFu) * a1;
+    ch = ch == 0 ? P - 1 : ch - 1;
+    uint32_t e = enc[row + v];
+    if ((e & 0xFFFFu) == 0) {
+      if (epos >= wpos) {
+        ok = false;
+        break;
+      }
+      buf[epos++] = (uint8_t)v;
+      e = enc[row + A];
+    }
+    const uint32_t f = e & 0xFFFFu;
+    uint32_t x = s->x[l];
+    const uint32_t need = rans_enc_renorm(x, f);
+    if (wpos < epos + 2) {
+      if (need) {
+        ok = false;
+        break;
+      }
+    } else {
+      store_u16(buf + wpos - 2, (uint16_t)x);
+    }
+    wpos -= 2 * need;
+    x = need ? x >> kRansWordBits : x;
+    s->x[l] = ((x / f) << kRansProbBits) + (x % f) + (e >> 16);
+  }
+  s->epos = epos;
+  s->wpos = wpos;
+  s->ch = ch;
+  s->j = jj;
+  return ok;
+}
+
+// The coded record of a chunk's len symbols in buf[0, raw) (as encode_chunk), channel ch0 for value 0.
+size_t encode_record_fast(const RansTables& t, unsigned B, bool simd, const uint8_t* sym, uint64_t len, uint64_t ch0,
+                          size_t raw, uint8_t* buf) {
+  if (raw < kRansRecordHeader) return 0;
+  RansEncodeState s;
+  for (unsigned l = 0; l < kRansLanes; ++l) s.x[l] = kRansLow;
+  s.buf = buf;
+  s.epos = kRansRecordHeader;
+  s.wpos = raw;
+  s.j = len;
+  s.ch = (uint32_t)((ch0 + len - 1) % t.period);
+  s.sym = sym;
+  if (!rans_encode_scalar(t, B, &s, len & ~(uint64_t)(kRansLanes - 1))) return 0;
+#if defined(SPLITZIP_HAVE_AVX2_TU)
+  if (simd) kernels::avx2::rans_encode_steps(t, B, &s);
+#endif
+  (void)simd;
+  if (!rans_encode_scalar(t, B, &s, 0)) return 0;
+  const size_t X = s.epos - kRansRecordHeader, words = raw - s.wpos;
+  std::reverse(buf + kRansRecordHeader, buf + s.epos);  // escapes in increasing value order
+  memmove(buf + kRansRecordHeader + X, buf + s.wpos, words);
+  for (unsigned l = 0; l < kRansLanes; ++l) store_u32(buf + 4 * l, s.x[l]);
+  store_u32(buf + kRansStatesBytes, (uint32_t)X);
+  return kRansRecordHeader + X + words;
+}
+
+// Decodes values s->j up to s->len (§4.10.3). False when the chunk is corrupt (a word or an escape missing, or an
+// invalid escape); the final checks are the caller's.
+bool rans_decode_scalar(const RansTables& t, unsigned B, RansDecodeState* s) {
+  const uint32_t A = 1u << B, P = t.period, a1 = t.a1;
+  const uint8_t* __restrict dec = t.dec;
+  const uint32_t* __restrict enc = t.enc;
+  const uint32_t* __restrict chan = t.chan;
+  uint8_t* __restrict out = s->sym;
+  const uint8_t* wp = s->wp;
+  const uint8_t* const wend = s->wend;
+  uint64_t q = s->q, j = s->j;
+  uint32_t ch = s->ch, overrun = 0;
+  uint32_t x[kRansLanes];
+  memcpy(x, s->x, sizeof x);
+  bool ok = true;
+  for (; j < s->len; ++j) {
+    const unsigned l = (unsigned)(j & (kRansLanes - 1));
+    const uint32_t cw = chan[ch];
+    ch = ch + 1 == P ? 0 : ch + 1;
+    const uint64_t g = cw & 0xFFFFu;
+    uint32_t xs = x[l];
+    const uint32_t slot = xs & (kRansProbTotal - 1);
+    const bool escape = slot >= (cw >> 16);
+    uint32_t v = dec[g * kRansProbTotal + slot];
+    const uint32_t e = enc[g * a1 + (escape ? A : v)];
+    xs = (e & 0xFFFFu) * (xs >> kRansProbBits) + slot - (e >> 16);
+    // Renormalisation without a branch (it is taken at random): the next word is loaded whenever one is left and
+    // taken when the state needs it; needing one when none is left is remembered.
+    const uint32_t need = xs < kRansLow, have = wp < wend;
+    const uint32_t word = have ? load_u16(wp) : 0u;
+    overrun |= need & (have ^ 1u);
+    xs = need ? (xs << kRansWordBits) | word : xs;
+    wp += 2 * (need & have);
+    x[l] = xs;
+    if (escape) {
+      if (q == s->n_esc) {
+        ok = false;
+        break;
+      }
+      v = s->esc[q++];
+      if (v >= A || (enc[g * a1 + v] & 0xFFFFu) != 0) {
+        ok = false;
+        break;
+      }
+    }
+    out[j] = (uint8_t)v;
+  }
+  memcpy(s->x, x, sizeof x);
+  s->wp = wp;
+  s->q = q;
+  s->j = j;
+  s->ch = ch;
+  return ok && overrun == 0;
+}
+
+// The symbols of a chunk's len values (BF16, FP16, FP32) into sym, and their raw parts into the raw section of the
+// frame from value `first` on (a multiple of 256: the chunk's raw parts start at a byte). The padding after the
+// frame's last value is zero.
+void split_chunk(const uint8_t* values, uint64_t len, uint64_t first, DtypeTraits t, SymbolSplit sp, bool simd,
+                 uint8_t* sym, uint8_t* rawsec) {
+  const unsigned vb = t.value_bits / 8, R = sp.raw_bits;
+  uint8_t* raw = rawsec + first / 8 * R;
+  const uint64_t groups = len & ~(uint64_t)7;
+  uint64_t done = 0;
+#if defined(SPLITZIP_HAVE_AVX2_TU)
+  if (simd) {
+    if (vb == 2 && R == 8) kernels::avx2::split_bf16(values, (size_t)groups, sym, raw);
+    else if (vb == 2) kernels::avx2::split_fp16(values, (size_t)groups, sym, raw);
+    else kernels::avx2::split_fp32(values, (size_t)groups, sym, raw);
+    done = groups;
+  }
+#endif
+  (void)simd;
+  if (done == 0 && R == 8) {
+    for (; done < groups; ++done) {
+      const uint32_t x = load_u16(values + 2 * done);
+      sym[done] = (uint8_t)exponent_of(x, t);
+      raw[done] = (uint8_t)rest_of(x, t);
+    }
+  }
+  memset(raw + done / 8 * R, 0, (size_t)packed_bytes(len - done, R));
+  for (uint64_t j = done; j < len; ++j) {
+    const uint32_t x = load_value(values, j, vb);
+    sym[j] = (uint8_t)exponent_of(x, t);
+    or_field(raw, j, R, rest_of(x, t));
+  }
+}
+
+// The inverse of split_chunk: len values from their symbols and the raw section.
+void join_chunk(const uint8_t* sym, const uint8_t* rawsec, uint64_t len, uint64_t first, DtypeTraits t,
+                SymbolSplit sp, bool simd, uint8_t* out) {
+  const unsigned vb = t.value_bits / 8, R = sp.raw_bits;
+  const uint8_t* raw = rawsec + first / 8 * R;
+  const uint64_t groups = len & ~(uint64_t)7;
+  uint64_t done = 0;
+#if defined(SPLITZIP_HAVE_AVX2_TU)
+  if (simd) {
+    if (vb == 2 && R == 8) kernels::avx2::join_bf16(sym, raw, (size_t)groups, out);
+    else if (vb == 2) kernels::avx2::join_fp16(sym, raw, (size_t)groups, out);
+    else kernels::avx2::join_fp32(sym, raw, (size_t)groups, out);
+    done = groups;
+  }
+#endif
+  (void)simd;
+  if (done == 0 && R == 8) {
+    for (; done < groups; ++done) store_u16(out + 2 * done, (uint16_t)join(sym[done], raw[done], t));
+  }
+  for (uint64_t j = done; j < len; ++j) store_value(out, j, vb, join(sym[j], load_field(raw, j, R), t));
+}
+
+// The checksum of a chunk with the XXH3 build of the selected kernels.
+inline uint32_t chunk_h32(bool simd, const void* data, size_t size) {
+#if defined(SPLITZIP_HAVE_AVX2_TU)
+  if (simd) return kernels::avx2::h32(data, size);
+#endif
+  (void)simd;
+  return detail::h32(data, size);
+}
+
 // ---- compression (reference and fast share the frame layout; they differ in how they look symbols up) ------------
 
 sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const sz_symbol_table* table,
@@ -232,23 +444,18 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
   const uint32_t P = table->period;
   const uint64_t ch_base = (uint64_t)tensor * P;
 
-  // Raw section (§4.10.2).
+  // Raw section (§4.10.2): the reference writes it here, the fast coder chunk by chunk with the symbols.
   uint8_t* rawsec = dst + off.rest;
-  if (sp.raw_bits == 8 && !reference) {
-    for (uint64_t i = 0; i < n; ++i) rawsec[i] = (uint8_t)rest_of(load_u16(src + 2 * i), t);
-    memset(rawsec + n, 0, packed_bytes(n, 8) - n);  // the padding of the last group (§4.10.2)
-  } else if (sp.raw_bits != 0) {
-    const uint64_t bytes = packed_bytes(n, sp.raw_bits);
-    memset(rawsec, 0, bytes);
-    if (reference) {
-      for (uint64_t i = 0; i < n; ++i) put_field(rawsec, i, sp.raw_bits, raw_of(load_value(src, i, vb), t, sp));
-    } else {
-      for (uint64_t i = 0; i < n; ++i) or_field(rawsec, i, sp.raw_bits, raw_of(load_value(src, i, vb), t, sp));
-    }
+  if (reference && sp.raw_bits != 0) {
+    memset(rawsec, 0, packed_bytes(n, sp.raw_bits));
+    for (uint64_t i = 0; i < n; ++i) put_field(rawsec, i, sp.raw_bits, raw_of(load_value(src, i, vb), t, sp));
   }
+  const bool simd = !reference && detail::selected_isa() >= detail::Isa::kAvx2;
+  const RansTables tables = reference ? RansTables{} : rans_tables(*prep, tensor, P);
 
   // Chunk records; a record is built in place when the raw size fits in dst, else in this buffer.
   uint8_t local[(size_t)1 << kMaxChunkLog2];  // the largest raw record: 2^16 symbols of 8 bits
+  uint8_t syms[(size_t)1 << kMaxChunkLog2];   // the fast coder's symbols of a chunk
   uint64_t pos = 0;  // within the symbol section
   for (uint64_t c = 0; c < chunks; ++c) {
     const uint64_t len = chunk_len(n, p.chunk_log2, c), first = c * S;
@@ -276,33 +483,12 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
       };
       size = encode_chunk(len, raw, symbol, lookup, esc, buf);
     } else {
-      // The channel walks down from the chunk's last value; no division per value.
-      uint64_t ch = (ch0 + (len ? len - 1 : 0)) % P;
-      const uint16_t* gof = prep->group_of + ch_base;
-      const uint32_t* enc = prep->enc;
-      const uint32_t a1 = prep->a1;
-      uint32_t g_cur = 0;
-      auto lookup = [&](uint64_t, uint32_t v, uint32_t* f, uint32_t* cum) {
-        g_cur = gof[ch];
-        ch = ch == 0 ? P - 1 : ch - 1;
-        const uint32_t e = enc[g_cur * a1 + v];
-        *f = e & 0xFFFFu;
-        *cum = e >> 16;
-      };
-      auto esc = [&](uint64_t, uint32_t* f, uint32_t* cum) {
-        const uint32_t e = enc[g_cur * a1 + A];
-        *f = e & 0xFFFFu;
-        *cum = e >> 16;
-      };
-      if (vb == 2 && !sp.whole) {
-        auto sym16 = [&](uint64_t j) { return exponent_of(load_u16(values + 2 * j), t); };
-        size = encode_chunk(len, raw, sym16, lookup, esc, buf);
-      } else if (vb == 1) {
-        auto sym8 = [&](uint64_t j) { return (uint32_t)values[j]; };
-        size = encode_chunk(len, raw, sym8, lookup, esc, buf);
-      } else {
-        size = encode_chunk(len, raw, symbol, lookup, esc, buf);
+      const uint8_t* sym = values;  // FP8: the symbol is the value
+      if (!sp.whole) {
+        split_chunk(values, len, first, t, sp, simd, syms, rawsec);
+        sym = syms;
       }
+      size = encode_record_fast(tables, B, simd, sym, len, ch0, raw, buf);
     }
     uint64_t mode = kModeCoded;
     if (size == 0) {
@@ -321,7 +507,7 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
     }
     pos += size;
     store_u64(dst + off.index + kIndexEntrySize * c, pos | (mode << kIndexModeShift));
-    if (checksums) store_u32(dst + off.checksums + kChecksumEntrySize * c, detail::h32(values, len * vb));
+    if (checksums) store_u32(dst + off.checksums + kChecksumEntrySize * c, chunk_h32(simd, values, len * vb));
   }
   write_header(dst, (unsigned)dtype, p.chunk_log2, p.flags, n, pos, table->id, tensor, P);
   *dst_size = (size_t)(off.exponents + pos);
@@ -336,6 +522,7 @@ struct Frame {
   uint8_t* dst;
   const sz_symbol_table* table;
   const Prepared* prep;  // fast coder
+  bool simd;             // fast coder: the AVX2 kernels
 };
 
 sz_status open_frame(const void* src_v, size_t src_size, const sz_symbol_table* table, void* dst_v,
@@ -355,6 +542,7 @@ sz_status open_frame(const void* src_v, size_t src_size, const sz_symbol_table* 
     return SZ_ERROR_BOOK_MISMATCH;
   f->table = table;
   f->prep = nullptr;
+  f->simd = !reference && detail::selected_isa() >= detail::Isa::kAvx2;
   if (!reference && (f->prep = prepared_of(table)) == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
   if (reference && !table_contents_ok(*table)) return SZ_ERROR_BOOK_MISMATCH;
   const uint64_t out_size = h.n * (h.t.value_bits / 8);
@@ -432,65 +620,33 @@ sz_status decode_chunk_reference(const Frame& f, uint64_t c) {
   return SZ_OK;
 }
 
-// The fast decoder of chunk c: the same steps with the prepared lookup tables; `Join` makes value j from its
-// symbol, `Raw` symbols of raw chunks.
-template <class Join>
+// The fast decoder of a coded chunk: its len symbols into sym.
 sz_status decode_coded_fast(const Frame& f, const uint8_t* rec, uint64_t size, uint64_t len, uint64_t first,
-                            Join join_value) {
-  const Prepared& pr = *f.prep;
-  const detail::FrameHeader& h = f.h;
-  const uint32_t A = 1u << h.split.symbol_bits;
-  uint32_t x[kRansLanes];
+                            uint8_t* sym) {
+  const RansTables t = rans_tables(*f.prep, f.h.tensor, f.h.period);
+  const unsigned B = f.h.split.symbol_bits;
+  RansDecodeState s;
   uint32_t low = 0xFFFFFFFFu;
   for (unsigned l = 0; l < kRansLanes; ++l) {
-    x[l] = load_u32(rec + 4 * l);
-    low = x[l] < low ? x[l] : low;
+    s.x[l] = load_u32(rec + 4 * l);
+    low = s.x[l] < low ? s.x[l] : low;
   }
   if (low < kRansLow) return SZ_ERROR_CORRUPT;
-  const uint64_t X = load_u32(rec + kRansStatesBytes);
-  const uint8_t* esc = rec + kRansRecordHeader;
-  const uint8_t* words = esc + X;
-  const uint8_t* words_end = rec + size;
-  const uint8_t* wp = words;
-  uint32_t overrun = 0;
-  uint64_t q = 0;
-  const uint32_t P = h.period;
-  const uint16_t* gof = pr.group_of + (uint64_t)h.tensor * P;
-  uint64_t ch = first % P;
-  // Locals, not loads through pr: the output stores (bytes) could alias anything reached through a pointer.
-  const uint8_t* __restrict dec = pr.dec;
-  const uint16_t* __restrict esc_start = pr.esc_start;
-  const uint32_t* __restrict enc = pr.enc;
-  const uint32_t a1 = pr.a1;
-  for (uint64_t j = 0; j < len; ++j) {
-    const unsigned l = (unsigned)(j & (kRansLanes - 1));
-    const uint32_t g = gof[ch];
-    ch = ch + 1 == P ? 0 : ch + 1;
-    uint32_t s = x[l];
-    const uint32_t slot = s & (kRansProbTotal - 1);
-    const bool escape = slot >= esc_start[g];
-    uint32_t sym = dec[(uint64_t)g * kRansProbTotal + slot];
-    const uint32_t e = enc[(uint64_t)g * a1 + (escape ? A : sym)];
-    s = (e & 0xFFFFu) * (s >> kRansProbBits) + slot - (e >> 16);
-    // Renormalisation without a branch (it is taken at random, ~1 value in 6 on KV): the next word is loaded
-    // whenever one is left, and taken when the state needs it; needing one when none is left is remembered.
-    const uint32_t need = s < kRansLow;
-    const uint32_t word = wp < words_end ? load_u16(wp) : 0u;  // predictable: false only at a chunk's end
-    const uint32_t have = wp < words_end;
-    overrun |= need & (have ^ 1u);
-    s = need ? (s << kRansWordBits) | word : s;
-    wp += 2 * (need & have);
-    x[l] = s;
-    if (escape) {
-      if (q == X) return SZ_ERROR_CORRUPT;
-      sym = esc[q++];
-      if (sym >= A || (enc[(uint64_t)g * a1 + sym] & 0xFFFFu) != 0) return SZ_ERROR_CORRUPT;
-    }
-    join_value(j, sym);
-  }
-  if (overrun || wp != words_end || q != X) return SZ_ERROR_CORRUPT;
+  s.n_esc = load_u32(rec + kRansStatesBytes);
+  s.esc = rec + kRansRecordHeader;
+  s.wp = s.esc + s.n_esc;
+  s.wend = rec + size;
+  s.q = 0;
+  s.j = 0;
+  s.len = len;
+  s.ch = (uint32_t)(first % f.h.period);
+  s.sym = sym;
+#if defined(SPLITZIP_HAVE_AVX2_TU)
+  if (f.simd && !kernels::avx2::rans_decode_steps(t, B, &s)) return SZ_ERROR_CORRUPT;
+#endif
+  if (!rans_decode_scalar(t, B, &s) || s.wp != s.wend || s.q != s.n_esc) return SZ_ERROR_CORRUPT;
   for (unsigned l = 0; l < kRansLanes; ++l)
-    if (x[l] != kRansLow) return SZ_ERROR_CORRUPT;
+    if (s.x[l] != kRansLow) return SZ_ERROR_CORRUPT;
   return SZ_OK;
 }
 
@@ -507,34 +663,28 @@ sz_status decode_chunk_fast(const Frame& f, uint64_t c) {
   uint8_t* out = f.dst + first * vb;
   const bool raw_mode = (entry >> kIndexModeShift) == kModeRaw;
   if (raw_mode && !padding_zero(rec, len, B)) return SZ_ERROR_CORRUPT;
-  sz_status s = SZ_OK;
-  if (vb == 2 && sp.raw_bits == 8) {  // bf16: one raw byte per value
-    const uint8_t* rb = rawsec + first;
-    auto join_bf16 = [rb, out](uint64_t j, uint32_t sym) {
-      const uint32_t r = rb[j];
-      store_u16(out + 2 * j, (uint16_t)(((r & 0x80u) << 8) | (sym << 7) | (r & 0x7Fu)));
-    };
+  if (sp.whole) {  // fp8: the symbol is the value
     if (raw_mode) {
-      for (uint64_t j = 0; j < len; ++j) join_bf16(j, rec[j]);
+      memcpy(out, rec, (size_t)len);
     } else {
-      s = decode_coded_fast(f, rec, end - begin, len, first, join_bf16);
+      const sz_status s = decode_coded_fast(f, rec, end - begin, len, first, out);
+      if (s != SZ_OK) return s;
     }
-  } else if (vb == 1) {  // fp8: the symbol is the value
-    auto join_fp8 = [out](uint64_t j, uint32_t sym) { out[j] = (uint8_t)sym; };
-    if (raw_mode) memcpy(out, rec, (size_t)len);
-    else s = decode_coded_fast(f, rec, end - begin, len, first, join_fp8);
-  } else {  // fp16 (11 raw bits), fp32 (24 raw bits)
-    auto join_any = [&](uint64_t j, uint32_t sym) {
-      store_value(out, j, vb, join(sym, load_field(rawsec, first + j, sp.raw_bits), t));
-    };
-    if (raw_mode) {
-      for (uint64_t j = 0; j < len; ++j) join_any(j, load_field(rec, j, B));
-    } else {
-      s = decode_coded_fast(f, rec, end - begin, len, first, join_any);
+  } else {
+    uint8_t local[(size_t)1 << kMaxChunkLog2];  // the chunk's symbols
+    const uint8_t* sym = rec;
+    if (!raw_mode) {
+      const sz_status s = decode_coded_fast(f, rec, end - begin, len, first, local);
+      if (s != SZ_OK) return s;
+      sym = local;
+    } else if (B != 8) {
+      for (uint64_t j = 0; j < len; ++j) local[j] = (uint8_t)load_field(rec, j, B);
+      sym = local;
     }
+    join_chunk(sym, rawsec, len, first, t, sp, f.simd, out);
   }
-  if (s != SZ_OK) return s;
-  if (h.checksums && detail::h32(out, len * vb) != load_u32(f.src + h.off.checksums + kChecksumEntrySize * c))
+  if (h.checksums &&
+      chunk_h32(f.simd, out, len * vb) != load_u32(f.src + h.off.checksums + kChecksumEntrySize * c))
     return SZ_ERROR_CHECKSUM;
   return SZ_OK;
 }
@@ -718,10 +868,9 @@ SZ_API sz_status sz_symbol_table_prepare(sz_symbol_table* table, void* workspace
   uint32_t* enc = (uint32_t*)at;
   at += align64(4 * (size_t)G * a1);
   uint8_t* dec = at;
-  at += align64((size_t)G * kRansProbTotal);
-  uint16_t* esc_start = (uint16_t*)at;
-  at += align64(2 * (size_t)G);
-  uint16_t* gof = (uint16_t*)at;
+  at += align64((size_t)G * kRansProbTotal + 4);
+  memset(dec + (size_t)G * kRansProbTotal, 0, 4);
+  uint32_t* chan = (uint32_t*)at;
   for (uint32_t g = 0; g < G; ++g) {
     uint32_t cum = 0;
     for (uint32_t s = 0; s <= A; ++s) {
@@ -731,17 +880,18 @@ SZ_API sz_status sz_symbol_table_prepare(sz_symbol_table* table, void* workspace
       for (uint32_t k = 0; k < f; ++k) dec[(uint64_t)g * kRansProbTotal + cum + k] = (uint8_t)sym;
       cum += f;
     }
-    esc_start[g] = (uint16_t)(kRansProbTotal - file_freq(*table, g, A));
   }
-  for (uint64_t c = 0; c < channels; ++c) gof[c] = (uint16_t)file_group(*table, c);
+  for (uint64_t c = 0; c < channels; ++c) {
+    const uint32_t g = file_group(*table, c);
+    chan[c] = g | (kRansProbTotal - file_freq(*table, g, A)) << 16;
+  }
   p->id = table->id;
   p->groups = G;
   p->a1 = a1;
   p->channels = channels;
   p->enc = enc;
   p->dec = dec;
-  p->esc_start = esc_start;
-  p->group_of = gof;
+  p->chan = chan;
   table->prepared = p;
   return SZ_OK;
 }

@@ -1,0 +1,341 @@
+// entropy_avx2.cpp — AVX2 + BMI2 kernels of the entropy coder (docs/FORMAT.md §4.10): the 32-lane rANS decoder of
+// §4.10.3 and the canonical encoder of §4.10.4, and the split of values into symbols and raw parts (§4.10.2).
+// Compiled with -mavx2 -mbmi2 and only called after a run-time CPU check (entropy.cpp through selected_isa).
+//
+// rANS: the 32 lane states live in four registers of eight lanes; lane l of register b codes value 8b + l of each
+// step of 32 values, so a step is four independent 8-lane updates. Per register: the channels' words (group and
+// first escape slot) are eight consecutive entries of the tensor's channel table; the symbol is gathered from the
+// group's 4096-slot byte table and its frequency and cumulative frequency from the group's entry table (two gathers).
+// Renormalisation has no branch: a compare gives the lanes that take (decoder) or give (encoder) a 16-bit word, its
+// movemask indexes a permutation that expands the next words into those lanes or compresses those lanes' words into
+// consecutive places, and a popcount moves the word pointer. The encoder divides by the frequency in single precision
+// (the state converted with one rounding, a correctly rounded division: within a quarter of the quotient, which is
+// below 2^20) and corrects the quotient by one either way, which makes it exact. Escapes are rare and go
+// through a scalar path. Kernels stop where a step could overrun the record; the driver finishes with scalar code.
+//
+// This TU deliberately includes no C++ library header and nothing with inline functions of external linkage.
+#if defined(__AVX2__) && defined(__BMI2__)
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "entropy_kernels.h"
+
+namespace splitzip {
+namespace kernels {
+namespace avx2 {
+
+namespace {
+
+constexpr unsigned kLanes = 32;
+constexpr uint32_t kLow = 1u << 16;
+
+// For a movemask m of eight lanes: expand[m][i] = the number of set bits of m below bit i (lane i takes that word),
+// compress[m][8 - c + k] = the k-th set bit of m (c set bits; the words end up right-aligned, the others are 0).
+struct PermTables {
+  uint32_t expand[256][8];
+  uint32_t compress[256][8];
+  constexpr PermTables() : expand(), compress() {
+    for (unsigned m = 0; m < 256; ++m) {
+      unsigned c = 0;
+      for (unsigned i = 0; i < 8; ++i) {
+        expand[m][i] = c;
+        if (m & (1u << i)) ++c;
+      }
+      unsigned k = 0;
+      for (unsigned i = 0; i < 8; ++i)
+        if (m & (1u << i)) compress[m][8 - c + k++] = i;
+    }
+  }
+};
+alignas(32) constexpr PermTables kPerm{};
+
+inline uint32_t wrap_add(uint32_t ch, uint32_t add, uint32_t period) {  // (ch + add) mod period, add < period
+  ch += add;
+  return ch >= period ? ch - period : ch;
+}
+
+// The channel words of eight consecutive values from channel ch on.
+inline __m256i load_chan(const RansTables& t, uint32_t ch) {
+  if (ch + 8 <= t.period) return _mm256_loadu_si256((const __m256i*)(t.chan + ch));
+  alignas(32) uint32_t v[8];
+  for (unsigned i = 0; i < 8; ++i) {
+    v[i] = t.chan[ch];
+    ch = ch + 1 == t.period ? 0 : ch + 1;
+  }
+  return _mm256_load_si256((const __m256i*)v);
+}
+
+// The channel words of the 32 values of a step from channel ch on, eight per register.
+inline void load_chans(const RansTables& t, uint32_t ch, uint32_t add8, __m256i* cw) {
+  if (ch + 32 <= t.period) {
+    for (unsigned b = 0; b < 4; ++b) cw[b] = _mm256_loadu_si256((const __m256i*)(t.chan + ch + 8 * b));
+    return;
+  }
+  for (unsigned b = 0; b < 4; ++b) {
+    cw[b] = load_chan(t, ch);
+    ch = wrap_add(ch, add8, t.period);
+  }
+}
+
+}  // namespace
+
+bool rans_decode_steps(const RansTables& t, unsigned symbol_bits, RansDecodeState* s) {
+  const uint32_t A = 1u << symbol_bits, P = t.period, a1 = t.a1;
+  const uint32_t add8 = 8 % P, add32 = 32 % P;
+  const __m256i m12 = _mm256_set1_epi32(0xFFF), m16 = _mm256_set1_epi32(0xFFFF), mff = _mm256_set1_epi32(0xFF);
+  const __m256i a1v = _mm256_set1_epi32((int)a1), escv = _mm256_set1_epi32((int)A), one = _mm256_set1_epi32(1);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  const int* dec = (const int*)t.dec;
+  const int* enc = (const int*)t.enc;
+  __m256i x[4];
+  for (unsigned b = 0; b < 4; ++b) x[b] = _mm256_loadu_si256((const __m256i*)(s->x + 8 * b));
+  const uint8_t* wp = s->wp;
+  uint64_t j = s->j, q = s->q;
+  uint32_t ch = s->ch;
+  bool ok = true;
+  while (j + kLanes <= s->len && s->wend - wp >= (ptrdiff_t)(2 * kLanes)) {
+    // In stages over the four registers, so that their gathers are in flight together.
+    __m256i cw[4], slot[4], g[4], esc[4], sym[4], e[4];
+    load_chans(t, ch, add8, cw);
+#pragma GCC unroll 4
+    for (unsigned b = 0; b < 4; ++b) {
+      slot[b] = _mm256_and_si256(x[b], m12);
+      g[b] = _mm256_and_si256(cw[b], m16);
+      esc[b] = _mm256_cmpgt_epi32(_mm256_add_epi32(slot[b], one), _mm256_srli_epi32(cw[b], 16));
+    }
+#pragma GCC unroll 4
+    for (unsigned b = 0; b < 4; ++b)
+      sym[b] = _mm256_and_si256(
+          _mm256_i32gather_epi32(dec, _mm256_add_epi32(_mm256_slli_epi32(g[b], 12), slot[b]), 1), mff);
+#pragma GCC unroll 4
+    for (unsigned b = 0; b < 4; ++b)
+      e[b] = _mm256_i32gather_epi32(
+          enc, _mm256_add_epi32(_mm256_mullo_epi32(g[b], a1v), _mm256_blendv_epi8(sym[b], escv, esc[b])), 4);
+    uint32_t esc_mask = 0;
+#pragma GCC unroll 4
+    for (unsigned b = 0; b < 4; ++b) {
+      const __m256i xb = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(e[b], m16), _mm256_srli_epi32(x[b], 12)),
+                                          _mm256_sub_epi32(slot[b], _mm256_srli_epi32(e[b], 16)));
+      const __m256i need = _mm256_cmpeq_epi32(_mm256_srli_epi32(xb, 16), _mm256_setzero_si256());
+      const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(need));
+      const __m256i w = _mm256_permutevar8x32_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)wp)),
+                                                    _mm256_load_si256((const __m256i*)kPerm.expand[m]));
+      wp += 2 * (unsigned)__builtin_popcount(m);
+      x[b] = _mm256_blendv_epi8(xb, _mm256_or_si256(_mm256_slli_epi32(xb, 16), w), need);
+      esc_mask |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(esc[b])) << (8 * b);
+    }
+    alignas(32) uint32_t groups[kLanes];
+    if (esc_mask != 0)
+      for (unsigned b = 0; b < 4; ++b) _mm256_store_si256((__m256i*)(groups + 8 * b), g[b]);
+    const __m256i packed = _mm256_packus_epi16(_mm256_packus_epi32(sym[0], sym[1]), _mm256_packus_epi32(sym[2], sym[3]));
+    uint8_t* out = s->sym + j;
+    _mm256_storeu_si256((__m256i*)out, _mm256_permutevar8x32_epi32(packed, order));
+    for (; esc_mask != 0; esc_mask &= esc_mask - 1) {  // in value order, as the escapes are listed
+      const unsigned l = (unsigned)__builtin_ctz(esc_mask);
+      if (q == s->n_esc) {
+        ok = false;
+        break;
+      }
+      const uint32_t v = s->esc[q++];
+      if (v >= A || (t.enc[(uint64_t)groups[l] * a1 + v] & 0xFFFFu) != 0) {
+        ok = false;
+        break;
+      }
+      out[l] = (uint8_t)v;
+    }
+    if (!ok) break;
+    j += kLanes;
+    ch = wrap_add(ch, add32, P);
+  }
+  for (unsigned b = 0; b < 4; ++b) _mm256_storeu_si256((__m256i*)(s->x + 8 * b), x[b]);
+  s->wp = wp;
+  s->j = j;
+  s->q = q;
+  s->ch = ch;
+  return ok;
+}
+
+void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeState* s) {
+  const uint32_t A = 1u << symbol_bits, P = t.period, a1 = t.a1;
+  const uint32_t add8 = 8 % P, sub31 = P - 31 % P, sub32 = P - 32 % P;  // sub: adding it subtracts mod P
+  const __m256i m16 = _mm256_set1_epi32(0xFFFF), a1v = _mm256_set1_epi32((int)a1), escv = _mm256_set1_epi32((int)A);
+  const __m256 two16 = _mm256_set1_ps(65536.0f);
+  const __m256i one = _mm256_set1_epi32(1);
+  const int* enc = (const int*)t.enc;
+  __m256i x[4];
+  for (unsigned b = 0; b < 4; ++b) x[b] = _mm256_loadu_si256((const __m256i*)(s->x + 8 * b));
+  uint8_t* buf = s->buf;
+  size_t wpos = s->wpos, epos = s->epos;
+  uint64_t j = s->j;
+  uint32_t ch = s->ch;
+  // A step writes at most 32 words and 32 escapes, and each 16-byte word store reaches 16 bytes below wpos.
+  while (j >= kLanes && wpos >= epos + 4 * kLanes + 16) {
+    const uint64_t base = j - kLanes;
+    // In stages over the four registers, so that their gathers and divisions overlap; the words and escapes in
+    // coding order (register 3 first, its lanes from the highest).
+    __m256i cw[4], v[4], ga[4], e[4], f[4], escaped[4];
+    load_chans(t, wrap_add(ch, sub31 == P ? 0 : sub31, P), add8, cw);  // from the channel of value base
+    unsigned esc_any = 0;
+#pragma GCC unroll 4
+    for (unsigned b = 0; b < 4; ++b) {
+      v[b] = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(s->sym + base + 8 * b)));
+      ga[b] = _mm256_mullo_epi32(_mm256_and_si256(cw[b], m16), a1v);
+      e[b] = _mm256_i32gather_epi32(enc, _mm256_add_epi32(ga[b], v[b]), 4);
+    }
+#pragma GCC unroll 4
+    for (unsigned b = 0; b < 4; ++b) {
+      f[b] = _mm256_and_si256(e[b], m16);
+      escaped[b] = _mm256_cmpeq_epi32(f[b], _mm256_setzero_si256());
+      esc_any |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(escaped[b])) << (8 * b);
+    }
+    if (esc_any != 0) {
+      for (unsigned bb = 4; bb-- > 0;) {
+        const unsigned em = (esc_any >> (8 * bb)) & 0xFFu;
+        if (em == 0) continue;
+        alignas(32) uint32_t vs[8];
+        _mm256_store_si256((__m256i*)vs, v[bb]);
+        for (unsigned l = 8; l-- > 0;)
+          if (em & (1u << l)) buf[epos++] = (uint8_t)vs[l];
+        e[bb] = _mm256_blendv_epi8(e[bb], _mm256_i32gather_epi32(enc, _mm256_add_epi32(ga[bb], escv), 4), escaped[bb]);
+        f[bb] = _mm256_and_si256(e[bb], m16);
+      }
+    }
+#pragma GCC unroll 4
+    for (unsigned bb = 4; bb-- > 0;) {
+      __m256i xb = x[bb];
+      const __m256i lim = _mm256_slli_epi32(f[bb], 20);
+      const __m256i need = _mm256_cmpeq_epi32(_mm256_max_epu32(xb, lim), xb);  // x >= f << 20, unsigned
+      const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(need));
+      const __m256i words = _mm256_permutevar8x32_epi32(_mm256_and_si256(xb, m16),
+                                                        _mm256_load_si256((const __m256i*)kPerm.compress[m]));
+      _mm_storeu_si128((__m128i*)(buf + wpos - 16),
+                       _mm_packus_epi32(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1)));
+      wpos -= 2 * (unsigned)__builtin_popcount(m);
+      x[bb] = _mm256_blendv_epi8(xb, _mm256_srli_epi32(xb, 16), need);
+    }
+#pragma GCC unroll 4
+    for (unsigned b = 0; b < 4; ++b) {
+      // q = x / f: single precision (the state converted with one rounding, a correctly rounded division) is
+      // within a quarter of it, and the quotient is below 2^20; the remainder's sign corrects it by one.
+      const __m256i xb = x[b], fb = f[b];
+      const __m256 xf = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(xb, 16)), two16),
+                                      _mm256_cvtepi32_ps(_mm256_and_si256(xb, m16)));
+      __m256i qv = _mm256_cvttps_epi32(_mm256_div_ps(xf, _mm256_cvtepi32_ps(fb)));
+      __m256i r = _mm256_sub_epi32(xb, _mm256_mullo_epi32(qv, fb));
+      const __m256i low = _mm256_cmpgt_epi32(_mm256_setzero_si256(), r);
+      qv = _mm256_add_epi32(qv, low);  // low is -1 where r < 0
+      r = _mm256_add_epi32(r, _mm256_and_si256(low, fb));
+      const __m256i high = _mm256_cmpgt_epi32(r, _mm256_sub_epi32(fb, one));
+      qv = _mm256_sub_epi32(qv, high);
+      r = _mm256_sub_epi32(r, _mm256_and_si256(high, fb));
+      x[b] = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(qv, 12), r), _mm256_srli_epi32(e[b], 16));
+    }
+    j = base;
+    ch = wrap_add(ch, sub32 == P ? 0 : sub32, P);
+  }
+  for (unsigned b = 0; b < 4; ++b) _mm256_storeu_si256((__m256i*)(s->x + 8 * b), x[b]);
+  s->wpos = wpos;
+  s->epos = epos;
+  s->j = j;
+  s->ch = ch;
+}
+
+// ---- symbols and raw parts ---------------------------------------------------------------------------------------
+
+void split_bf16(const uint8_t* src, size_t len, uint8_t* sym, uint8_t* raw) {
+  const __m256i mff = _mm256_set1_epi16(0xFF), m7f = _mm256_set1_epi16(0x7F), m80 = _mm256_set1_epi16(0x80);
+  size_t i = 0;
+  for (; i + 32 <= len; i += 32) {
+    const __m256i a = _mm256_loadu_si256((const __m256i*)(src + 2 * i));
+    const __m256i b = _mm256_loadu_si256((const __m256i*)(src + 2 * i + 32));
+    const __m256i ea = _mm256_and_si256(_mm256_srli_epi16(a, 7), mff), eb = _mm256_and_si256(_mm256_srli_epi16(b, 7), mff);
+    const __m256i ra = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 8), m80), _mm256_and_si256(a, m7f));
+    const __m256i rb = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 8), m80), _mm256_and_si256(b, m7f));
+    _mm256_storeu_si256((__m256i*)(sym + i), _mm256_permute4x64_epi64(_mm256_packus_epi16(ea, eb), 0xD8));
+    _mm256_storeu_si256((__m256i*)(raw + i), _mm256_permute4x64_epi64(_mm256_packus_epi16(ra, rb), 0xD8));
+  }
+  for (; i < len; ++i) {
+    const uint32_t v = (uint32_t)src[2 * i] | (uint32_t)src[2 * i + 1] << 8;
+    sym[i] = (uint8_t)(v >> 7);
+    raw[i] = (uint8_t)(((v >> 8) & 0x80u) | (v & 0x7Fu));
+  }
+}
+
+void join_bf16(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out) {
+  const __m256i m7f = _mm256_set1_epi16(0x7F), m80 = _mm256_set1_epi16(0x80);
+  size_t i = 0;
+  for (; i + 16 <= len; i += 16) {
+    const __m256i s = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i*)(sym + i)));
+    const __m256i r = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i*)(raw + i)));
+    const __m256i v = _mm256_or_si256(_mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(r, m80), 8), _mm256_slli_epi16(s, 7)),
+                                      _mm256_and_si256(r, m7f));
+    _mm256_storeu_si256((__m256i*)(out + 2 * i), v);
+  }
+  for (; i < len; ++i) {
+    const uint32_t r = raw[i], v = ((r & 0x80u) << 8) | ((uint32_t)sym[i] << 7) | (r & 0x7Fu);
+    out[2 * i] = (uint8_t)v;
+    out[2 * i + 1] = (uint8_t)(v >> 8);
+  }
+}
+
+// FP16: raw part = sign << 10 | mantissa, 11 bits: pext of four values at a time drops their exponents.
+constexpr uint64_t kFp16Raw = 0x83FF83FF83FF83FFull, kFp16Exp = 0x7C007C007C007C00ull;
+
+void split_fp16(const uint8_t* src, size_t len, uint8_t* sym, uint8_t* raw) {
+  for (size_t i = 0; i + 8 <= len; i += 8, raw += 11) {
+    uint64_t a, b;
+    memcpy(&a, src + 2 * i, 8);
+    memcpy(&b, src + 2 * i + 8, 8);
+    const uint64_t ra = _pext_u64(a, kFp16Raw), rb = _pext_u64(b, kFp16Raw);
+    const uint64_t lo = ra | rb << 44, hi = rb >> 20;
+    memcpy(raw, &lo, 8);
+    memcpy(raw + 8, &hi, 3);
+    const uint64_t ea = _pext_u64(a, kFp16Exp), eb = _pext_u64(b, kFp16Exp);
+    const uint64_t e = _pdep_u64(ea | eb << 20, 0x1F1F1F1F1F1F1F1Full);
+    memcpy(sym + i, &e, 8);
+  }
+}
+
+void join_fp16(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out) {
+  for (size_t i = 0; i + 8 <= len; i += 8, raw += 11) {
+    uint64_t lo = 0, hi = 0, e;
+    memcpy(&lo, raw, 8);
+    memcpy(&hi, raw + 8, 3);
+    memcpy(&e, sym + i, 8);
+    const uint64_t ex = _pext_u64(e, 0x1F1F1F1F1F1F1F1Full);
+    const uint64_t a = _pdep_u64(lo, kFp16Raw) | _pdep_u64(ex, kFp16Exp);
+    const uint64_t b = _pdep_u64(lo >> 44 | hi << 20, kFp16Raw) | _pdep_u64(ex >> 20, kFp16Exp);
+    memcpy(out + 2 * i, &a, 8);
+    memcpy(out + 2 * i + 8, &b, 8);
+  }
+}
+
+// FP32: raw part = sign << 23 | mantissa, 24 bits (3 bytes); two values per pext.
+constexpr uint64_t kFp32Raw = 0x807FFFFF807FFFFFull;
+
+void split_fp32(const uint8_t* src, size_t len, uint8_t* sym, uint8_t* raw) {
+  for (size_t i = 0; i + 2 <= len; i += 2, raw += 6) {
+    uint64_t v;
+    memcpy(&v, src + 4 * i, 8);
+    const uint64_t r = _pext_u64(v, kFp32Raw);
+    memcpy(raw, &r, 6);
+    sym[i] = (uint8_t)(v >> 23);
+    sym[i + 1] = (uint8_t)(v >> 55);
+  }
+}
+
+void join_fp32(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out) {
+  for (size_t i = 0; i + 2 <= len; i += 2, raw += 6) {
+    uint64_t r = 0;
+    memcpy(&r, raw, 6);
+    const uint64_t v = _pdep_u64(r, kFp32Raw) | (uint64_t)sym[i] << 23 | (uint64_t)sym[i + 1] << 55;
+    memcpy(out + 4 * i, &v, 8);
+  }
+}
+
+}  // namespace avx2
+}  // namespace kernels
+}  // namespace splitzip
+
+#endif  // __AVX2__ && __BMI2__

@@ -1,0 +1,65 @@
+// entropy_kernels.h — the interface between the entropy coder's driver (entropy.cpp) and its instruction-set
+// specific kernels (entropy_avx2.cpp): the 32-lane rANS coder of docs/FORMAT.md §4.10.3 / §4.10.4 over a chunk's
+// symbols, one byte each. Plain declarations and POD structs only, for the reason given in kernels.h.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace splitzip {
+namespace kernels {
+
+// The lookup tables sz_symbol_table_prepare derives (in the caller's workspace), seen from one frame's tensor.
+struct RansTables {
+  const uint8_t* dec;    // [g * 4096 + slot]: the symbol whose range holds the slot (escape slots: 0); at least 3
+                         // readable bytes follow the last group, so a slot may be read as the low byte of a u32
+  const uint32_t* enc;   // [g * a1 + s], s = 0..A (A: the escape): F_g[s] | Cum_g[s] << 16
+  const uint32_t* chan;  // [c] for the tensor's channels c < period: g | (4096 - F_g[A]) << 16, the group and the
+                         // first slot of the escape's range
+  uint32_t a1;           // A + 1
+  uint32_t period;       // P
+};
+
+// A chunk's decoder between kernel calls: value j comes next, of channel ch; sym[j] receives its symbol.
+struct RansDecodeState {
+  uint32_t x[32];
+  const uint8_t* wp;    // the next renormalisation word
+  const uint8_t* wend;  // the end of the words
+  const uint8_t* esc;   // the escaped symbols
+  uint64_t n_esc, q;    // X, and how many of them are taken
+  uint64_t j, len;
+  uint32_t ch;
+  uint8_t* sym;
+};
+
+// A chunk's encoder between kernel calls: values j-1 down to 0 are still to code; value j-1 has channel ch (when
+// j > 0). The record is built in buf[0, raw): escapes grow up from epos (in coding order), words down from wpos.
+struct RansEncodeState {
+  uint32_t x[32];
+  uint8_t* buf;
+  size_t epos, wpos;
+  uint64_t j;
+  uint32_t ch;
+  const uint8_t* sym;
+};
+
+namespace avx2 {
+// Decodes whole steps of 32 values while j + 32 <= len and at least 32 words are left (so no step can run out),
+// j a multiple of 32. Returns false when an escape is invalid (no escaped symbol left, one >= A or of a coded
+// symbol): the chunk is corrupt. The driver finishes the chunk and makes the final checks.
+bool rans_decode_steps(const RansTables& t, unsigned symbol_bits, RansDecodeState* s);
+// Encodes whole steps of 32 values while j >= 32 and the record has room for any step, j a multiple of 32.
+void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeState* s);
+
+// The symbols and raw parts of len values of a dtype (§4.10.2; len a multiple of 8, raw part of value 0 at a byte
+// boundary of raw): split writes them, join rebuilds the values. FP8 has no raw part and is not handled here.
+void split_bf16(const uint8_t* src, size_t len, uint8_t* sym, uint8_t* raw);
+void join_bf16(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out);
+void split_fp16(const uint8_t* src, size_t len, uint8_t* sym, uint8_t* raw);
+void join_fp16(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out);
+void split_fp32(const uint8_t* src, size_t len, uint8_t* sym, uint8_t* raw);
+void join_fp32(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out);
+}  // namespace avx2
+
+}  // namespace kernels
+}  // namespace splitzip
