@@ -49,8 +49,8 @@ struct Prepared {
   uint32_t groups, a1;  // a1 = A + 1 symbol indices per group
   uint64_t channels;
   const uint32_t* enc;   // [g][s]: freq | cum << 16 (freq 0: the symbol is escaped)
-  const uint8_t* dec;    // [g][slot]: the symbol whose range holds the slot (escape slots: 0); 4 KiB a group, so
-                         // that the tables of a frame's groups stay in cache; 3 bytes of padding follow (u32 reads)
+  const uint32_t* dec;   // [g][slot]: s | (F_g[s] - 1) << 8 | (slot - Cum_g[s]) << 20 for the symbol index s whose
+                         // range holds the slot, with s = 0 in the escape's slots: one lookup decodes a value
   const uint32_t* chan;  // [tensor * period + channel]: its group g | (4096 - F_g[A]) << 16, the escape's first slot
 };
 
@@ -59,7 +59,7 @@ constexpr size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
 size_t workspace_bytes(uint32_t groups, unsigned B, uint64_t channels) {
   const size_t a1 = (1u << B) + 1;
   return 64 + align64(sizeof(Prepared)) + align64(4 * (size_t)groups * a1) +
-         align64((size_t)groups * kRansProbTotal + 4) + align64(4 * channels);
+         align64(4 * (size_t)groups * kRansProbTotal) + align64(4 * channels);
 }
 
 const Prepared* prepared_of(const sz_symbol_table* t) {
@@ -302,7 +302,7 @@ size_t encode_record_fast(const RansTables& t, unsigned B, bool simd, const uint
 // invalid escape); the final checks are the caller's.
 bool rans_decode_scalar(const RansTables& t, unsigned B, RansDecodeState* s) {
   const uint32_t A = 1u << B, P = t.period, a1 = t.a1;
-  const uint8_t* __restrict dec = t.dec;
+  const uint32_t* __restrict dec = t.dec;
   const uint32_t* __restrict enc = t.enc;
   const uint32_t* __restrict chan = t.chan;
   uint8_t* __restrict out = s->sym;
@@ -321,9 +321,9 @@ bool rans_decode_scalar(const RansTables& t, unsigned B, RansDecodeState* s) {
     uint32_t xs = x[l];
     const uint32_t slot = xs & (kRansProbTotal - 1);
     const bool escape = slot >= (cw >> 16);
-    uint32_t v = dec[g * kRansProbTotal + slot];
-    const uint32_t e = enc[g * a1 + (escape ? A : v)];
-    xs = (e & 0xFFFFu) * (xs >> kRansProbBits) + slot - (e >> 16);
+    const uint32_t d = dec[g * kRansProbTotal + slot];
+    uint32_t v = d & 0xFFu;
+    xs = (((d >> 8) & 0xFFFu) + 1) * (xs >> kRansProbBits) + (d >> 20);
     // Renormalisation without a branch (it is taken at random): the next word is loaded whenever one is left and
     // taken when the state needs it; needing one when none is left is remembered.
     const uint32_t need = xs < kRansLow, have = wp < wend;
@@ -867,9 +867,8 @@ SZ_API sz_status sz_symbol_table_prepare(sz_symbol_table* table, void* workspace
   uint8_t* at = base + align64(sizeof(Prepared));
   uint32_t* enc = (uint32_t*)at;
   at += align64(4 * (size_t)G * a1);
-  uint8_t* dec = at;
-  at += align64((size_t)G * kRansProbTotal + 4);
-  memset(dec + (size_t)G * kRansProbTotal, 0, 4);
+  uint32_t* dec = (uint32_t*)at;
+  at += align64(4 * (size_t)G * kRansProbTotal);
   uint32_t* chan = (uint32_t*)at;
   for (uint32_t g = 0; g < G; ++g) {
     uint32_t cum = 0;
@@ -877,7 +876,7 @@ SZ_API sz_status sz_symbol_table_prepare(sz_symbol_table* table, void* workspace
       const uint32_t f = file_freq(*table, g, s);
       enc[(uint64_t)g * a1 + s] = f | (cum << 16);
       const uint32_t sym = s == A ? 0 : s;
-      for (uint32_t k = 0; k < f; ++k) dec[(uint64_t)g * kRansProbTotal + cum + k] = (uint8_t)sym;
+      for (uint32_t k = 0; k < f; ++k) dec[(uint64_t)g * kRansProbTotal + cum + k] = sym | (f - 1) << 8 | k << 20;
       cum += f;
     }
   }

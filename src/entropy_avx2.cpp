@@ -4,8 +4,10 @@
 //
 // rANS: the 32 lane states live in four registers of eight lanes; lane l of register b codes value 8b + l of each
 // step of 32 values, so a step is four independent 8-lane updates. Per register: the channels' words (group and
-// first escape slot) are eight consecutive entries of the tensor's channel table; the symbol is gathered from the
-// group's 4096-slot byte table and its frequency and cumulative frequency from the group's entry table (two gathers).
+// first escape slot) are eight consecutive entries of the tensor's channel table; the decoder gathers each lane's
+// symbol, frequency and offset in its slot as one u32 of the group's 4096-slot table, the encoder the symbol's
+// frequency and cumulative frequency from the group's entry table: one gather per register and step. The four
+// registers go through each stage together, so that their gathers are in flight at the same time.
 // Renormalisation has no branch: a compare gives the lanes that take (decoder) or give (encoder) a 16-bit word, its
 // movemask indexes a permutation that expands the next words into those lanes or compresses those lanes' words into
 // consecutive places, and a popcount moves the word pointer. The encoder divides by the frequency in single precision
@@ -84,10 +86,9 @@ bool rans_decode_steps(const RansTables& t, unsigned symbol_bits, RansDecodeStat
   const uint32_t A = 1u << symbol_bits, P = t.period, a1 = t.a1;
   const uint32_t add8 = 8 % P, add32 = 32 % P;
   const __m256i m12 = _mm256_set1_epi32(0xFFF), m16 = _mm256_set1_epi32(0xFFFF), mff = _mm256_set1_epi32(0xFF);
-  const __m256i a1v = _mm256_set1_epi32((int)a1), escv = _mm256_set1_epi32((int)A), one = _mm256_set1_epi32(1);
+  const __m256i one = _mm256_set1_epi32(1);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   const int* dec = (const int*)t.dec;
-  const int* enc = (const int*)t.enc;
   __m256i x[4];
   for (unsigned b = 0; b < 4; ++b) x[b] = _mm256_loadu_si256((const __m256i*)(s->x + 8 * b));
   const uint8_t* wp = s->wp;
@@ -106,17 +107,15 @@ bool rans_decode_steps(const RansTables& t, unsigned symbol_bits, RansDecodeStat
     }
 #pragma GCC unroll 4
     for (unsigned b = 0; b < 4; ++b)
-      sym[b] = _mm256_and_si256(
-          _mm256_i32gather_epi32(dec, _mm256_add_epi32(_mm256_slli_epi32(g[b], 12), slot[b]), 1), mff);
-#pragma GCC unroll 4
-    for (unsigned b = 0; b < 4; ++b)
-      e[b] = _mm256_i32gather_epi32(
-          enc, _mm256_add_epi32(_mm256_mullo_epi32(g[b], a1v), _mm256_blendv_epi8(sym[b], escv, esc[b])), 4);
+      e[b] = _mm256_i32gather_epi32(dec, _mm256_add_epi32(_mm256_slli_epi32(g[b], 12), slot[b]), 4);
     uint32_t esc_mask = 0;
 #pragma GCC unroll 4
     for (unsigned b = 0; b < 4; ++b) {
-      const __m256i xb = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(e[b], m16), _mm256_srli_epi32(x[b], 12)),
-                                          _mm256_sub_epi32(slot[b], _mm256_srli_epi32(e[b], 16)));
+      sym[b] = _mm256_and_si256(e[b], mff);
+      const __m256i hi = _mm256_srli_epi32(x[b], 12);  // x' = (F - 1) (x >> 12) + (x >> 12) + slot - Cum
+      const __m256i xb = _mm256_add_epi32(
+          _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(_mm256_srli_epi32(e[b], 8), m12), hi), hi),
+          _mm256_srli_epi32(e[b], 20));
       const __m256i need = _mm256_cmpeq_epi32(_mm256_srli_epi32(xb, 16), _mm256_setzero_si256());
       const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(need));
       const __m256i w = _mm256_permutevar8x32_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)wp)),

@@ -11,8 +11,8 @@ namespace kernels {
 
 // The lookup tables sz_symbol_table_prepare derives (in the caller's workspace), seen from one frame's tensor.
 struct RansTables {
-  const uint8_t* dec;    // [g * 4096 + slot]: the symbol whose range holds the slot (escape slots: 0); at least 3
-                         // readable bytes follow the last group, so a slot may be read as the low byte of a u32
+  const uint32_t* dec;   // [g * 4096 + slot]: s | (F_g[s] - 1) << 8 | (slot - Cum_g[s]) << 20 for the symbol index s
+                         // whose range holds the slot (escape slots: s = 0 with the escape's F and Cum)
   const uint32_t* enc;   // [g * a1 + s], s = 0..A (A: the escape): F_g[s] | Cum_g[s] << 16
   const uint32_t* chan;  // [c] for the tensor's channels c < period: g | (4096 - F_g[A]) << 16, the group and the
                          // first slot of the escape's range
