@@ -11,9 +11,7 @@
 // Renormalisation has no branch: a compare gives the lanes that take (decoder) or give (encoder) a 16-bit word, its
 // movemask indexes a permutation that expands the next words into those lanes or compresses those lanes' words into
 // consecutive places, and a popcount moves the word pointer. The encoder divides by the frequency in single precision
-// (the state converted with one rounding, a correctly rounded division: within a quarter of the quotient, which is
-// below 2^20) and corrects the quotient by one either way, which makes it exact. Escapes are rare and go
-// through a scalar path. Kernels stop where a step could overrun the record; the driver finishes with scalar code.
+// and corrects the quotient by one (see there), which makes it exact. Escapes are rare and go through a scalar path. Kernels stop where a step could overrun the record; the driver finishes with scalar code.
 //
 // This TU deliberately includes no C++ library header and nothing with inline functions of external linkage.
 #if defined(__AVX2__) && defined(__BMI2__)
@@ -159,7 +157,7 @@ void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeStat
   const uint32_t A = 1u << symbol_bits, P = t.period, a1 = t.a1;
   const uint32_t add8 = 8 % P, sub31 = P - 31 % P, sub32 = P - 32 % P;  // sub: adding it subtracts mod P
   const __m256i m16 = _mm256_set1_epi32(0xFFFF), a1v = _mm256_set1_epi32((int)a1), escv = _mm256_set1_epi32((int)A);
-  const __m256 two16 = _mm256_set1_ps(65536.0f);
+  const __m256 two16 = _mm256_set1_ps(65536.0f), half = _mm256_set1_ps(0.5f);
   const __m256i one = _mm256_set1_epi32(1);
   const int* enc = (const int*)t.enc;
   __m256i x[4];
@@ -215,18 +213,16 @@ void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeStat
     }
 #pragma GCC unroll 4
     for (unsigned b = 0; b < 4; ++b) {
-      // q = x / f: single precision (the state converted with one rounding, a correctly rounded division) is
-      // within a quarter of it, and the quotient is below 2^20; the remainder's sign corrects it by one.
+      // q = x / f: in single precision (the state converted with one rounding, a correctly rounded division) the
+      // quotient, below 2^20, is within a quarter; less a half and truncated it is q or q - 1, which the remainder
+      // tells apart.
       const __m256i xb = x[b], fb = f[b];
       const __m256 xf = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(xb, 16)), two16),
                                       _mm256_cvtepi32_ps(_mm256_and_si256(xb, m16)));
-      __m256i qv = _mm256_cvttps_epi32(_mm256_div_ps(xf, _mm256_cvtepi32_ps(fb)));
+      __m256i qv = _mm256_cvttps_epi32(_mm256_sub_ps(_mm256_div_ps(xf, _mm256_cvtepi32_ps(fb)), half));
       __m256i r = _mm256_sub_epi32(xb, _mm256_mullo_epi32(qv, fb));
-      const __m256i low = _mm256_cmpgt_epi32(_mm256_setzero_si256(), r);
-      qv = _mm256_add_epi32(qv, low);  // low is -1 where r < 0
-      r = _mm256_add_epi32(r, _mm256_and_si256(low, fb));
       const __m256i high = _mm256_cmpgt_epi32(r, _mm256_sub_epi32(fb, one));
-      qv = _mm256_sub_epi32(qv, high);
+      qv = _mm256_sub_epi32(qv, high);  // high is -1 where r >= f
       r = _mm256_sub_epi32(r, _mm256_and_si256(high, fb));
       x[b] = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(qv, 12), r), _mm256_srli_epi32(e[b], 16));
     }
@@ -287,9 +283,10 @@ void split_fp16(const uint8_t* src, size_t len, uint8_t* sym, uint8_t* raw) {
     memcpy(&a, src + 2 * i, 8);
     memcpy(&b, src + 2 * i + 8, 8);
     const uint64_t ra = _pext_u64(a, kFp16Raw), rb = _pext_u64(b, kFp16Raw);
-    const uint64_t lo = ra | rb << 44, hi = rb >> 20;
+    const uint64_t lo = ra | rb << 44;
+    const uint32_t hi = (uint32_t)(lo >> 56) | (uint32_t)(rb >> 20) << 8;  // bytes 7..10
     memcpy(raw, &lo, 8);
-    memcpy(raw + 8, &hi, 3);
+    memcpy(raw + 7, &hi, 4);
     const uint64_t ea = _pext_u64(a, kFp16Exp), eb = _pext_u64(b, kFp16Exp);
     const uint64_t e = _pdep_u64(ea | eb << 20, 0x1F1F1F1F1F1F1F1Full);
     memcpy(sym + i, &e, 8);
@@ -298,9 +295,11 @@ void split_fp16(const uint8_t* src, size_t len, uint8_t* sym, uint8_t* raw) {
 
 void join_fp16(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out) {
   for (size_t i = 0; i + 8 <= len; i += 8, raw += 11) {
-    uint64_t lo = 0, hi = 0, e;
+    uint64_t lo, e;
+    uint32_t b7;  // bytes 7..10
     memcpy(&lo, raw, 8);
-    memcpy(&hi, raw + 8, 3);
+    memcpy(&b7, raw + 7, 4);
+    const uint64_t hi = b7 >> 8;
     memcpy(&e, sym + i, 8);
     const uint64_t ex = _pext_u64(e, 0x1F1F1F1F1F1F1F1Full);
     const uint64_t a = _pdep_u64(lo, kFp16Raw) | _pdep_u64(ex, kFp16Exp);
