@@ -201,15 +201,15 @@ void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeStat
 #pragma GCC unroll 4
     for (unsigned bb = 4; bb-- > 0;) {
       __m256i xb = x[bb];
-      const __m256i lim = _mm256_slli_epi32(f[bb], 20);
-      const __m256i need = _mm256_cmpeq_epi32(_mm256_max_epu32(xb, lim), xb);  // x >= f << 20, unsigned
-      const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(need));
+      // A word goes out when x >= f 2^20, that is x >> 20 >= f (f 2^20 itself overflows for f = 4096).
+      const __m256i keep = _mm256_cmpgt_epi32(f[bb], _mm256_srli_epi32(xb, 20));
+      const unsigned m = ~(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(keep)) & 0xFFu;
       const __m256i words = _mm256_permutevar8x32_epi32(_mm256_and_si256(xb, m16),
                                                         _mm256_load_si256((const __m256i*)kPerm.compress[m]));
       _mm_storeu_si128((__m128i*)(buf + wpos - 16),
                        _mm_packus_epi32(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1)));
       wpos -= 2 * (unsigned)__builtin_popcount(m);
-      x[bb] = _mm256_blendv_epi8(xb, _mm256_srli_epi32(xb, 16), need);
+      x[bb] = _mm256_blendv_epi8(_mm256_srli_epi32(xb, 16), xb, keep);
     }
 #pragma GCC unroll 4
     for (unsigned b = 0; b < 4; ++b) {

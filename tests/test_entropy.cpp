@@ -365,6 +365,185 @@ TEST(EntropyFrames, RealKvSliceBeatsTheChannelBookAndRoundTrips) {
   EXPECT_GT(ratio, fixed * 1.05);
 }
 
+// ---- every CPU kernel set against the reference ------------------------------------------------------------------
+namespace {
+
+// A table written by hand, whose groups reach the corners of the coder: group 0 escapes every symbol (F_A = 4096),
+// group 1 gives one symbol 4095 of the 4096 slots, group 2 every symbol a small frequency (nothing escapes), group 3
+// halves the frequency from one symbol to the next down to 1, the others have random frequencies and random escaped
+// symbols. Channels get random groups.
+struct HandTable {
+  std::vector<uint8_t> group_of, freq, workspace;
+  std::vector<std::vector<uint32_t>> F;  // [g][s], s = 0..A
+  sz_symbol_table t{};
+  HandTable() = default;
+  HandTable(const HandTable&) = delete;
+};
+
+std::unique_ptr<HandTable> hand_table(sz_dtype dt, uint32_t tensors, uint32_t period, uint32_t groups, uint64_t seed) {
+  auto h = std::make_unique<HandTable>();
+  const unsigned B = dt == SZ_DTYPE_FP16 ? 5 : 8, A = 1u << B;
+  Rng rng(seed);
+  h->F.assign(groups, std::vector<uint32_t>(A + 1, 0));
+  for (uint32_t g = 0; g < groups; ++g) {
+    std::vector<uint32_t>& F = h->F[g];
+    if (g == 0) {
+      F[A] = 4096;
+    } else if (g == 1) {
+      F[A / 2 + 1] = 4095;
+      F[A] = 1;
+    } else if (g == 2) {
+      for (unsigned s = 0; s < A; ++s) F[s] = 4096 / A - 1;
+      F[A] = 4096 - A * (4096 / A - 1);
+    } else if (g == 3) {
+      uint32_t f = 2048, sum = 0;
+      for (unsigned k = 0; k < 12; ++k, f /= 2) {
+        F[(A / 3 + 5 * k) % A] = f;
+        sum += f;
+      }
+      F[A] = 4096 - sum;
+    } else {
+      F[A] = 1 + (uint32_t)rng.below(64);
+      std::vector<unsigned> coded;
+      for (unsigned s = 0; s < A; ++s)
+        if (rng.below(2)) coded.push_back(s);
+      if (coded.empty()) coded.push_back(0);
+      for (unsigned s : coded) F[s] = 1;
+      uint32_t left = 4096 - F[A] - (uint32_t)coded.size();
+      while (left > 0) {
+        const uint32_t add = 1 + (uint32_t)rng.below(std::min<uint32_t>(left, 300));
+        F[coded[rng.below(coded.size())]] += add;
+        left -= add;
+      }
+    }
+    for (unsigned s = 0; s <= A; ++s) {
+      h->freq.push_back((uint8_t)F[s]);
+      h->freq.push_back((uint8_t)(F[s] >> 8));
+    }
+  }
+  for (uint64_t c = 0; c < (uint64_t)tensors * period; ++c) {
+    const uint32_t g = (uint32_t)rng.below(groups);
+    h->group_of.push_back((uint8_t)g);
+    h->group_of.push_back((uint8_t)(g >> 8));
+  }
+  h->t.dtype = (uint8_t)dt;
+  h->t.symbol_bits = (uint8_t)B;
+  h->t.period = period;
+  h->t.tensors = tensors;
+  h->t.groups = groups;
+  h->t.id = seed;
+  h->t.group_of = h->group_of.data();
+  h->t.freq = h->freq.data();
+  h->workspace.resize(sz_symbol_table_workspace_size(&h->t));
+  EXPECT_EQ(sz_symbol_table_prepare(&h->t, h->workspace.data(), h->workspace.size()), SZ_OK);
+  return h;
+}
+
+// n values of tensor `tensor` whose symbols follow their channel's group, a fraction `wild` of them uniform (often
+// escaped); random sign and mantissa bits.
+std::vector<uint8_t> hand_values(const HandTable& h, sz_dtype dt, uint32_t tensor, uint64_t n, double wild,
+                                 uint64_t seed) {
+  const DtypeFacts f = dtype_facts(dt);
+  const unsigned vb = f.W / 8, A = 1u << h.t.symbol_bits, P = h.t.period;
+  Rng rng(seed);
+  std::vector<uint8_t> out(n * vb);
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t c = (uint64_t)tensor * P + i % P;
+    const uint32_t g = h.group_of[2 * c] | (uint32_t)h.group_of[2 * c + 1] << 8;
+    const std::vector<uint32_t>& F = h.F[g];
+    uint32_t coded = 0;
+    for (unsigned s = 0; s < A; ++s) coded += F[s];
+    uint32_t sym = (uint32_t)rng.below(A);
+    if (coded > 0 && rng.uniform() >= wild) {
+      uint32_t r = (uint32_t)rng.below(coded);
+      sym = 0;
+      while (r >= F[sym]) r -= F[sym++];
+    }
+    const uint64_t bits = rng.next();
+    const uint32_t v = vb == 1 ? sym : make_value((uint32_t)(bits >> 63), sym, (uint32_t)bits, f);
+    store_value(out.data() + i * vb, f.W, v);
+  }
+  return out;
+}
+
+class EntropyKernels : public ::testing::TestWithParam<const char*> {};
+
+}  // namespace
+
+TEST_P(EntropyKernels, EveryDtypePeriodAndSizeEncodesAsTheReferenceAndRoundTrips) {
+  const char* isa = GetParam();
+  if (!isa_supported(isa)) GTEST_SKIP() << "this CPU lacks " << isa << ": variant not testable here";
+  ScopedIsa scoped(isa);
+  uint64_t escapes = 0, coded = 0, raw = 0;
+  for (sz_dtype dt : kDtypes) {
+    for (uint32_t period : {1u, 7u, 33u, 192u}) {
+      auto h = hand_table(dt, 2, period, 7, 100 + period);
+      for (uint64_t n : {1ull, 33ull, 1000ull, 4097ull, 70001ull}) {
+        const std::vector<uint8_t> v = hand_values(*h, dt, 1, n, n % 2 ? 0.01 : 0.3, n + period);
+        for (unsigned cl : {8u, 16u}) {
+          SCOPED_TRACE(std::string(sz_dtype_name(dt)) + " period " + std::to_string(period) + " n " +
+                       std::to_string(n) + " chunk_log2 " + std::to_string(cl));
+          sz_params p = sz_params_default();
+          p.chunk_log2 = cl;
+          p.flags = cl == 8 ? SZ_FLAG_CHECKSUMS : 0;
+          const std::vector<uint8_t> fast = compress(v, dt, h->t, 1, &p);
+          ASSERT_EQ(fast, compress(v, dt, h->t, 1, &p, true));
+          expect_round_trip(fast, h->t, v, n % 3 + 1);
+          sz_frame_info info;
+          ASSERT_EQ(sz_frame_info_get(fast.data(), fast.size(), &info), SZ_OK);
+          escapes += info.escapes;
+          coded += info.coded_chunks;
+          raw += info.raw_chunks;
+        }
+      }
+    }
+  }
+  // The data reach every path: coded chunks with escapes, and chunks stored raw.
+  EXPECT_GT(escapes, 1000u);
+  EXPECT_GT(coded, 100u);
+  EXPECT_GT(raw, 10u);
+}
+
+TEST_P(EntropyKernels, DamagedFramesGetTheReferenceStatus) {
+  const char* isa = GetParam();
+  if (!isa_supported(isa)) GTEST_SKIP() << "this CPU lacks " << isa << ": variant not testable here";
+  ScopedIsa scoped(isa);
+  for (sz_dtype dt : {SZ_DTYPE_BF16, SZ_DTYPE_FP16, SZ_DTYPE_FP32, SZ_DTYPE_FP8_E4M3}) {
+    for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+      SCOPED_TRACE(std::string(sz_dtype_name(dt)) + (flags ? " with checksums" : " without checksums"));
+      auto h = hand_table(dt, 1, 33, 6, 7);
+      const std::vector<uint8_t> v = hand_values(*h, dt, 0, 9000, 0.02, 8);
+      sz_params p = sz_params_default();
+      p.chunk_log2 = 10;
+      p.flags = flags;
+      const std::vector<uint8_t> f = compress(v, dt, h->t, 0, &p);
+      sz_frame_info info;
+      ASSERT_EQ(sz_frame_info_get(f.data(), f.size(), &info), SZ_OK);
+      ASSERT_GT(info.coded_chunks, 4u);
+      ASSERT_GT(info.escapes, 20u);
+      std::vector<uint8_t> a(v.size(), 0xA5), b(v.size(), 0x5A), g = f;
+      size_t wa = 0, wb = 0;
+      Rng rng(9);
+      unsigned rejected = 0;
+      for (size_t i = 64; i < g.size(); i += 1 + (size_t)rng.below(7)) {
+        const uint8_t old = g[i];
+        g[i] = (uint8_t)(old ^ (1u << rng.below(8)));
+        const sz_status sa = sz_decompress_entropy(g.data(), g.size(), &h->t, a.data(), a.size(), &wa, 1 + i % 2);
+        const sz_status sb = sz_decompress_entropy_reference(g.data(), g.size(), &h->t, b.data(), b.size(), &wb);
+        ASSERT_EQ(sa, sb) << "byte " << i;
+        if (sa == SZ_OK) {
+          ASSERT_EQ(a, b) << "byte " << i;
+        }
+        rejected += sa != SZ_OK;
+        g[i] = old;
+      }
+      EXPECT_GT(rejected, 100u);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, EntropyKernels, ::testing::Values("portable", "avx2", "avx512"));
+
 // ---- an independent decoder written from docs/FORMAT.md §4.10 and §5.3 (no code shared with src/) ------------------
 namespace {
 

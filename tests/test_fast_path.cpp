@@ -9,50 +9,6 @@ using namespace sztest;
 
 namespace {
 
-struct IsaVariant {
-  const char* name;
-  bool supported;
-};
-
-bool cpu_has_avx2() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
-#else
-  return false;
-#endif
-}
-
-bool cpu_has_avx512() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  return cpu_has_avx2() && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
-#else
-  return false;
-#endif
-}
-
-std::vector<IsaVariant> isa_variants() {
-  return {{"portable", true}, {"avx2", cpu_has_avx2()}, {"avx512", cpu_has_avx512()}};
-}
-
-bool isa_supported(const char* isa) {
-  for (const IsaVariant& v : isa_variants())
-    if (strcmp(v.name, isa) == 0) return v.supported;
-  return false;
-}
-
-// Limits the CPU kernel sets (sz_set_cpu_isa) for the scope of one test, then lifts the limit.
-// The variant is checked to be the one in use (only supported variants are asked for).
-class ScopedIsa {
- public:
-  explicit ScopedIsa(const char* isa) {
-    EXPECT_EQ(sz_set_cpu_isa(isa), SZ_OK);
-    EXPECT_STREQ(sz_cpu_isa(), isa);
-  }
-  ~ScopedIsa() { sz_set_cpu_isa(nullptr); }
-};
-
 struct Input {
   std::string name;
   sz_dtype dtype;

@@ -254,6 +254,55 @@ inline std::string shared_file(const std::string& rel, std::string* why) {
     ASSERT_TRUE(::sztest::read_file(sz_path_, &(bytes))) << "cannot read " << sz_path_; \
   } while (0)
 
+// ---- CPU kernel sets ----------------------------------------------------------------------------------------------
+// The instruction-set variants the library exposes through sz_set_cpu_isa (portable | avx2 | avx512), and whether
+// this CPU runs them.
+struct IsaVariant {
+  const char* name;
+  bool supported;
+};
+
+inline bool cpu_has_avx2() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+#else
+  return false;
+#endif
+}
+
+inline bool cpu_has_avx512() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return cpu_has_avx2() && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
+#else
+  return false;
+#endif
+}
+
+inline std::vector<IsaVariant> isa_variants() {
+  return {{"portable", true}, {"avx2", cpu_has_avx2()}, {"avx512", cpu_has_avx512()}};
+}
+
+inline bool isa_supported(const char* isa) {
+  for (const IsaVariant& v : isa_variants())
+    if (strcmp(v.name, isa) == 0) return v.supported;
+  return false;
+}
+
+// Limits the CPU kernel sets (sz_set_cpu_isa) for the scope of one test, then lifts the limit.
+// The variant is checked to be the one in use (only supported variants are asked for).
+class ScopedIsa {
+ public:
+  explicit ScopedIsa(const char* isa) {
+    EXPECT_EQ(sz_set_cpu_isa(isa), SZ_OK);
+    EXPECT_STREQ(sz_cpu_isa(), isa);
+  }
+  ~ScopedIsa() { sz_set_cpu_isa(nullptr); }
+  ScopedIsa(const ScopedIsa&) = delete;
+  ScopedIsa& operator=(const ScopedIsa&) = delete;
+};
+
 // ---- small conveniences around the C API ----------------------------------------------------------------------
 inline sz_params make_params(unsigned chunk_log2, uint32_t flags, unsigned threads = 1) {
   sz_params p = sz_params_default();
