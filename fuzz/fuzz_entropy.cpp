@@ -4,7 +4,8 @@
 // fast and the reference decoder, which must accept the same frames and write the same bytes. Whatever the table
 // parse gives, the rest is also decoded against a fixed calibrated table of the dtype its first byte picks, and
 // encoded as values with that table by both encoders (identical frames, within the bound) and decoded back (the
-// input again). Nothing may crash or touch memory outside the buffers (ASan/UBSan).
+// input again). Nothing may crash or touch memory outside the buffers (ASan/UBSan). The fast coder runs with the
+// kernel set SPLITZIP_FUZZ_ISA picks (fuzz_isa.h).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "splitzip/splitzip.h"
+#include "fuzz_isa.h"
 
 namespace {
 

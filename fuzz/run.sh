@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang-14 (ASan + UBSan) in build-fuzz and runs them for SECONDS in total:
-#   fuzz_decode and fuzz_roundtrip once for each CPU kernel set (SPLITZIP_FUZZ_ISA=portable, avx2, and the best this
-#   CPU has; a set the CPU lacks falls back to the next one below; fuzz/fuzz_isa.h), fuzz_inputs (the CLI's .npy /
-#   .safetensors parsers and the container writer), fuzz_entropy (symbol tables and entropy-coded frames) and
+#   fuzz_decode, fuzz_roundtrip and fuzz_entropy (symbol tables and entropy-coded frames) once for each CPU kernel
+#   set (SPLITZIP_FUZZ_ISA=portable, avx2, and the best this CPU has; a set the CPU lacks falls back to the next one
+#   below; fuzz/fuzz_isa.h), fuzz_inputs (the CLI's .npy / .safetensors parsers and the container writer) and
 #   fuzz_transfer (the transfer protocol's control stream, handshake, admission and the receiver's chunk checks)
 #   once each.
 # Usage: fuzz/run.sh [SECONDS]   (default 60 in total). Fails on any crash, leak, timeout or sanitizer report;
@@ -25,8 +25,8 @@ CC=${CC_FUZZ:-clang-14} CXX=${CXX_FUZZ:-clang++-14} cmake -S "$root" -B "$build"
 nice -n 10 ninja -C "$build" -j"$jobs" fuzz_decode fuzz_roundtrip fuzz_entropy fuzz_inputs fuzz_transfer
 
 # (target, kernel set) runs; "" is the library's own choice, the best set of this CPU.
-runs=("decode portable" "decode avx2" "decode " "roundtrip portable" "roundtrip avx2" "roundtrip " "entropy " "inputs "
-      "transfer ")
+runs=("decode portable" "decode avx2" "decode " "roundtrip portable" "roundtrip avx2" "roundtrip " "entropy portable"
+      "entropy avx2" "entropy " "inputs " "transfer ")
 per=$(( total / ${#runs[@]} ))
 (( per >= 1 )) || per=1
 
