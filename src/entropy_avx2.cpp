@@ -166,20 +166,35 @@ void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeStat
   size_t wpos = s->wpos, epos = s->epos;
   uint64_t j = s->j;
   uint32_t ch = s->ch;
+  // The entries of a step's symbols depend on the symbols and channels only: they are gathered a step ahead, so
+  // that the gathers overlap the arithmetic of the step before.
+  __m256i nv[4], nga[4], ne[4];
+  auto gather_step = [&](uint64_t base, uint32_t c0) {  // c0: the channel of value base
+    __m256i cw[4];
+    load_chans(t, c0, add8, cw);
+#pragma GCC unroll 4
+    for (unsigned b = 0; b < 4; ++b) {
+      nv[b] = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(s->sym + base + 8 * b)));
+      nga[b] = _mm256_mullo_epi32(_mm256_and_si256(cw[b], m16), a1v);
+      ne[b] = _mm256_i32gather_epi32(enc, _mm256_add_epi32(nga[b], nv[b]), 4);
+    }
+  };
+  uint32_t c0 = wrap_add(ch, sub31 == P ? 0 : sub31, P);  // the channel of value j - 32
+  if (j >= kLanes) gather_step(j - kLanes, c0);
   // A step writes at most 32 words and 32 escapes, and each 16-byte word store reaches 16 bytes below wpos.
   while (j >= kLanes && wpos >= epos + 4 * kLanes + 16) {
     const uint64_t base = j - kLanes;
-    // In stages over the four registers, so that their gathers and divisions overlap; the words and escapes in
-    // coding order (register 3 first, its lanes from the highest).
-    __m256i cw[4], v[4], ga[4], e[4], f[4], escaped[4];
-    load_chans(t, wrap_add(ch, sub31 == P ? 0 : sub31, P), add8, cw);  // from the channel of value base
-    unsigned esc_any = 0;
-#pragma GCC unroll 4
+    // In stages over the four registers; the words and escapes in coding order (register 3 first, its lanes from
+    // the highest).
+    __m256i v[4], ga[4], e[4], f[4], escaped[4];
     for (unsigned b = 0; b < 4; ++b) {
-      v[b] = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(s->sym + base + 8 * b)));
-      ga[b] = _mm256_mullo_epi32(_mm256_and_si256(cw[b], m16), a1v);
-      e[b] = _mm256_i32gather_epi32(enc, _mm256_add_epi32(ga[b], v[b]), 4);
+      v[b] = nv[b];
+      ga[b] = nga[b];
+      e[b] = ne[b];
     }
+    c0 = wrap_add(c0, sub32 == P ? 0 : sub32, P);
+    if (base >= kLanes) gather_step(base - kLanes, c0);
+    unsigned esc_any = 0;
 #pragma GCC unroll 4
     for (unsigned b = 0; b < 4; ++b) {
       f[b] = _mm256_and_si256(e[b], m16);
