@@ -1,7 +1,12 @@
 // entropy.cpp — entropy-coded frames (docs/FORMAT.md §4.10) and symbol tables (§5.3): parsing and checking tables,
 // calibrating them from per-channel symbol histograms, the scalar reference coder (the oracle: reads the table file
-// directly, one symbol at a time, exactly as the spec's pseudo-code) and the fast CPU coder (lookup tables derived
-// by sz_symbol_table_prepare into caller memory, specialised packing per dtype, chunk-parallel decoding).
+// directly, one symbol at a time, exactly as the spec's pseudo-code) and the fast CPU coder: lookup tables derived
+// by sz_symbol_table_prepare into caller memory (per channel its group and first escape slot; per group and slot the
+// decoded symbol, frequency and offset; per group and symbol the encoder's frequency and cumulative frequency), the
+// values of a chunk split into symbol bytes and raw parts before coding and joined after decoding, the rANS lanes run
+// by the AVX2 kernels of entropy_avx2.cpp (when selected_isa allows them; sz_set_cpu_isa) a step of 32 values at a
+// time and by resumable scalar loops for the rest and for the portable build, and chunk-parallel decoding. The
+// frames are the reference coder's, byte for byte, and both decoders give the same status on any input.
 #include <math.h>
 #include <string.h>
 
