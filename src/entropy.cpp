@@ -391,7 +391,9 @@ void split_chunk(const uint8_t* values, uint64_t len, uint64_t first, DtypeTrait
   }
 }
 
-// The inverse of split_chunk: len values from their symbols and the raw section.
+// The inverse of split_chunk: len values from their symbols and the raw section. sym may be the last len bytes of
+// out: every pass reads its symbols before it stores values over them, and stores only below the symbols still to
+// be read.
 void join_chunk(const uint8_t* sym, const uint8_t* rawsec, uint64_t len, uint64_t first, DtypeTraits t,
                 SymbolSplit sp, bool simd, uint8_t* out) {
   const unsigned vb = t.value_bits / 8, R = sp.raw_bits;
@@ -676,7 +678,9 @@ sz_status decode_chunk_fast(const Frame& f, uint64_t c) {
       if (s != SZ_OK) return s;
     }
   } else {
-    uint8_t local[(size_t)1 << kMaxChunkLog2];  // the chunk's symbols
+    // The symbols go to the last len bytes of the chunk's output, and join_chunk rebuilds the values in place from
+    // the front: value j's bytes end at or before symbol j's, so no symbol is overwritten before it is read.
+    uint8_t* local = out + len * (vb - 1);
     const uint8_t* sym = rec;
     if (!raw_mode) {
       const sz_status s = decode_coded_fast(f, rec, end - begin, len, first, local);

@@ -52,7 +52,9 @@ bool rans_decode_steps(const RansTables& t, unsigned symbol_bits, RansDecodeStat
 void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeState* s);
 
 // The symbols and raw parts of len values of a dtype (§4.10.2; len a multiple of 8, raw part of value 0 at a byte
-// boundary of raw): split writes them, join rebuilds the values. FP8 has no raw part and is not handled here.
+// boundary of raw): split writes them, join rebuilds the values. FP8 has no raw part and is not handled here. The
+// joins may read their symbols from the last len bytes of out: each step loads its symbols before it stores, and its
+// stores end below the symbols of the steps after it.
 void split_bf16(const uint8_t* src, size_t len, uint8_t* sym, uint8_t* raw);
 void join_bf16(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out);
 void split_fp16(const uint8_t* src, size_t len, uint8_t* sym, uint8_t* raw);
