@@ -277,7 +277,8 @@ bool rans_encode_scalar(const RansTables& t, unsigned B, RansEncodeState* s, uin
   return ok;
 }
 
-// The coded record of a chunk's len symbols in buf[0, raw) (as encode_chunk), channel ch0 for value 0.
+// The coded record of a chunk's len symbols in buf[0, raw) (as encode_chunk), channel ch0 for value 0; 0 when it
+// does not fit.
 size_t encode_record_fast(const RansTables& t, unsigned B, bool simd, const uint8_t* sym, uint64_t len, uint64_t ch0,
                           size_t raw, uint8_t* buf) {
   if (raw < kRansRecordHeader) return 0;
@@ -460,9 +461,10 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
   const bool simd = !reference && detail::selected_isa() >= detail::Isa::kAvx2;
   const RansTables tables = reference ? RansTables{} : rans_tables(*prep, tensor, P);
 
-  // Chunk records; a record is built in place when the raw size fits in dst, else in this buffer.
+  // Chunk records. The reference builds a record in place when the raw size fits in dst, else in `local`; the fast
+  // coder always in place, with the space left in dst as its limit when that is less than the raw size (the record
+  // fits there exactly when the frame fits), and keeps a chunk's symbols in `local`.
   uint8_t local[(size_t)1 << kMaxChunkLog2];  // the largest raw record: 2^16 symbols of 8 bits
-  uint8_t syms[(size_t)1 << kMaxChunkLog2];   // the fast coder's symbols of a chunk
   uint64_t pos = 0;  // within the symbol section
   for (uint64_t c = 0; c < chunks; ++c) {
     const uint64_t len = chunk_len(n, p.chunk_log2, c), first = c * S;
@@ -470,7 +472,7 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
     const size_t raw = (size_t)packed_bytes(len, B);
     uint8_t* at = dst + off.exponents + pos;
     const bool in_place = off.exponents + pos + raw <= (uint64_t)dst_capacity;
-    uint8_t* buf = in_place ? at : local;
+    uint8_t* buf = in_place || !reference ? at : local;
     const uint64_t ch0 = first % P;
     auto channel = [&](uint64_t j) { return ch_base + (ch0 + j) % P; };
     auto symbol = [&](uint64_t j) { return symbol_of(load_value(values, j, vb), t, sp); };
@@ -492,10 +494,11 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
     } else {
       const uint8_t* sym = values;  // FP8: the symbol is the value
       if (!sp.whole) {
-        split_chunk(values, len, first, t, sp, simd, syms, rawsec);
-        sym = syms;
+        split_chunk(values, len, first, t, sp, simd, local, rawsec);
+        sym = local;
       }
-      size = encode_record_fast(tables, B, simd, sym, len, ch0, raw, buf);
+      const size_t limit = in_place ? raw : (size_t)(dst_capacity - (off.exponents + pos));
+      size = encode_record_fast(tables, B, simd, sym, len, ch0, limit, buf);
     }
     uint64_t mode = kModeCoded;
     if (size == 0) {
@@ -508,7 +511,7 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
       } else {
         for (uint64_t j = 0; j < len; ++j) put_field(at, j, B, symbol(j));
       }
-    } else if (!in_place) {
+    } else if (!in_place && reference) {
       if (off.exponents + pos + size > (uint64_t)dst_capacity) return SZ_ERROR_DST_TOO_SMALL;
       memcpy(at, local, size);
     }
