@@ -11,7 +11,8 @@
 // Renormalisation has no branch: a compare gives the lanes that take (decoder) or give (encoder) a 16-bit word, its
 // movemask indexes a permutation that expands the next words into those lanes or compresses those lanes' words into
 // consecutive places, and a popcount moves the word pointer. The encoder divides by the frequency in single precision
-// and corrects the quotient by one (see there), which makes it exact. Escapes are rare and go through a scalar path. Kernels stop where a step could overrun the record; the driver finishes with scalar code.
+// and corrects the quotient by one (see there), which makes it exact. Escapes are rare and go through a scalar path.
+// Kernels stop where a step could overrun the record; the driver finishes with scalar code.
 //
 // This TU deliberately includes no C++ library header and nothing with inline functions of external linkage.
 #if defined(__AVX2__) && defined(__BMI2__)
@@ -125,7 +126,8 @@ bool rans_decode_steps(const RansTables& t, unsigned symbol_bits, RansDecodeStat
     alignas(32) uint32_t groups[kLanes];
     if (esc_mask != 0)
       for (unsigned b = 0; b < 4; ++b) _mm256_store_si256((__m256i*)(groups + 8 * b), g[b]);
-    const __m256i packed = _mm256_packus_epi16(_mm256_packus_epi32(sym[0], sym[1]), _mm256_packus_epi32(sym[2], sym[3]));
+    const __m256i packed =
+        _mm256_packus_epi16(_mm256_packus_epi32(sym[0], sym[1]), _mm256_packus_epi32(sym[2], sym[3]));
     uint8_t* out = s->sym + j;
     _mm256_storeu_si256((__m256i*)out, _mm256_permutevar8x32_epi32(packed, order));
     for (; esc_mask != 0; esc_mask &= esc_mask - 1) {  // in value order, as the escapes are listed
@@ -259,7 +261,8 @@ void split_bf16(const uint8_t* src, size_t len, uint8_t* sym, uint8_t* raw) {
   for (; i + 32 <= len; i += 32) {
     const __m256i a = _mm256_loadu_si256((const __m256i*)(src + 2 * i));
     const __m256i b = _mm256_loadu_si256((const __m256i*)(src + 2 * i + 32));
-    const __m256i ea = _mm256_and_si256(_mm256_srli_epi16(a, 7), mff), eb = _mm256_and_si256(_mm256_srli_epi16(b, 7), mff);
+    const __m256i ea = _mm256_and_si256(_mm256_srli_epi16(a, 7), mff);
+    const __m256i eb = _mm256_and_si256(_mm256_srli_epi16(b, 7), mff);
     const __m256i ra = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 8), m80), _mm256_and_si256(a, m7f));
     const __m256i rb = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 8), m80), _mm256_and_si256(b, m7f));
     _mm256_storeu_si256((__m256i*)(sym + i), _mm256_permute4x64_epi64(_mm256_packus_epi16(ea, eb), 0xD8));
@@ -278,8 +281,8 @@ void join_bf16(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out)
   for (; i + 16 <= len; i += 16) {
     const __m256i s = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i*)(sym + i)));
     const __m256i r = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i*)(raw + i)));
-    const __m256i v = _mm256_or_si256(_mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(r, m80), 8), _mm256_slli_epi16(s, 7)),
-                                      _mm256_and_si256(r, m7f));
+    const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(r, m80), 8);
+    const __m256i v = _mm256_or_si256(_mm256_or_si256(hi, _mm256_slli_epi16(s, 7)), _mm256_and_si256(r, m7f));
     _mm256_storeu_si256((__m256i*)(out + 2 * i), v);
   }
   for (; i < len; ++i) {
