@@ -20,6 +20,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "bf16_avx2.h"
 #include "entropy_kernels.h"
 
 namespace splitzip {
@@ -256,17 +257,12 @@ void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeStat
 // ---- symbols and raw parts ---------------------------------------------------------------------------------------
 
 void split_bf16(const uint8_t* src, size_t len, uint8_t* sym, uint8_t* raw) {
-  const __m256i mff = _mm256_set1_epi16(0xFF), m7f = _mm256_set1_epi16(0x7F), m80 = _mm256_set1_epi16(0x80);
   size_t i = 0;
   for (; i + 32 <= len; i += 32) {
-    const __m256i a = _mm256_loadu_si256((const __m256i*)(src + 2 * i));
-    const __m256i b = _mm256_loadu_si256((const __m256i*)(src + 2 * i + 32));
-    const __m256i ea = _mm256_and_si256(_mm256_srli_epi16(a, 7), mff);
-    const __m256i eb = _mm256_and_si256(_mm256_srli_epi16(b, 7), mff);
-    const __m256i ra = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 8), m80), _mm256_and_si256(a, m7f));
-    const __m256i rb = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 8), m80), _mm256_and_si256(b, m7f));
-    _mm256_storeu_si256((__m256i*)(sym + i), _mm256_permute4x64_epi64(_mm256_packus_epi16(ea, eb), 0xD8));
-    _mm256_storeu_si256((__m256i*)(raw + i), _mm256_permute4x64_epi64(_mm256_packus_epi16(ra, rb), 0xD8));
+    __m256i e, r;
+    split_bf16_32(src + 2 * i, &e, &r);
+    _mm256_storeu_si256((__m256i*)(sym + i), e);
+    _mm256_storeu_si256((__m256i*)(raw + i), r);
   }
   for (; i < len; ++i) {
     const uint32_t v = (uint32_t)src[2 * i] | (uint32_t)src[2 * i + 1] << 8;

@@ -17,6 +17,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "bf16_avx2.h"
 #include "kernels.h"
 
 namespace splitzip {
@@ -87,19 +88,10 @@ inline void pack_low_bits_32(__m256i v, uint8_t* dst) {
 template <unsigned K, unsigned NN>
 inline uint32_t encode_bf16_32(const uint8_t* src, uint8_t* rest, uint8_t* codes, const __m256i* luts,
                                const __m256i* nibs, unsigned n_nib, __m256i* e_out) {
-  const __m256i m00ff = _mm256_set1_epi16(0x00FF);
-  const __m256i m007f = _mm256_set1_epi16(0x007F);
-  const __m256i m0080 = _mm256_set1_epi16(0x0080);
   const __m256i one = _mm256_set1_epi8(1);
   const __m256i zero = _mm256_setzero_si256();
-  const __m256i a = _mm256_loadu_si256((const __m256i*)src);
-  const __m256i b = _mm256_loadu_si256((const __m256i*)(src + 32));
-  const __m256i ea = _mm256_and_si256(_mm256_srli_epi16(a, 7), m00ff);
-  const __m256i eb = _mm256_and_si256(_mm256_srli_epi16(b, 7), m00ff);
-  const __m256i ra = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 8), m0080), _mm256_and_si256(a, m007f));
-  const __m256i rb = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 8), m0080), _mm256_and_si256(b, m007f));
-  const __m256i e = _mm256_permute4x64_epi64(_mm256_packus_epi16(ea, eb), 0xD8);
-  const __m256i r = _mm256_permute4x64_epi64(_mm256_packus_epi16(ra, rb), 0xD8);
+  __m256i e, r;
+  split_bf16_32(src, &e, &r);
   _mm256_storeu_si256((__m256i*)rest, r);
 
   const __m256i c1 = lookup_codes_plus1<NN>(e, luts, nibs, n_nib);  // code + 1, or 0 for an escape
