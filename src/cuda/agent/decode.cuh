@@ -97,17 +97,6 @@ struct StageSrc {
   const uint8_t* codes;
 };
 
-// Whether the 16-byte blocks covering [g, g + len) lie inside [lo, hi).
-SZ_DEV bool hull_inside(const uint8_t* g, uint64_t len, const uint8_t* lo, const uint8_t* hi) {
-  const uintptr_t a = (uintptr_t)g;
-  return (a & ~(uintptr_t)15) >= (uintptr_t)lo && ((a + len + 15) & ~(uintptr_t)15) <= (uintptr_t)hi;
-}
-// The bulk copy of the 16-byte blocks covering [g, g + len) to s (which stands for g's block).
-SZ_DEV BulkRange hull_copy(uint8_t* s, const uint8_t* g, uint32_t len) {
-  const uintptr_t a = (uintptr_t)g, a0 = a & ~(uintptr_t)15;
-  return BulkRange{g - (a - a0), s, len ? (uint32_t)(((a + len + 15) & ~(uintptr_t)15) - a0) : 0u};
-}
-
 // Chunk c from its index entries (prev: chunk c - 1's, 0 for c = 0) against §4.3 and §4.5.
 template <int DT, int K>
 SZ_DEV ChunkInfo chunk_info(const Header& h, uint64_t c, uint64_t prev, uint64_t cur) {

@@ -272,16 +272,17 @@ SZ_NOINLINE void emit_record(const EncodeArgs& a, uint8_t* ring, uint8_t* rec, c
 // A chunk whose rounds are done and whose record size is published, but whose record is not placed yet.
 struct Pending {
   uint64_t c;
-  uint64_t acc;  // the lane's checksum accumulator after the chunk's rounds
-  uint32_t X;    // escapes
-  uint32_t rec;  // its record area (0 or 1)
+  uint64_t acc;   // the lane's checksum accumulator after the chunk's rounds
+  uint32_t X;     // escapes
+  uint32_t rec;   // its record area (0 or 1)
+  bool in_area;   // the coded record is complete in its area (else the second pass emits it)
 };
 
 // The chunk shape that encode_rounds and finish_chunk both derive from the chunk id.
 template <int DT, int K>
 struct ChunkShape {
   uint64_t first, in0;
-  uint32_t Lc, CB, NR, Gn, G, cap, scap;
+  uint32_t Lc, CB, NR, Gn, G, cap, scap, ch0;  // ch0: the channel of the chunk's value 0 (channel windows)
   bool staged;
   SZ_DEV ChunkShape(const EncodeArgs& a, uint64_t c) {
     using T = Dt<DT>;
@@ -293,17 +294,23 @@ struct ChunkShape {
     Gn = (Lc + 7) / 8;
     G = Gn * K;
     cap = Gn * (T::E - K) / 3;
-    // Escapes a record area holds: the codes take G of its bytes, so a smaller k leaves room for more.
-    const uint32_t room = (EncodePolicy::kRecordBytes - 64u - G) / 3u;
-    scap = cap < room ? cap : room;
     staged = S <= EncodePolicy::kStagedValues;
+    // Escapes a record area holds: the codes take G of its bytes, so a smaller k leaves room for more.
+    const uint32_t room = staged ? (EncodePolicy::kRecordBytes - 64u - G) / 3u : 0u;
+    scap = cap < room ? cap : room;
     in0 = first * (T::W / 8);
+    ch0 = a.ch.bases ? (uint32_t)(first % a.ch.period) : 0;
   }
   // Whether the record is the raw one (§4.7: same as G + 3 X > Gn E), and whether the coded record is complete in a
   // record area (else the second pass emits it).
   SZ_DEV bool raw(uint32_t X) const { return X > cap; }
   SZ_DEV bool in_area(uint32_t X) const { return !raw(X) && staged && X <= scap; }
   SZ_DEV uint32_t size(uint32_t X) const { return raw(X) ? Gn * Dt<DT>::E : G + 3 * X; }
+  // Record area i of a warp's area: the codes, then the escape positions; the escapes' exponents at exps(rec).
+  SZ_DEV static uint8_t* record(uint8_t* area, uint32_t i) {
+    return area + EncodeShape<DT>::kRecordsOff + i * EncodePolicy::kRecordBytes;
+  }
+  SZ_DEV uint8_t* exps(uint8_t* rec) const { return rec + ((G + 2 * scap + 3) & ~3u); }
 };
 
 // The rounds of chunk c: rest fields to the frame, codes and escapes into record area rec_i, the checksum's
@@ -324,14 +331,14 @@ SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint
   const bool cks = (a.flags & layout::kFlagChecksums) != 0, hash_rounds = cks && hashed_in_rounds(CB);
   uint8_t* const ring = area;
   uint8_t* const rstage = ring + P::kRing * kRoundBytes;
-  uint8_t* const rec = area + EncodeShape<DT>::kRecordsOff + rec_i * P::kRecordBytes;
-  uint8_t* const sexp = rec + ((G + 2 * scap + 3) & ~3u);
-  const uint32_t cs = a.ch.bases ? (uint32_t)(first % a.ch.period) : 0;  // the channel of the chunk's value 0
+  uint8_t* const rec = shape.record(area, rec_i);
+  uint8_t* const sexp = shape.exps(rec);
+  const uint32_t cs = shape.ch0;
   uint8_t* const rest_dst = a.dst + a.rest_off + first / 8 * T::R;
   // A lane's rest fields go straight to the frame when they are whole 16-byte pieces there (the usual case).
   constexpr bool kRest16 = L::kRestBytes % 16 == 0;
   const bool rest16 = kRest16 && (((uintptr_t)rest_dst & 15u) == 0);
-  simt::Word128* const state = reinterpret_cast<simt::Word128*>(reinterpret_cast<uint8_t*>(a.ws) + sizeof(WsHeader));
+  simt::Word128* const state = ws_states(a.ws);
 
   const uint32_t pre = NR < (uint32_t)P::kRing ? NR : (uint32_t)P::kRing;
   for (uint32_t r = 0; r < pre; ++r) {
@@ -408,7 +415,7 @@ SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint
 
   // ---- mode, size, publish ----
   publish(state, c, tag, c == 0 ? kFlagInclusive : kFlagAggregate, shape.size(X));
-  return Pending{c, hs.acc, X, rec_i};
+  return Pending{c, hs.acc, X, rec_i, shape.in_area(X)};
 }
 
 // The rest of chunk p.c: its offset (the look-back), its record out (from its record area, or by the second pass,
@@ -416,8 +423,6 @@ SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint
 template <int DT, int K>
 SZ_DEV void finish_chunk(const EncodeArgs& a, const Pending& p, uint64_t tag, uint8_t* area, const uint8_t* tab,
                          const XxhKeys& keys) {
-  using T = Dt<DT>;
-  using P = EncodePolicy;
   const unsigned lane = simt::lane_id();
   const uint64_t c = p.c;
   const uint32_t X = p.X;
@@ -427,9 +432,8 @@ SZ_DEV void finish_chunk(const EncodeArgs& a, const Pending& p, uint64_t tag, ui
   const uint32_t size = shape.size(X);
   const bool cks = (a.flags & layout::kFlagChecksums) != 0;
   uint8_t* const ring = area;
-  uint8_t* const rec = area + EncodeShape<DT>::kRecordsOff + p.rec * P::kRecordBytes;
-  uint8_t* const sexp = rec + ((G + 2 * shape.scap + 3) & ~3u);
-  simt::Word128* const state = reinterpret_cast<simt::Word128*>(reinterpret_cast<uint8_t*>(a.ws) + sizeof(WsHeader));
+  uint8_t* const rec = shape.record(area, p.rec);
+  simt::Word128* const state = ws_states(a.ws);
   uint64_t prefix = 0;
   if (c > 0) {
     prefix = look_back(state, c, tag);
@@ -438,13 +442,12 @@ SZ_DEV void finish_chunk(const EncodeArgs& a, const Pending& p, uint64_t tag, ui
 
   // ---- the record ----
   uint8_t* const out = a.dst + a.exp_off + prefix;
-  if (shape.in_area(X)) {
+  if (p.in_area) {
     simt::syncwarp();  // the record in shared memory is complete
     copy_out(out, rec, G + 2 * X);
-    copy_out(out + G + 2 * X, sexp, X);
+    copy_out(out + G + 2 * X, shape.exps(rec), X);
   } else {
-    const uint32_t cs = a.ch.bases ? (uint32_t)(shape.first % a.ch.period) : 0;
-    emit_record<DT, K>(a, ring, rec, tab, shape.in0, shape.Lc, out, G, X, raw, cs);
+    emit_record<DT, K>(a, ring, rec, tab, shape.in0, shape.Lc, out, G, X, raw, shape.ch0);
   }
 
   // ---- index entry, checksum, header ----
@@ -491,7 +494,7 @@ SZ_DEV void encode_warps(const EncodeArgs& a) {
   init_ring_bars(bars, EncodePolicy::kRing);
   uint32_t parity = 0;
   // The previous chunk, when its record waits in its area for the look-back (done after this chunk's rounds).
-  Pending pend{0, 0, 0, 0};
+  Pending pend{0, 0, 0, 0, false};
   bool pending = false;
   uint32_t next_rec = 0;
   for (;;) {
@@ -499,7 +502,7 @@ SZ_DEV void encode_warps(const EncodeArgs& a) {
     if (t >= a.n_chunks) break;
     const Pending q = encode_rounds<DT, K>(a, t, tag, area, next_rec, tab, my_keys, bars, &parity);
     if (pending) finish_chunk<DT, K>(a, pend, tag, area, tab, my_keys);
-    pending = ChunkShape<DT, K>(a, t).in_area(q.X);
+    pending = q.in_area;
     if (pending) {
       pend = q;
       next_rec ^= 1u;

@@ -60,6 +60,17 @@ struct BulkRange {
   uint32_t bytes;
 };
 
+// Whether the 16-byte blocks covering [g, g + len) lie inside [lo, hi).
+SZ_DEV bool hull_inside(const uint8_t* g, uint64_t len, const uint8_t* lo, const uint8_t* hi) {
+  const uintptr_t a = (uintptr_t)g;
+  return (a & ~(uintptr_t)15) >= (uintptr_t)lo && ((a + len + 15) & ~(uintptr_t)15) <= (uintptr_t)hi;
+}
+// The bulk copy of the 16-byte blocks covering [g, g + len) to s (which stands for g's block; len 0: none).
+SZ_DEV BulkRange hull_copy(uint8_t* s, const uint8_t* g, uint32_t len) {
+  const uintptr_t a = (uintptr_t)g, a0 = a & ~(uintptr_t)15;
+  return BulkRange{g - (a - a0), s, len ? (uint32_t)(((a + len + 15) & ~(uintptr_t)15) - a0) : 0u};
+}
+
 // Lane 0 initialises a ring's n mbarriers (one arrival a phase) and makes them visible to the copy engine; then
 // the warp synchronises. Once per warp and kernel.
 SZ_DEV void init_ring_bars(uint64_t* bars, int n) {
@@ -153,9 +164,7 @@ SZ_NOINLINE void stage_frame_lanes(uint8_t* s, const uint8_t* g, uint32_t len, c
   }
 }
 SZ_DEV BulkRange stage_frame(uint8_t* s, const uint8_t* g, uint32_t len, const uint8_t* lo, const uint8_t* hi) {
-  const uintptr_t ga = (uintptr_t)g, a0 = ga & ~(uintptr_t)15, a1 = (ga + len + 15) & ~(uintptr_t)15;
-  if (len > 0 && a0 >= (uintptr_t)lo && a1 <= (uintptr_t)hi)
-    return BulkRange{reinterpret_cast<const uint8_t*>(a0), s, (uint32_t)(a1 - a0)};
+  if (len > 0 && hull_inside(g, len, lo, hi)) return hull_copy(s, g, len);
   if (len > 0) stage_frame_lanes(s, g, len, lo, hi);
   return BulkRange{nullptr, s, 0};
 }

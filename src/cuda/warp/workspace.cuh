@@ -29,6 +29,11 @@ struct WsHeader {
 };
 static_assert(sizeof(WsHeader) == 64, "the workspace header is 64 bytes");
 
+// The chunks' look-back state words, after the header.
+SZ_DEV simt::Word128* ws_states(WsHeader* h) {
+  return reinterpret_cast<simt::Word128*>(reinterpret_cast<uint8_t*>(h) + sizeof(WsHeader));
+}
+
 SZ_HD uint64_t ws_check(uint64_t epoch) {
   return epoch == 0 ? 0 : (epoch * 0x9E3779B97F4A7C15ull) ^ 0x5851F42D4C957F2Dull;
 }
