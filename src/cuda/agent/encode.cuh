@@ -272,10 +272,9 @@ SZ_NOINLINE void emit_record(const EncodeArgs& a, uint8_t* ring, uint8_t* rec, c
 // A chunk whose rounds are done and whose record size is published, but whose record is not placed yet.
 struct Pending {
   uint64_t c;
-  uint64_t acc;   // the lane's checksum accumulator after the chunk's rounds
-  uint32_t X;     // escapes
-  uint32_t rec;   // its record area (0 or 1)
-  bool in_area;   // the coded record is complete in its area (else the second pass emits it)
+  uint64_t acc;  // the lane's checksum accumulator after the chunk's rounds
+  uint32_t X;    // escapes
+  uint32_t rec;  // its record area (0 or 1)
 };
 
 // The chunk shape that encode_rounds and finish_chunk both derive from the chunk id.
@@ -415,7 +414,7 @@ SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint
 
   // ---- mode, size, publish ----
   publish(state, c, tag, c == 0 ? kFlagInclusive : kFlagAggregate, shape.size(X));
-  return Pending{c, hs.acc, X, rec_i, shape.in_area(X)};
+  return Pending{c, hs.acc, X, rec_i};
 }
 
 // The rest of chunk p.c: its offset (the look-back), its record out (from its record area, or by the second pass,
@@ -442,7 +441,7 @@ SZ_DEV void finish_chunk(const EncodeArgs& a, const Pending& p, uint64_t tag, ui
 
   // ---- the record ----
   uint8_t* const out = a.dst + a.exp_off + prefix;
-  if (p.in_area) {
+  if (shape.in_area(X)) {
     simt::syncwarp();  // the record in shared memory is complete
     copy_out(out, rec, G + 2 * X);
     copy_out(out + G + 2 * X, shape.exps(rec), X);
@@ -494,7 +493,7 @@ SZ_DEV void encode_warps(const EncodeArgs& a) {
   init_ring_bars(bars, EncodePolicy::kRing);
   uint32_t parity = 0;
   // The previous chunk, when its record waits in its area for the look-back (done after this chunk's rounds).
-  Pending pend{0, 0, 0, 0, false};
+  Pending pend{0, 0, 0, 0};
   bool pending = false;
   uint32_t next_rec = 0;
   for (;;) {
@@ -502,7 +501,7 @@ SZ_DEV void encode_warps(const EncodeArgs& a) {
     if (t >= a.n_chunks) break;
     const Pending q = encode_rounds<DT, K>(a, t, tag, area, next_rec, tab, my_keys, bars, &parity);
     if (pending) finish_chunk<DT, K>(a, pend, tag, area, tab, my_keys);
-    pending = q.in_area;
+    pending = ChunkShape<DT, K>(a, t).in_area(q.X);  // derived again: a flag held through the next chunk spills
     if (pending) {
       pend = q;
       next_rec ^= 1u;
