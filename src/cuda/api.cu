@@ -15,19 +15,20 @@ using namespace splitzip::cuda;
 namespace {
 
 // The kernels live in kernels_*.cu, one translation unit per dtype (they compile in parallel).
-const void* encode_kernel_ptr(int index) {
+const void* encode_kernel_ptr(int index, bool teams) {
   int i = 0;
-#define SZ_X(D, K)                                  \
-  if (index == i) return encode_kernel_address<D, K>(); \
+#define SZ_X(D, K)                                           \
+  if (index == i) return encode_kernel_address<D, K>(teams); \
   ++i;
   SZ_CUDA_ENCODE_KERNELS(SZ_X)
 #undef SZ_X
   return nullptr;
 }
 
-// Resident CTAs per device of each kernel (index kEncodeKernels: the decoder), computed at first use.
+// Resident CTAs per device of each kernel (index kEncodeKernels: the decoder; kEncodeKernels + 1 + i: encoder i's
+// team kernel), computed at first use.
 constexpr int kMaxDevices = 64;
-std::atomic<int> g_resident[kMaxDevices][kEncodeKernels + 1];
+std::atomic<int> g_resident[kMaxDevices][2 * kEncodeKernels + 1];
 
 sz_status resident_ctas(const void* kernel, int index, size_t smem, int threads, int* ctas) {
   int dev = 0;
@@ -53,14 +54,25 @@ sz_status launch_encode(const EncodeArgs& a, cudaStream_t stream) {
   const int index = encode_kernel_index(a.dtype, a.k);
   if (index < 0) return SZ_ERROR_INTERNAL;
   const size_t smem = encode_kernel_smem(index);
-  const void* kernel = encode_kernel_ptr(index);
+  const void* kernel = encode_kernel_ptr(index, false);
   int resident = 0;
-  const sz_status s = resident_ctas(kernel, index, smem, EncodePolicy::kWarps * 32, &resident);
+  sz_status s = resident_ctas(kernel, index, smem, EncodePolicy::kWarps * 32, &resident);
   if (s != SZ_OK) return s;
-  uint64_t grid = (a.n_chunks + EncodePolicy::kWarps - 1) / EncodePolicy::kWarps;
+  EncodeArgs b = a;
+  b.team = encode_team(a.n_chunks, a.chunk_log2, layout::dtype_traits(a.dtype).value_bits / 8,
+                       (uint64_t)resident * EncodePolicy::kWarps);
+  if (b.team > 1) {  // the team kernel, when as many of its CTAs fit
+    const void* tk = encode_kernel_ptr(index, true);
+    int tres = 0;
+    s = resident_ctas(tk, kEncodeKernels + 1 + index, smem, EncodePolicy::kWarps * 32, &tres);
+    if (s != SZ_OK) return s;
+    if (tres >= resident) kernel = tk;
+    else b.team = 1;
+  }
+  uint64_t grid = (a.n_chunks * b.team + EncodePolicy::kWarps - 1) / EncodePolicy::kWarps;
   if (grid > (uint64_t)resident) grid = (uint64_t)resident;
   if (grid < 1) grid = 1;
-  void* args[] = {const_cast<EncodeArgs*>(&a)};
+  void* args[] = {&b};
   if (cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(EncodePolicy::kWarps * 32), args, smem, stream) !=
       cudaSuccess) {
     (void)cudaGetLastError();

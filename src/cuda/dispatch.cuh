@@ -108,6 +108,7 @@ inline sz_status make_encode_args(const void* d_src, const void* const* d_pages,
   }
   a->chunk_log2 = p.chunk_log2;
   a->flags = p.flags;
+  a->team = 1;  // the launcher may give few chunks teams of warps (encode_team)
   for (int i = 0; i < 16; ++i) a->codebook[i] = !book && i < cb.count ? cb.values[i] : 0;
   a->ws = (WsHeader*)d_workspace;
   a->frame_size = d_frame_size;

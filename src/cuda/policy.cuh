@@ -23,6 +23,13 @@ struct EncodePolicy {
   static constexpr uint32_t kStagedEscapes = 240;
   static constexpr uint32_t kRecordBytes = kStagedValues / 8 * 4 + 3 * kStagedEscapes + 64;  // codes (k <= 4), lists
   static constexpr uint32_t kRecords = 2;
+  // A call with few chunks gives each chunk a team of up to kMaxTeam warps of one CTA (warp m of a team takes rounds
+  // m, m + team, ...; at most kRing each, of chunks of kTeamMinRounds to kTeamRounds rounds), so that a small
+  // message is not one warp's latency through a whole chunk. Fewer rounds (FP8's 2 in a 4096-value chunk) gain
+  // less than a team's meetings cost.
+  static constexpr uint32_t kMaxTeam = 4;
+  static constexpr uint32_t kTeamMinRounds = 4;
+  static constexpr uint32_t kTeamRounds = 8;
   // Dynamic shared memory of one CTA when kMinBlocks CTAs share an SM of 228 KiB (1 KiB of each is reserved).
   static constexpr uint32_t kCtaSmemLimit = (228u * 1024u - kMinBlocks * 1024u) / kMinBlocks;
 };
@@ -35,6 +42,13 @@ struct DecodePolicy {
   static constexpr int kMinBlocks = 2;
   static constexpr int kRing = 3;
   static constexpr uint32_t kEscapeCap = 512;  // escapes of a chunk staged in shared memory; more are read in place
+  // A call with few chunks gives each chunk a team of up to kMaxTeam warps of one CTA (warp m of a team takes
+  // rounds m, m + team, ...), so that a small message is not one warp's latency through a whole chunk; a team needs
+  // chunks of kTeamMinRounds to kTeamRounds rounds (their checksum sums wait in shared memory for the chain).
+  static constexpr uint32_t kMaxTeam = 4;
+  static constexpr uint32_t kTeamMinRounds = 4;
+  static constexpr uint32_t kTeamRounds = 8;
+  static constexpr uint32_t kCtaSmemLimit = (228u * 1024u - kMinBlocks * 1024u) / kMinBlocks;
 };
 
 }  // namespace cuda

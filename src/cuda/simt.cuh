@@ -64,6 +64,17 @@ SZ_DEV unsigned ballot(bool p) { return __ballot_sync(kFull, p); }
 SZ_DEV bool any(bool p) { return __any_sync(kFull, p) != 0; }
 SZ_DEV void syncwarp() { __syncwarp(); }
 SZ_DEV void syncthreads() { __syncthreads(); }
+// Barrier `id` (1..15; 0 is __syncthreads) over `threads` threads of the block (whole warps), returning whether p held
+// in any of them: the warps of a team meet here once per chunk.
+SZ_DEV bool barrier_or(unsigned id, unsigned threads, bool p) {
+  unsigned r;
+  asm volatile(
+      "{\n .reg .pred q;\n setp.ne.u32 q, %1, 0;\n bar.red.or.pred q, %2, %3, q;\n selp.u32 %0, 1, 0, q;\n}"
+      : "=r"(r)
+      : "r"((unsigned)p), "r"(id), "r"(threads)
+      : "memory");
+  return r != 0;
+}
 
 SZ_DEV int popc(uint32_t v) { return __popc(v); }
 SZ_DEV int popc64(uint64_t v) { return __popcll(v); }
@@ -208,6 +219,9 @@ inline void syncwarp(int line = __builtin_LINE()) {
   simt_emu::warp_exchange(0, line, all);
 }
 inline void syncthreads(int line = __builtin_LINE()) { simt_emu::block_barrier(line); }
+inline bool barrier_or(unsigned id, unsigned threads, bool p, int line = __builtin_LINE()) {
+  return simt_emu::named_barrier_or(id, threads, p, line);
+}
 
 inline int popc(uint32_t v) { return __builtin_popcount(v); }
 inline int popc64(uint64_t v) { return __builtin_popcountll(v); }

@@ -28,7 +28,8 @@ constexpr unsigned kMaxGrid = 3;  // CTAs per emulated launch: enough warps to c
 using EncodeRunner = void (*)(const EncodeArgs&);
 template <int D, int K>
 void run_encode(const EncodeArgs& a) {
-  encode_warps<D, K>(a);
+  if (a.team > 1) encode_warps<D, K, true>(a);
+  else encode_warps<D, K, false>(a);
 }
 const EncodeRunner kEncodeRunners[kEncodeKernels] = {
 #define SZ_X(D, K) run_encode<D, K>,
@@ -61,7 +62,9 @@ std::vector<uint8_t> emu_compress(const std::vector<uint8_t>& data, uint64_t n, 
   if (*status != SZ_OK) return {};
   const int idx = encode_kernel_index(a.dtype, a.k);
   EXPECT_GE(idx, 0);
-  uint64_t grid = (a.n_chunks + EncodePolicy::kWarps - 1) / EncodePolicy::kWarps;
+  a.team = encode_team(a.n_chunks, a.chunk_log2, layout::dtype_traits(a.dtype).value_bits / 8,
+                       (uint64_t)kMaxGrid * EncodePolicy::kWarps);
+  uint64_t grid = (a.n_chunks * a.team + EncodePolicy::kWarps - 1) / EncodePolicy::kWarps;
   grid = grid < 1 ? 1 : (grid > kMaxGrid ? kMaxGrid : grid);
   const char* why = nullptr;
   const bool ok = simt_emu::launch((unsigned)grid, EncodePolicy::kWarps * 32, encode_kernel_smem(idx),

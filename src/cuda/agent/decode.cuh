@@ -1,5 +1,5 @@
-// agent/decode.cuh — the decoder of docs/FORMAT.md §4 on a GPU: one warp decodes one chunk, in one pass, and
-// validates everything it reads.
+// agent/decode.cuh — the decoder of docs/FORMAT.md §4 on a GPU: one warp (or, for few chunks, a team of warps)
+// decodes one chunk, in one pass, and validates everything it reads.
 //
 // The host does not read the frame: every CTA parses and checks the header itself (§4.1, in the spec's order) and
 // dispatches on its dtype and code width. Chunks are dealt to warps statically (warp w: chunks w, w + all warps,
@@ -46,11 +46,16 @@ struct DecodeShared {
   Span dst;     // the output as a Span (page sizes in bytes need the frame's dtype)
   Channels ch;  // version 2: the frame's tensor's bases; bases == nullptr for version 1
   int32_t err;  // frame-level status (header, sizes, book): the same in every CTA
+  uint32_t team;  // warps per chunk (1, 2 or 4; DecodePolicy::kMaxTeam), the same in every CTA
+  uint64_t ctas;  // the CTAs that take part: the first ceil(chunks x team / warps per CTA) of the grid
   uint8_t in_cb[256];
   uint32_t pair[256];
   // The lanes' checksum keys: read from here in each round rather than held in registers for the whole call (14
   // registers a lane that the decoder's round loop needs; 56-byte entries, so a warp's 8-byte reads are conflict-free).
   XxhKeys keys[32];
+  // A team's checksum sums of its chunk's rounds, chained once the team has met (by chunk parity, team of the CTA,
+  // round and accumulator).
+  XxhSums sums[2][DecodePolicy::kWarps / 2][DecodePolicy::kTeamRounds][8];
 };
 
 // A ring slot: a round's rest fields, then its codes or raw exponent fields, each at the phase of its source, with
@@ -74,6 +79,7 @@ constexpr uint32_t kDecWarpBytes =
     DecodePolicy::kRing * kDecSlot + 2 * kDecEscBytes + kRoundBytes + kDecInfoBytes + kDecBarBytes;
 static_assert(kDecWarpBytes % 16 == 0, "warp areas stay 16-byte aligned");
 constexpr size_t decode_smem_bytes() { return kDecSharedBytes + (size_t)DecodePolicy::kWarps * kDecWarpBytes; }
+static_assert(decode_smem_bytes() <= DecodePolicy::kCtaSmemLimit, "kMinBlocks decoder CTAs fit an SM");
 
 SZ_DEV void report(WsHeader* ws, sz_status s) {
   if (simt::lane_id() == 0) simt::atomic_cas(&ws->err, 0, (uint64_t)s);
@@ -154,9 +160,11 @@ SZ_DEV uint32_t bits_at(const uint8_t* p, uint32_t bit, uint32_t width) {
   return (v >> (bit % 8)) & ((1u << width) - 1u);
 }
 
-// Out of line: each (dtype, k) gets its own register allocation rather than the union of all of them.
-template <int DT, int K>
-SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint8_t* area) {
+// Out of line: each (dtype, k) gets its own register allocation rather than the union of all of them. kTeams: the
+// call gives chunks teams of warps (sh.team > 1); the other instance is the one-warp-per-chunk code of large calls,
+// with no trace of the teams.
+template <int DT, int K, bool kTeams>
+SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* area) {
   using T = Dt<DT>;
   using L = Lane<DT>;
   using P = DecodePolicy;
@@ -164,12 +172,14 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
   constexpr uint32_t kCodeWords = (NG * K + 3) / 4 + 1, kRawWords = VL * T::E / 32;
   const Header& h = sh.h;
   const unsigned lane = simt::lane_id();
-  // The CTAs that take part (decode_warps): the first ceil(chunks / warps per CTA) of the grid.
+  // Teams of NT warps of a CTA (decode_warps chose NT): team tm takes chunks tm, tm + teams, ...; its warp m takes
+  // rounds m, m + NT, ... of each. With NT = 1 a warp takes whole chunks and chains their checksums as it goes.
   const uint64_t per_cta = simt::block_threads() / 32;
-  uint64_t ctas = (h.n_chunks + per_cta - 1) / per_cta;
-  if (ctas > simt::grid_blocks()) ctas = simt::grid_blocks();
-  const uint64_t W = ctas * per_cta, gw = (uint64_t)simt::block_id() * per_cta + simt::warp_id();
-  if (gw >= h.n_chunks) return;
+  const uint32_t NT = kTeams ? sh.team : 1u;
+  const uint64_t teams = sh.ctas * per_cta / NT, gw = (uint64_t)simt::block_id() * per_cta + simt::warp_id();
+  const uint64_t tm = gw / NT;
+  const uint32_t m = (uint32_t)(gw % NT), tl = simt::warp_id() / NT;  // tl: the team's index in its CTA
+  if (tm >= h.n_chunks) return;
   uint8_t* const ring = area;
   uint8_t* const escb = ring + P::kRing * kDecSlot;
   uint8_t* const ostage = escb + 2 * kDecEscBytes;
@@ -210,13 +220,13 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
            hull_inside(codes, (uint64_t)Gn * B + lists, lo(), hi());
   };
   uint64_t e_prev, e_cur, n_prev = 0, n_cur = 0;
-  entries(gw, &e_prev, &e_cur);
-  ChunkInfo pinfo = chunk_info<DT, K>(h, gw, e_prev, e_cur);
+  entries(tm, &e_prev, &e_cur);
+  ChunkInfo pinfo = chunk_info<DT, K>(h, tm, e_prev, e_cur);
   bool pinside = begin_chunk(pinfo);
   if (lane == 0) infos[0] = pinfo;
-  if (gw + W < h.n_chunks) entries(gw + W, &n_prev, &n_cur);  // in flight until the producer gets there
+  if (tm + teams < h.n_chunks) entries(tm + teams, &n_prev, &n_cur);  // in flight until the producer gets there
   uint64_t pj = 0;
-  uint32_t pr = 0, staged = 0, consumed = 0, pslot = 0, cslot = 0, cphase = 0;
+  uint32_t pr = m, staged = 0, consumed = 0, pslot = 0, cslot = 0, cphase = 0;
   auto consume = [&] {  // the consumer is done with slot cslot
     ++consumed;
     if (++cslot == (uint32_t)P::kRing) {
@@ -224,13 +234,13 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
       cphase ^= 1u;
     }
   };
-  // Round r of chunk ci into ring slot si (and, with its first round, the chunk's escape lists into ebuf): what
-  // lies inside the frame buffer by bulk copies completing on the slot's mbarrier, the rest by the lanes.
+  // Round r of chunk ci into ring slot si (and, with the warp's first round of it, the chunk's escape lists into
+  // ebuf): what lies inside the frame buffer by bulk copies completing on the slot's mbarrier, the rest by the lanes.
   auto stage = [&](const ChunkInfo& ci, uint32_t r, uint32_t si, uint8_t* ebuf) {
     uint8_t* const slot = ring + si * kDecSlot;
     const uint32_t rvals = ci.L - r * VR < VR ? ci.L - r * VR : VR, groups = (rvals + 7) / 8;
     const uint32_t B = ci.raw ? (uint32_t)T::E : (uint32_t)K;
-    const bool esc = r == 0 && !ci.raw && ci.X > 0 && ci.X <= P::kEscapeCap;
+    const bool esc = r == m && !ci.raw && ci.X > 0 && ci.X <= P::kEscapeCap;
     if (pinside) {
       if (lane == 0) {
         const StageSrc src = *psrc;
@@ -256,29 +266,30 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
   };
   auto produce = [&](uint64_t cj) {
     while (staged - consumed < (uint32_t)P::kRing && pinfo.ok) {
-      if (pr == pinfo.NR) {
-        const uint64_t nc = gw + (pj + 1) * W;
+      if (pr >= pinfo.NR) {  // a team's warp may have no round in a short last chunk
+        const uint64_t nc = tm + (pj + 1) * teams;
         if (pj >= cj + 1 || nc >= h.n_chunks) break;
         pinfo = chunk_info<DT, K>(h, nc, n_prev, n_cur);
         pinside = begin_chunk(pinfo);
         ++pj;
-        pr = 0;
+        pr = m;
         if (lane == 0) infos[pj & 1] = pinfo;
-        if (nc + W < h.n_chunks) entries(nc + W, &n_prev, &n_cur);
-        if (!pinfo.ok) break;
+        if (nc + teams < h.n_chunks) entries(nc + teams, &n_prev, &n_cur);
+        if (!pinfo.ok || pr >= pinfo.NR) continue;
       }
       stage(pinfo, pr, pslot, escb + (pj & 1) * kDecEscBytes);
       pslot = pslot + 1 == (uint32_t)P::kRing ? 0 : pslot + 1;
       ++staged;
-      ++pr;
+      pr += NT;
     }
   };
   produce(0);
 
   // ---- consumer ----
   for (uint64_t cj = 0;; ++cj) {
-    const uint64_t c = gw + cj * W;
+    const uint64_t c = tm + cj * teams;
     if (c >= h.n_chunks) break;
+    if (kTeams) produce(cj);  // a warp without a round in the previous chunk has not staged this one yet
     simt::syncwarp();  // infos[] written by lane 0
     const ChunkInfo ci = infos[cj & 1];
     if (!ci.ok) {
@@ -299,7 +310,9 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
     bool bad = false;
     uint32_t cursor = 0;
     XxhState hs = xxh_begin();
-    for (uint32_t r = 0; r < ci.NR; ++r) {
+    const bool hash_rounds = cks && hashed_in_rounds(CB);
+    XxhSums(*const sums)[8] = sh.sums[cj & 1][NT > 1 ? tl : 0];
+    for (uint32_t r = m; r < ci.NR; r += NT) {
       simt::mbar_wait(bars + cslot, cphase);
       simt::syncwarp();  // and the lanes' own staging
       const uint8_t* const slot = ring + cslot * kDecSlot;
@@ -321,10 +334,13 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
           carry = simt::shfl(p, 31);
         }
       };
-      if (r == 0 && X > 0) {
+      if (r == m && X > 0) {  // every warp of a team checks the lists it patches from
         if (staged_lists) check_lists(in_smem);
         else check_lists(in_frame);
-        if (simt::any(bad)) break;
+        if (simt::any(bad)) {
+          bad = true;
+          break;
+        }
       }
       const uint32_t rvals = ci.L - r * VR < VR ? ci.L - r * VR : VR, rb = rvals * VB;
       const uint8_t* rest_p =
@@ -380,8 +396,18 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
         }
       }
       simt::syncwarp();
-      // The round's escapes: a prefix of the remaining list (positions are sorted), 32 at a time.
+      // The round's escapes: a prefix of the remaining list (positions are sorted), 32 at a time, after those of the
+      // rounds that other warps of the team take.
       auto patch = [&](const auto& list) {
+        if (NT > 1) {
+          for (;;) {
+            const uint32_t i = cursor + lane;
+            const bool before = i < X && (list(2 * i) | (list(2 * i + 1) << 8)) < r * VR;
+            const unsigned sk = simt::ballot(before);
+            cursor += (uint32_t)simt::popc(sk);
+            if (sk != simt::kFull) break;
+          }
+        }
         const uint32_t bound = r * VR + rvals;
         for (;;) {
           const uint32_t i = cursor + lane;
@@ -409,7 +435,14 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
       }
       uint64_t plo[4], phi[4];
       lane_pieces<true>(ostage, plo, phi);
-      if (cks && hashed_in_rounds(CB)) xxh_add_round(hs, plo, phi, keys, r, ci.NR, CB);
+      if (hash_rounds) {
+        if (NT == 1) {
+          xxh_add_round(hs, plo, phi, keys, r, ci.NR, CB);
+        } else {
+          const XxhSums su = xxh_sums(plo, phi, keys, r, ci.NR, CB);
+          if ((lane & 0x14u) == 0) sums[r][xxh_acc_index(lane)] = su;  // one lane per accumulator
+        }
+      }
       const uint64_t ob = first * VB + (uint64_t)r * kRoundBytes;
       uint8_t* g;
       bool whole = rb == kRoundBytes;
@@ -434,11 +467,15 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
       consume();
       produce(cj);
     }
-    if (simt::any(bad)) {
+    // A team meets: its warps' outcomes, and their rounds' output and checksum sums visible to each other.
+    bad = NT == 1 ? simt::any(bad) : simt::barrier_or(1 + tl, 32 * NT, bad);
+    if (bad) {
       report(a.ws, SZ_ERROR_CORRUPT);
       break;
     }
     if (cks) {
+      if (NT > 1 && hash_rounds)  // every warp of the team chains the sums, so that all reach the same verdict
+        for (uint32_t r = 0; r < ci.NR; ++r) xxh_chain(hs, sums[r][xxh_acc_index(lane)], keys, r, CB);
       const uint64_t hv = chunk_hash(hs, keys, sh.dst, first * VB, CB);
       if ((uint32_t)hv != layout::load_u32(sh.src + h.checksum_off + 4 * c)) {
         report(a.ws, SZ_ERROR_CHECKSUM);
@@ -453,16 +490,21 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, const DecodeShared& sh, uint
   simt::syncwarp();
 }
 
-template <int DT>
-SZ_DEV void decode_dtype(const DecodeArgs& a, const DecodeShared& sh, uint8_t* area) {
+template <int DT, bool kTeams>
+SZ_DEV void decode_width(const DecodeArgs& a, DecodeShared& sh, uint8_t* area) {
   switch (sh.h.k) {
-    case 1: decode_chunks<DT, 1>(a, sh, area); break;
-    case 2: decode_chunks<DT, 2>(a, sh, area); break;
-    case 3: decode_chunks<DT, 3>(a, sh, area); break;
+    case 1: decode_chunks<DT, 1, kTeams>(a, sh, area); break;
+    case 2: decode_chunks<DT, 2, kTeams>(a, sh, area); break;
+    case 3: decode_chunks<DT, 3, kTeams>(a, sh, area); break;
     default:
-      if constexpr (Dt<DT>::E > 4) decode_chunks<DT, 4>(a, sh, area);
+      if constexpr (Dt<DT>::E > 4) decode_chunks<DT, 4, kTeams>(a, sh, area);
       break;
   }
+}
+template <int DT>
+SZ_DEV void decode_dtype(const DecodeArgs& a, DecodeShared& sh, uint8_t* area) {
+  if (sh.team > 1) decode_width<DT, true>(a, sh, area);
+  else decode_width<DT, false>(a, sh, area);
 }
 
 SZ_DEV void decode_warps(const DecodeArgs& a) {
@@ -496,14 +538,27 @@ SZ_DEV void decode_warps(const DecodeArgs& a) {
       if (st == SZ_OK && sh.h.n_chunks == 0 && sh.h.exp_size != 0) st = SZ_ERROR_CORRUPT;
     }
     sh.err = st;
+    // The host sizes the grid for the most chunks the buffer could hold; only the CTAs that have chunks take part
+    // (one, to report, when the header is bad), the others leave at once. Few chunks get teams of warps: the
+    // largest team (at most a full chunk's rounds) that still leaves a warp for every round of a team.
+    const uint64_t per_cta = simt::block_threads() / 32, warps = (uint64_t)simt::grid_blocks() * per_cta;
+    uint32_t team = 1;
+    if (st == SZ_OK) {
+      const uint64_t vb = layout::dtype_traits(sh.h.dtype).value_bits / 8;
+      const uint64_t nr = ((1ull << sh.h.chunk_log2) * vb + kRoundBytes - 1) / kRoundBytes;  // a full chunk's rounds
+      for (uint32_t t = DecodePolicy::kMaxTeam; t > 1 && team == 1; t /= 2)
+        if (t <= nr && nr >= DecodePolicy::kTeamMinRounds && nr <= DecodePolicy::kTeamRounds &&
+            sh.h.n_chunks * t <= warps && per_cta % t == 0)
+          team = t;
+    }
+    uint64_t ctas = st == SZ_OK ? (sh.h.n_chunks * team + per_cta - 1) / per_cta : 1;
+    if (ctas > simt::grid_blocks()) ctas = simt::grid_blocks();
+    if (ctas == 0) ctas = 1;
+    sh.team = team;
+    sh.ctas = ctas;
   }
   simt::syncthreads();
-  // The host sizes the grid for the most chunks the buffer could hold; only the CTAs that have chunks take part
-  // (one, to report, when the header is bad), the others leave at once.
-  const uint64_t per_cta = simt::block_threads() / 32;
-  uint64_t ctas = sh.err == SZ_OK ? (sh.h.n_chunks + per_cta - 1) / per_cta : 1;
-  if (ctas > simt::grid_blocks()) ctas = simt::grid_blocks();
-  if (ctas == 0) ctas = 1;
+  const uint64_t ctas = sh.ctas;
   if (simt::block_id() >= ctas) return;
   if (sh.err == SZ_OK) {
     for (unsigned i = simt::thread_id(); i < 256; i += simt::block_threads()) {

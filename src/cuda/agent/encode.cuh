@@ -13,7 +13,8 @@
 // record out (§4.5), followed by its index entry (§4.3), its checksum (§4.6) and, for the last chunk, the header. A
 // chunk whose record is raw (§4.7), or whose coded record does not fit a shared-memory record area (more than
 // EncodePolicy::kStagedValues values, or more escapes than the area holds besides the codes), is finished at once,
-// by a second pass over its input after the look-back.
+// by a second pass over its input after the look-back. A call with few chunks runs a kernel of its own in which a
+// team of warps takes each chunk, each warp some of its rounds (encode_teams).
 #pragma once
 
 #include "cuda/agent/header.cuh"
@@ -33,6 +34,7 @@ struct EncodeArgs {
   uint64_t n, n_chunks;
   uint64_t index_off, checksum_off, rest_off, exp_off;
   uint32_t dtype, k, count, chunk_log2, flags;
+  uint32_t team;  // warps per chunk (encode_team): 1, or a team kernel's team size
   uint8_t codebook[16];
   Channels ch;  // channel windows (a version 2 frame, §4.9) when ch.bases is set; then the book reference:
   uint64_t book_id;
@@ -312,31 +314,91 @@ struct ChunkShape {
   SZ_DEV uint8_t* exps(uint8_t* rec) const { return rec + ((G + 2 * scap + 3) & ~3u); }
 };
 
+// Where a chunk's rest fields go, and whether a lane's go straight to the frame as whole 16-byte pieces (the usual
+// case) rather than through the warp's rest stage.
+struct RestOut {
+  uint8_t* dst;
+  bool direct16;
+};
+template <int DT, int K>
+SZ_DEV RestOut rest_out(const EncodeArgs& a, const ChunkShape<DT, K>& shape) {
+  uint8_t* const d = a.dst + a.rest_off + shape.first / 8 * Dt<DT>::R;
+  return RestOut{d, Lane<DT>::kRestBytes % 16 == 0 && (((uintptr_t)d & 15u) == 0)};
+}
+
+// Round r of a chunk from its ring slot: the lane's rest fields to the frame (straight, or through rstage for any
+// alignment or a partial round), its codes into the record area rec (staged chunks); returns its escape mask.
+template <int DT, int K>
+SZ_DEV uint64_t encode_round(const EncodeArgs& a, const ChunkShape<DT, K>& shape, const uint8_t* slot, uint32_t r,
+                             uint8_t* rec, uint8_t* rstage, RestOut ro, const uint8_t* tab) {
+  using T = Dt<DT>;
+  using L = Lane<DT>;
+  constexpr uint32_t VL = L::kValues, NG = L::kGroups, VR = L::kRoundValues;
+  const unsigned lane = simt::lane_id();
+  const uint32_t Lc = shape.Lc;
+  const uint32_t v0 = r * VR + lane * VL;
+  const uint32_t nv = v0 >= Lc ? 0 : (Lc - v0 < VL ? Lc - v0 : VL);
+  const uint32_t rvals = Lc - r * VR < VR ? Lc - r * VR : VR;
+  const bool direct = ro.direct16 && rvals == VR;
+  uint64_t esc = 0;
+  if (nv > 0) {
+    uint32_t w[16], rest[L::kRestWords], codes[NG];
+    lane_words(slot, w);
+    lane_encode<DT, K>(a, w, tab, a.ch.bases ? (shape.ch0 + v0) % a.ch.period : 0, rest, codes, &esc);
+    if (nv < VL) mask_lane<DT, K>(nv, codes, &esc);
+    if (direct) {  // straight to the rest section, 16 bytes at a time
+      uint4* o = reinterpret_cast<uint4*>(ro.dst + (uint64_t)r * (VR / 8) * T::R + lane * L::kRestBytes);
+#pragma unroll
+      for (int i = 0; i < L::kRestWords / 4; ++i)
+        simt::st_stream16(o + i, make_uint4(rest[4 * i], rest[4 * i + 1], rest[4 * i + 2], rest[4 * i + 3]));
+    } else {
+      store_words<L::kRestWords>(rstage + lane * L::kRestBytes, rest);
+    }
+    if (shape.staged) store_codes<DT, K>(rec + v0 / 8 * K, codes, (nv + 7) / 8);
+  }
+  simt::syncwarp();
+  if (!direct)  // through the stage: any alignment, or a partial round
+    copy_out(ro.dst + (uint64_t)r * (VR / 8) * T::R, rstage, (rvals + 7) / 8 * T::R);
+  return esc;
+}
+
+// A round's escapes into the record area, in position order: the lane's (mask esc over its values from its v0)
+// from index idx on; past the area's capacity scap the chunk takes the second pass.
+template <int DT>
+SZ_DEV void put_escapes(uint64_t esc, uint32_t idx, uint32_t r, const uint8_t* slot, uint8_t* rec, uint32_t G,
+                        uint8_t* sexp, uint32_t scap) {
+  const unsigned lane = simt::lane_id();
+  const uint32_t v0 = r * Lane<DT>::kRoundValues + lane * Lane<DT>::kValues;
+  while (esc) {
+    const uint32_t j = (uint32_t)(simt::ffs64(esc) - 1);
+    esc &= esc - 1;
+    if (idx < scap) {
+      const uint32_t pos = v0 + j;
+      rec[G + 2 * idx] = (uint8_t)pos;
+      rec[G + 2 * idx + 1] = (uint8_t)(pos >> 8);
+      sexp[idx] = (uint8_t)exp_of<DT>(slot_value<DT>(slot, lane, j));
+    }
+    ++idx;
+  }
+}
+
 // The rounds of chunk c: rest fields to the frame, codes and escapes into record area rec_i, the checksum's
 // accumulator; then the record size is published (chunk 0: its inclusive prefix at once).
 // bars: the ring slots' mbarriers; bit s of *parity: the parity of slot s's next phase (kept across chunks).
 template <int DT, int K>
 SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t* area, uint32_t rec_i,
                              const uint8_t* tab, const XxhKeys& keys, uint64_t* bars, uint32_t* parity) {
-  using T = Dt<DT>;
-  using L = Lane<DT>;
   using P = EncodePolicy;
-  constexpr uint32_t VL = L::kValues, NG = L::kGroups, VR = L::kRoundValues;
-  const unsigned lane = simt::lane_id();
   const ChunkShape<DT, K> shape(a, c);
-  const uint64_t first = shape.first, in0 = shape.in0;
-  const uint32_t Lc = shape.Lc, CB = shape.CB, NR = shape.NR, G = shape.G, scap = shape.scap;
+  const uint64_t in0 = shape.in0;
+  const uint32_t CB = shape.CB, NR = shape.NR, G = shape.G, scap = shape.scap;
   const bool staged = shape.staged;
   const bool cks = (a.flags & layout::kFlagChecksums) != 0, hash_rounds = cks && hashed_in_rounds(CB);
   uint8_t* const ring = area;
   uint8_t* const rstage = ring + P::kRing * kRoundBytes;
   uint8_t* const rec = shape.record(area, rec_i);
   uint8_t* const sexp = shape.exps(rec);
-  const uint32_t cs = shape.ch0;
-  uint8_t* const rest_dst = a.dst + a.rest_off + first / 8 * T::R;
-  // A lane's rest fields go straight to the frame when they are whole 16-byte pieces there (the usual case).
-  constexpr bool kRest16 = L::kRestBytes % 16 == 0;
-  const bool rest16 = kRest16 && (((uintptr_t)rest_dst & 15u) == 0);
+  const RestOut ro = rest_out(a, shape);
   simt::Word128* const state = ws_states(a.ws);
 
   const uint32_t pre = NR < (uint32_t)P::kRing ? NR : (uint32_t)P::kRing;
@@ -361,47 +423,11 @@ SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint
       lane_pieces<false>(slot, lo, hi);
       xxh_add_round(hs, lo, hi, keys, r, NR, CB);
     }
-    const uint32_t v0 = r * VR + lane * VL;
-    const uint32_t nv = v0 >= Lc ? 0 : (Lc - v0 < VL ? Lc - v0 : VL);
-    const uint32_t rvals = Lc - r * VR < VR ? Lc - r * VR : VR;
-    const bool direct = rest16 && rvals == VR;
-    uint64_t esc = 0;
-    if (nv > 0) {
-      uint32_t w[16], rest[L::kRestWords], codes[NG];
-      lane_words(slot, w);
-      lane_encode<DT, K>(a, w, tab, a.ch.bases ? (cs + v0) % a.ch.period : 0, rest, codes, &esc);
-      if (nv < VL) mask_lane<DT, K>(nv, codes, &esc);
-      if (direct) {  // straight to the rest section, 16 bytes at a time
-        uint4* o = reinterpret_cast<uint4*>(rest_dst + (uint64_t)r * (VR / 8) * T::R + lane * L::kRestBytes);
-#pragma unroll
-        for (int i = 0; i < L::kRestWords / 4; ++i)
-          simt::st_stream16(o + i, make_uint4(rest[4 * i], rest[4 * i + 1], rest[4 * i + 2], rest[4 * i + 3]));
-      } else {
-        store_words<L::kRestWords>(rstage + lane * L::kRestBytes, rest);
-      }
-      if (staged) store_codes<DT, K>(rec + v0 / 8 * K, codes, (nv + 7) / 8);
-    }
-    simt::syncwarp();
-    if (!direct)  // through the stage: any alignment, or a partial round
-      copy_out(rest_dst + (uint64_t)r * (VR / 8) * T::R, rstage, (rvals + 7) / 8 * T::R);
-
+    const uint64_t esc = encode_round<DT, K>(a, shape, slot, r, rec, rstage, ro, tab);
     // Escapes of the round in position order: a warp scan of the lanes' counts. Past cap the chunk is raw.
     const uint32_t cnt = (uint32_t)simt::popc64(esc);
     const uint32_t incl = simt::warp_inclusive_sum(cnt);
-    if (staged) {
-      uint32_t idx = X + incl - cnt;
-      while (esc) {
-        const uint32_t j = (uint32_t)(simt::ffs64(esc) - 1);
-        esc &= esc - 1;
-        if (idx < scap) {
-          const uint32_t pos = v0 + j;
-          rec[G + 2 * idx] = (uint8_t)pos;
-          rec[G + 2 * idx + 1] = (uint8_t)(pos >> 8);
-          sexp[idx] = (uint8_t)exp_of<DT>(slot_value<DT>(slot, lane, j));
-        }
-        ++idx;
-      }
-    }
+    if (staged) put_escapes<DT>(esc, X + incl - cnt, r, slot, rec, G, sexp, scap);
     X += simt::shfl(incl, 31);
     simt::syncwarp();  // the slot and the rest stage are free again
     if (r + P::kRing < NR) {
@@ -465,8 +491,121 @@ SZ_DEV void finish_chunk(const EncodeArgs& a, const Pending& p, uint64_t tag, ui
   simt::syncwarp();  // the record area (and, after a second pass, the ring) is reused
 }
 
-// The kernel: a persistent grid; every warp takes chunks until the tickets run out.
+// Warps per chunk of an encode call of n_chunks chunks (2^chunk_log2 values of vb bytes) on `warps` resident warps
+// (the launcher's choice, EncodeArgs::team): teams of 2 or 4 warps of a CTA when the chunks are few, each warp
+// taking at most kRing rounds of a chunk of kTeamMinRounds to kTeamRounds rounds whose coded record a record area
+// stages; else 1.
+SZ_HD uint32_t encode_team(uint64_t n_chunks, uint32_t chunk_log2, uint32_t vb, uint64_t warps) {
+  using P = EncodePolicy;
+  const uint64_t S = 1ull << chunk_log2, nr = (S * vb + kRoundBytes - 1) / kRoundBytes;
+  if (S > P::kStagedValues || nr > P::kTeamRounds || nr < P::kTeamMinRounds) return 1;
+  for (uint32_t t = P::kMaxTeam; t > 1; t /= 2)
+    if (t <= nr && (nr + t - 1) / t <= (uint64_t)P::kRing && n_chunks * t <= warps && P::kWarps % t == 0) return t;
+  return 1;
+}
+
+// A team's shared state, in its lead warp's second record area (a team finishes each chunk before the next, so it
+// needs one record area): the chunk tickets (by chunk parity), the escape counts of the chunk's rounds and their
+// checksum sums.
+struct TeamScratch {
+  uint64_t ticket[2];
+  uint32_t count[EncodePolicy::kTeamRounds];
+  XxhSums sums[EncodePolicy::kTeamRounds][8];
+};
+static_assert(sizeof(TeamScratch) <= EncodePolicy::kRecordBytes, "a team's scratch fits a record area");
+
+// The kernel's loop for few chunks (encode_team > 1): a team of NT warps of a CTA takes each chunk; warp m stages
+// and encodes rounds m, m + NT, ... (at most kRing: all stay in its ring), its rest fields and codes to their
+// places. At a first meeting each warp learns the escape counts of the rounds before its own and then writes its
+// escapes into the record; after a second the lead warp (m = 0) publishes the record size, chains the rounds'
+// checksum sums and finishes the chunk (finish_chunk: look-back, copy-out, index, checksum, header) while the others
+// wait for its next ticket.
 template <int DT, int K>
+SZ_DEV void encode_teams(const EncodeArgs& a, uint64_t tag, uint32_t NT, uint8_t* area, const uint8_t* tab,
+                              const XxhKeys& keys, uint64_t* bars) {
+  using P = EncodePolicy;
+  const unsigned lane = simt::lane_id();
+  const uint32_t m = simt::warp_id() % NT, bar_id = 1 + simt::warp_id() / NT;
+  uint8_t* const lead = area - (size_t)m * EncodeShape<DT>::kWarpBytes;
+  TeamScratch* const ts = reinterpret_cast<TeamScratch*>(ChunkShape<DT, K>::record(lead, 1));
+  uint8_t* const ring = area;
+  uint8_t* const rstage = ring + P::kRing * kRoundBytes;
+  const bool cks = (a.flags & layout::kFlagChecksums) != 0;
+  uint32_t parity = 0;
+  for (uint32_t cj = 0;; ++cj) {
+    if (m == 0 && lane == 0) ts->ticket[cj & 1] = simt::atomic_add(&a.ws->tickets, 1);
+    simt::barrier_or(bar_id, 32 * NT, false);  // the ticket; and the lead warp is done with the previous record
+    const uint64_t c = ts->ticket[cj & 1];
+    if (c >= a.n_chunks) break;
+    const ChunkShape<DT, K> shape(a, c);
+    const uint32_t CB = shape.CB, NR = shape.NR;
+    const bool hash_rounds = cks && hashed_in_rounds(CB);
+    uint8_t* const rec = shape.record(lead, 0);
+    const RestOut ro = rest_out(a, shape);
+    const uint32_t mine = m < NR ? (NR - m + NT - 1) / NT : 0;  // this warp's rounds: m + NT i, i < mine
+    for (uint32_t i = 0; i < mine; ++i) {
+      const uint32_t r = m + NT * i, rb = CB - r * kRoundBytes < kRoundBytes ? CB - r * kRoundBytes : kRoundBytes;
+      stage_round(ring + i * kRoundBytes, a.src, shape.in0 + (uint64_t)r * kRoundBytes, rb, bars + i);
+      simt::cp_async_commit();
+    }
+    uint64_t esc[P::kRing];
+    uint32_t incl[P::kRing];
+#pragma unroll
+    for (uint32_t i = 0; i < (uint32_t)P::kRing; ++i) {
+      esc[i] = 0;
+      incl[i] = 0;
+      if (i < mine) {
+        const uint32_t r = m + NT * i;
+        cp_wait_pending(mine - 1 - i);
+        simt::mbar_wait(bars + i, (parity >> i) & 1u);
+        parity ^= 1u << i;
+        simt::syncwarp();
+        const uint8_t* const slot = ring + i * kRoundBytes;
+        if (hash_rounds) {
+          uint64_t lo[4], hi[4];
+          lane_pieces<false>(slot, lo, hi);
+          const XxhSums su = xxh_sums(lo, hi, keys, r, NR, CB);
+          if ((lane & 0x14u) == 0) ts->sums[r][xxh_acc_index(lane)] = su;  // one lane per accumulator
+        }
+        esc[i] = encode_round<DT, K>(a, shape, slot, r, rec, rstage, ro, tab);
+        incl[i] = simt::warp_inclusive_sum((uint32_t)simt::popc64(esc[i]));
+        if (lane == 31) ts->count[r] = incl[i];
+      }
+    }
+    simt::barrier_or(bar_id, 32 * NT, false);  // every round's escape count
+    uint32_t X = 0;
+    for (uint32_t r = 0; r < NR; ++r) X += ts->count[r];
+#pragma unroll
+    for (uint32_t i = 0; i < (uint32_t)P::kRing; ++i) {
+      if (i < mine) {
+        const uint32_t r = m + NT * i;
+        uint32_t before = 0;
+        for (uint32_t q = 0; q < r; ++q) before += ts->count[q];
+        put_escapes<DT>(esc[i], before + incl[i] - (uint32_t)simt::popc64(esc[i]), r, ring + i * kRoundBytes, rec,
+                        shape.G, shape.exps(rec), shape.scap);
+      }
+    }
+    simt::barrier_or(bar_id, 32 * NT, false);  // the record is complete
+    if (m == 0) {
+      publish(ws_states(a.ws), c, tag, c == 0 ? kFlagInclusive : kFlagAggregate, shape.size(X));
+      XxhState hs = xxh_begin();
+      if (hash_rounds)
+        for (uint32_t r = 0; r < NR; ++r) xxh_chain(hs, ts->sums[r][xxh_acc_index(lane)], keys, r, CB);
+      finish_chunk<DT, K>(a, Pending{c, hs.acc, X, 0}, tag, lead, tab, keys);
+    }
+  }
+  // Each lead warp draws one ticket past the chunks to leave its loop and one more once its last record is out.
+  if (m == 0) {
+    const uint64_t teams = (uint64_t)simt::grid_blocks() * (simt::block_threads() / 32) / NT;
+    const uint64_t u = ws_ticket(a.ws);
+    if (u == a.n_chunks + 2 * teams - 1 && lane == 0) ws_end(a.ws, tag);
+  }
+}
+
+// The kernel: a persistent grid; every warp takes chunks until the tickets run out. kTeams: the call's chunks are
+// few (a.team > 1, which the launcher chose with encode_team) and each is taken by a team of a.team warps; a kernel
+// of its own, so that the one-warp-per-chunk kernel of large calls keeps its registers.
+template <int DT, int K, bool kTeams>
 SZ_DEV void encode_warps(const EncodeArgs& a) {
   static_assert(encode_smem_bytes<DT, K>() <= EncodePolicy::kCtaSmemLimit, "kMinBlocks CTAs fit an SM");
   uint8_t* smem = simt::dyn_smem();
@@ -474,7 +613,6 @@ SZ_DEV void encode_warps(const EncodeArgs& a) {
   uint8_t* area = smem + EncEntry<DT, K>::kTableBytes + simt::warp_id() * EncodeShape<DT>::kWarpBytes;
   build_encode_tables<DT, K>(tab, a.codebook, a.count, a.k);
   simt::syncthreads();
-  const unsigned lane = simt::lane_id();
   if (a.n_chunks == 0) {  // the header is the whole frame
     if (simt::block_id() == 0 && simt::thread_id() == 0) {
       write_frame_header(a, 0, 0);
@@ -487,33 +625,37 @@ SZ_DEV void encode_warps(const EncodeArgs& a) {
     if (simt::block_id() == 0 && simt::thread_id() == 0) *a.frame_size = 0;
     return;
   }
-  const uint64_t warps = (uint64_t)simt::grid_blocks() * (simt::block_threads() / 32);
   const XxhKeys my_keys = xxh_keys();
   uint64_t* const bars = reinterpret_cast<uint64_t*>(area + EncodeShape<DT>::kWarpBytes - EncodeShape<DT>::kBarBytes);
   init_ring_bars(bars, EncodePolicy::kRing);
-  uint32_t parity = 0;
-  // The previous chunk, when its record waits in its area for the look-back (done after this chunk's rounds).
-  Pending pend{0, 0, 0, 0};
-  bool pending = false;
-  uint32_t next_rec = 0;
-  for (;;) {
-    const uint64_t t = ws_ticket(a.ws);
-    if (t >= a.n_chunks) break;
-    const Pending q = encode_rounds<DT, K>(a, t, tag, area, next_rec, tab, my_keys, bars, &parity);
-    if (pending) finish_chunk<DT, K>(a, pend, tag, area, tab, my_keys);
-    pending = ChunkShape<DT, K>(a, t).in_area(q.X);  // derived again: a flag held through the next chunk spills
-    if (pending) {
-      pend = q;
-      next_rec ^= 1u;
-    } else {  // the second pass needs the ring now
-      finish_chunk<DT, K>(a, q, tag, area, tab, my_keys);
+  if constexpr (kTeams) {
+    encode_teams<DT, K>(a, tag, a.team, area, tab, my_keys, bars);
+  } else {
+    uint32_t parity = 0;
+    // The previous chunk, when its record waits in its area for the look-back (done after this chunk's rounds).
+    Pending pend{0, 0, 0, 0};
+    bool pending = false;
+    uint32_t next_rec = 0;
+    for (;;) {
+      const uint64_t t = ws_ticket(a.ws);
+      if (t >= a.n_chunks) break;
+      const Pending q = encode_rounds<DT, K>(a, t, tag, area, next_rec, tab, my_keys, bars, &parity);
+      if (pending) finish_chunk<DT, K>(a, pend, tag, area, tab, my_keys);
+      pending = ChunkShape<DT, K>(a, t).in_area(q.X);  // derived again: a flag held through the next chunk spills
+      if (pending) {
+        pend = q;
+        next_rec ^= 1u;
+      } else {  // the second pass needs the ring now
+        finish_chunk<DT, K>(a, q, tag, area, tab, my_keys);
+      }
     }
+    if (pending) finish_chunk<DT, K>(a, pend, tag, area, tab, my_keys);
+    // Every warp draws one ticket past the chunks to leave its loop and one more once its last record is out: the
+    // warp that draws the call's last ticket knows that no warp still uses the workspace, and resets it.
+    const uint64_t warps = (uint64_t)simt::grid_blocks() * (simt::block_threads() / 32);
+    const uint64_t u = ws_ticket(a.ws);
+    if (u == a.n_chunks + 2 * warps - 1 && simt::lane_id() == 0) ws_end(a.ws, tag);
   }
-  if (pending) finish_chunk<DT, K>(a, pend, tag, area, tab, my_keys);
-  // Every warp draws one ticket past the chunks to leave its loop and one more once its last record is out: the
-  // warp that draws the call's last ticket knows that no warp still uses the workspace, and resets it.
-  const uint64_t u = ws_ticket(a.ws);
-  if (u == a.n_chunks + 2 * warps - 1 && lane == 0) ws_end(a.ws, tag);
 }
 
 }  // namespace cuda

@@ -60,15 +60,20 @@ struct XxhState {
 };
 SZ_DEV XxhState xxh_begin() { return XxhState{xxh3::acc_init(xxh_acc_index(simt::lane_id()))}; }
 
-// Adds round r of a chunk of chunk_bytes (over 240: XXH3's long hash) from the lane's 4 pieces: piece t is bytes
-// [16 (l + 32 t), +16) of the round, as words lo[t] (bytes 0..7) and hi[t]. Stripes that are not whole inside the
-// chunk are skipped (what they hold past its end is never read). When chunk_bytes is a multiple of 64 the final
-// stripe is the chunk's last stripe and is added here with its own keys; otherwise xxh_final_stripe adds it.
-// kEdge = false: the caller knows that round r is not the chunk's last (every stripe whole, none the final one);
-// xxh_add_round picks.
+// A round's contributions to the accumulators, before the scramble chain: round r of a chunk of chunk_bytes (over
+// 240: XXH3's long hash) from the lane's 4 pieces: piece t is bytes [16 (l + 32 t), +16) of the round, as words lo[t]
+// (bytes 0..7) and hi[t]. Stripes that are not whole inside the chunk are skipped (what they hold past its end is
+// never read). When chunk_bytes is a multiple of 64 the final stripe is the chunk's last stripe and is added here
+// with its own keys; otherwise xxh_final_stripe adds it. kEdge = false: the caller knows that round r is not the
+// chunk's last (every stripe whole, none the final one); xxh_sums picks. The sums of different rounds are
+// independent, so several warps can each take some of a chunk's rounds and one chain them (xxh_chain) in order.
+struct XxhSums {
+  uint64_t a, b;  // the sums of accumulator i(l) over block 2r and over block 2r + 1
+};
+
 template <bool kEdge>
-SZ_DEV void xxh_round(XxhState& st, const uint64_t lo[4], const uint64_t hi[4], const XxhKeys& k, uint32_t r,
-                      uint32_t chunk_bytes) {
+SZ_DEV XxhSums xxh_round_sums(const uint64_t lo[4], const uint64_t hi[4], const XxhKeys& k, uint32_t r,
+                              uint32_t chunk_bytes) {
   const unsigned lane = simt::lane_id();
   const uint32_t stripes = chunk_bytes / 64;
   const bool fold = chunk_bytes % 64 == 0;
@@ -99,19 +104,28 @@ SZ_DEV void xxh_round(XxhState& st, const uint64_t lo[4], const uint64_t hi[4], 
   v += simt::shfl_xor(odd ? keep0 : keep1, 8);
   v += simt::shfl_xor(v, 4);
   const uint64_t other = simt::shfl_xor(v, 16);
-  const uint64_t sa = hi16 ? other : v, sb = hi16 ? v : other;
+  return XxhSums{hi16 ? other : v, hi16 ? v : other};
+}
+
+// Round r's sums into the accumulator: the sequential part (a scramble after each full block but the last).
+SZ_DEV void xxh_chain(XxhState& st, XxhSums s, const XxhKeys& k, uint32_t r, uint32_t chunk_bytes) {
   const uint32_t scrambled = (chunk_bytes - 1) / 1024;  // blocks followed by a scramble
-  st.acc += sa;
+  st.acc += s.a;
   if (2 * r < scrambled) st.acc = xxh3::scramble(st.acc, k.scr);
-  st.acc += sb;
+  st.acc += s.b;
   if (2 * r + 1 < scrambled) st.acc = xxh3::scramble(st.acc, k.scr);
 }
 
-// Round r of a chunk of `rounds` rounds: the last-stripe and partial-stripe logic only in its last round.
+// Round r of a chunk of `rounds` rounds (its sums): the last-stripe and partial-stripe logic only in its last round.
+SZ_DEV XxhSums xxh_sums(const uint64_t lo[4], const uint64_t hi[4], const XxhKeys& k, uint32_t r, uint32_t rounds,
+                        uint32_t chunk_bytes) {
+  if (r + 1 < rounds) return xxh_round_sums<false>(lo, hi, k, r, chunk_bytes);
+  return xxh_round_sums<true>(lo, hi, k, r, chunk_bytes);
+}
+// Adds round r when the warp sees the chunk's rounds in order.
 SZ_DEV void xxh_add_round(XxhState& st, const uint64_t lo[4], const uint64_t hi[4], const XxhKeys& k, uint32_t r,
                           uint32_t rounds, uint32_t chunk_bytes) {
-  if (r + 1 < rounds) xxh_round<false>(st, lo, hi, k, r, chunk_bytes);
-  else xxh_round<true>(st, lo, hi, k, r, chunk_bytes);
+  xxh_chain(st, xxh_sums(lo, hi, k, r, rounds, chunk_bytes), k, r, chunk_bytes);
 }
 
 // The final stripe, bytes [len - 64, len), of a chunk whose length is not a multiple of 64 (it straddles two

@@ -46,6 +46,13 @@ struct Warp {
   int exited = 0;
 };
 
+struct Named {
+  unsigned arrived = 0, threads = 0;
+  int line = 0;
+  uint64_t gen = 0;
+  bool acc = false, result[2] = {false, false};
+};
+
 struct Block {
   std::vector<uint8_t> smem;
   int arrived = 0;
@@ -53,6 +60,7 @@ struct Block {
   uint64_t gen = 0;
   int threads = 0;
   int exited = 0;
+  Named named[16];
 };
 
 // An mbarrier of the emulated shared memory (keyed by its address): arrivals and announced bytes of the current
@@ -168,6 +176,34 @@ void block_barrier(int line) {
   } else {
     while (b->gen == g && !g_sched->failed) to_scheduler();
   }
+}
+
+bool named_barrier_or(unsigned id, unsigned threads, bool p, int line) {
+  Fiber* f = g_sched->cur;
+  Block* b = f->block;
+  if (id == 0 || id > 15 || threads == 0 || threads % 32 != 0 || threads > (unsigned)b->threads)
+    fail("bad named barrier " + std::to_string(id) + " of " + std::to_string(threads) + " threads at line " +
+         std::to_string(line));
+  Named& nb = b->named[id];
+  if (nb.arrived == 0) {
+    nb.line = line;
+    nb.threads = threads;
+    nb.acc = false;
+  } else if (nb.line != line || nb.threads != threads) {
+    fail("divergent named barrier " + std::to_string(id) + " at lines " + std::to_string(line) + " and " +
+         std::to_string(nb.line));
+  }
+  nb.acc = nb.acc || p;
+  const uint64_t g = nb.gen;
+  if (++nb.arrived == nb.threads) {
+    nb.result[g & 1] = nb.acc;
+    nb.arrived = 0;
+    nb.gen++;
+    progress();
+  } else {
+    while (nb.gen == g && !g_sched->failed) to_scheduler();
+  }
+  return nb.result[g & 1];
 }
 
 void yield() { to_scheduler(); }

@@ -29,6 +29,9 @@ Ctx& ctx();
 void warp_exchange(uint64_t v, int line, uint64_t out[32]);
 // __syncthreads over the calling fiber's block.
 void block_barrier(int line);
+// bar.red.or over barrier `id` (1..15) of the calling fiber's block: returns, once `threads` threads have arrived
+// (all from the same source line), whether any of them passed p = true.
+bool named_barrier_or(unsigned id, unsigned threads, bool p, int line);
 // Lets the other fibers run (spin loops call it).
 void yield();
 void async_copy(void* dst, const void* src, size_t n);
