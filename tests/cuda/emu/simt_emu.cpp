@@ -146,14 +146,23 @@ void* take_stack() {
   if (!g_stacks.empty()) {
     void* s = g_stacks.back();
     g_stacks.pop_back();
-#if defined(SZ_EMU_ASAN)
-    // Frames of its last fiber that never returned (its entry frame; every frame of an abandoned launch) leave their
-    // redzones poisoned.
-    __asan_unpoison_memory_region(s, kStack);
-#endif
     return s;
   }
   return mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+}
+
+// Frames that never returned (fiber_main's of a finished fiber, every frame of a fiber an abandoned launch left)
+// keep their redzones poisoned under AddressSanitizer: cleared before the stack serves another fiber. They all lie
+// above the stack pointer the fiber last saved; the frames below it returned and cleared their own.
+void release_stack(const Fiber& f) {
+#if defined(SZ_EMU_ASAN)
+  uint8_t* lo = (uint8_t*)f.stack;
+#if defined(SZ_EMU_SWITCH_STACK)
+  lo = (uint8_t*)f.sp;
+#endif
+  __asan_unpoison_memory_region(lo, (size_t)((uint8_t*)f.stack + kStack - lo));
+#endif
+  g_stacks.push_back(f.stack);
 }
 
 void fail(const std::string& msg) {
@@ -385,12 +394,13 @@ bool launch(unsigned grid, unsigned threads, size_t smem_bytes, const std::funct
   for (unsigned b = 0; b < grid; ++b) {
     blocks[b] = std::make_unique<Block>();
     // Shared memory starts as garbage, as on the GPU: code that reads bytes nobody wrote must not pass.
-    blocks[b]->smem.resize(smem_bytes + 16);
-    for (uint8_t& x : blocks[b]->smem) {
+    std::vector<uint8_t>& m = blocks[b]->smem;
+    m.resize((smem_bytes + 16 + 7) / 8 * 8);
+    for (size_t i = 0; i < m.size(); i += 8) {
       fill ^= fill << 13;
       fill ^= fill >> 7;
       fill ^= fill << 17;
-      x = (uint8_t)fill;
+      memcpy(&m[i], &fill, 8);
     }
     blocks[b]->threads = (int)threads;
   }
@@ -432,7 +442,7 @@ bool launch(unsigned grid, unsigned threads, size_t smem_bytes, const std::funct
   }
   for (auto& kv : s.bars)
     if (!kv.second.copies.empty()) fail("a block exits with bulk copies no wait received");
-  for (auto& f : fibers) g_stacks.push_back(f->stack);
+  for (auto& f : fibers) release_stack(*f);
   g_sched = nullptr;
   if (stats) stats->switches = s.switches;
   if (s.failed) {
