@@ -16,7 +16,9 @@
 
 #include "emu/simt_emu.h"
 #define SZ_DEV inline
-#define SZ_NOINLINE static
+// Out of line as on the GPU; with external linkage, so that the emulator tests compile each dtype's kernel code in
+// a TU of its own (tests/cuda/emu/kernels.h).
+#define SZ_NOINLINE inline __attribute__((noinline))
 #define SZ_KERNEL
 #define SZ_LINE_ARG , int line = __builtin_LINE()
 struct uint2 {

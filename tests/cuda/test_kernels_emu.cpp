@@ -11,8 +11,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "cuda/dispatch.cuh"
 #include "codec_cases.h"
+#include "emu/kernels.h"
 #include "emu/simt_emu.h"
 #include "test_util.h"
 
@@ -26,13 +26,8 @@ using sztest::test_values;
 constexpr unsigned kMaxGrid = 3;  // CTAs per emulated launch: enough warps to contend for tickets and look-backs
 
 using EncodeRunner = void (*)(const EncodeArgs&);
-template <int D, int K>
-void run_encode(const EncodeArgs& a) {
-  if (a.team > 1) encode_warps<D, K, true>(a);
-  else encode_warps<D, K, false>(a);
-}
 const EncodeRunner kEncodeRunners[kEncodeKernels] = {
-#define SZ_X(D, K) run_encode<D, K>,
+#define SZ_X(D, K) emu_encode<D, K>,
     SZ_CUDA_ENCODE_KERNELS(SZ_X)
 #undef SZ_X
 };

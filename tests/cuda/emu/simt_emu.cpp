@@ -1,4 +1,11 @@
 // simt_emu.cpp — the fiber scheduler behind simt_emu.h.
+//
+// A switch between fibers is a switch of stacks. On x86-64 it is simt_emu_switch_stack below: push the six callee-saved
+// registers, swap the stack pointer, pop them. Elsewhere it is swapcontext, which also saves and restores the signal
+// mask (a system call per switch) and, under AddressSanitizer, whose interceptor clears the shadow of the whole target
+// stack on every switch; with those two, switching took most of the emulated kernels' time. Either way the switches
+// tell AddressSanitizer which stack runs (its fiber annotations), so that it checks fiber stacks as it checks the
+// thread's.
 #include "simt_emu.h"
 
 #include <sys/mman.h>
@@ -10,6 +17,50 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SZ_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SZ_EMU_ASAN 1
+#endif
+#endif
+#if defined(SZ_EMU_ASAN)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+#if defined(__x86_64__) && defined(__ELF__)
+#define SZ_EMU_SWITCH_STACK 1
+// switch_stack(save, to): saves the caller's callee-saved registers on its stack and that stack pointer in *save, then
+// continues on stack `to`, which switch_stack itself (or make_stack) left in the same shape.
+extern "C" void simt_emu_switch_stack(void** save, void* to);
+asm(R"(
+  .pushsection .text
+  .p2align 4
+  .globl simt_emu_switch_stack
+  .hidden simt_emu_switch_stack
+  .type simt_emu_switch_stack, @function
+simt_emu_switch_stack:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size simt_emu_switch_stack, .-simt_emu_switch_stack
+  .popsection
+)");
+#endif
 
 namespace simt_emu {
 namespace {
@@ -26,7 +77,12 @@ struct Warp;
 struct Block;
 
 struct Fiber {
+#if defined(SZ_EMU_SWITCH_STACK)
+  void* sp = nullptr;  // saved stack pointer while switched out
+#else
   ucontext_t uc;
+#endif
+  void* fake_stack = nullptr;  // AddressSanitizer's fake stack of the fiber while switched out
   void* stack = nullptr;
   Ctx c{};
   Warp* warp = nullptr;
@@ -74,7 +130,13 @@ struct Mbar {
 
 struct Sched {
   std::map<void*, Mbar> bars;
+#if defined(SZ_EMU_SWITCH_STACK)
+  void* main_sp = nullptr;
+#else
   ucontext_t main;
+#endif
+  const void* main_stack = nullptr;  // the scheduler's stack (the thread's), as AddressSanitizer reports it
+  size_t main_stack_size = 0;
   Fiber* cur = nullptr;
   const std::function<void()>* body = nullptr;
   std::string error;
@@ -97,6 +159,20 @@ void* take_stack() {
   return mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 }
 
+// Frames that never returned (fiber_main's of a finished fiber, every frame of a fiber an abandoned launch left)
+// keep their redzones poisoned under AddressSanitizer: cleared before the stack serves another fiber. They all lie
+// above the stack pointer the fiber last saved; the frames below it returned and cleared their own.
+void release_stack(const Fiber& f) {
+#if defined(SZ_EMU_ASAN)
+  uint8_t* lo = (uint8_t*)f.stack;
+#if defined(SZ_EMU_SWITCH_STACK)
+  lo = (uint8_t*)f.sp;
+#endif
+  __asan_unpoison_memory_region(lo, (size_t)((uint8_t*)f.stack + kStack - lo));
+#endif
+  g_stacks.push_back(f.stack);
+}
+
 void fail(const std::string& msg) {
   if (!g_sched->failed) {
     g_sched->failed = true;
@@ -104,10 +180,49 @@ void fail(const std::string& msg) {
   }
 }
 
+// AddressSanitizer's fiber annotations: before a switch, the stack it goes to (fake: where to keep the leaving
+// stack's fake frames, nullptr when it is left for good); after it, on the new stack, the one it came from.
+void asan_leave(void** fake, const void* to, size_t to_size) {
+#if defined(SZ_EMU_ASAN)
+  __sanitizer_start_switch_fiber(fake, to, to_size);
+#else
+  (void)fake, (void)to, (void)to_size;
+#endif
+}
+void asan_arrived(void* fake, const void** from, size_t* from_size) {
+#if defined(SZ_EMU_ASAN)
+  __sanitizer_finish_switch_fiber(fake, from, from_size);
+#else
+  (void)fake, (void)from, (void)from_size;
+#endif
+}
+
+void switch_to_scheduler(Fiber* f) {
+#if defined(SZ_EMU_SWITCH_STACK)
+  simt_emu_switch_stack(&f->sp, g_sched->main_sp);
+#else
+  swapcontext(&f->uc, &g_sched->main);
+#endif
+}
+
 // Back to the scheduler. After a failure the launch is abandoned: its fibers are never resumed.
 void to_scheduler() {
   Fiber* f = g_sched->cur;
-  swapcontext(&f->uc, &g_sched->main);
+  asan_leave(&f->fake_stack, g_sched->main_stack, g_sched->main_stack_size);
+  switch_to_scheduler(f);
+  asan_arrived(f->fake_stack, nullptr, nullptr);
+}
+
+// From the scheduler into fiber f, until it switches back.
+void resume(Fiber* f) {
+  void* fake = nullptr;
+  asan_leave(&fake, f->stack, kStack);
+#if defined(SZ_EMU_SWITCH_STACK)
+  simt_emu_switch_stack(&g_sched->main_sp, f->sp);
+#else
+  swapcontext(&g_sched->main, &f->uc);
+#endif
+  asan_arrived(fake, nullptr, nullptr);
 }
 
 void progress() { g_sched->idle = 0; }
@@ -119,6 +234,7 @@ void apply(std::vector<Copy>& group) {
 
 void fiber_main() {
   Fiber* f = g_sched->cur;
+  asan_arrived(nullptr, &g_sched->main_stack, &g_sched->main_stack_size);
   (*g_sched->body)();
   if (!f->open.empty() || !f->groups.empty())
     fail("thread " + std::to_string(f->c.tid) + " of block " + std::to_string(f->c.bid) +
@@ -129,7 +245,28 @@ void fiber_main() {
   f->block->exited++;
   f->done = true;
   progress();
-  swapcontext(&f->uc, &g_sched->main);
+  asan_leave(nullptr, g_sched->main_stack, g_sched->main_stack_size);
+  switch_to_scheduler(f);  // never resumed
+}
+
+// A fiber that starts in fiber_main when first resumed.
+void make_context(Fiber* f) {
+#if defined(SZ_EMU_SWITCH_STACK)
+  // The stack as simt_emu_switch_stack leaves it: six saved registers (zeros; rbp = 0 ends frame-pointer walks), the
+  // address its ret goes to, and a null return address of fiber_main, which so starts with its stack pointer 8 past
+  // a multiple of 16, as after a call.
+  void** sp = (void**)(((uintptr_t)f->stack + kStack) & ~(uintptr_t)15) - 8;
+  for (int i = 0; i < 6; ++i) sp[i] = nullptr;
+  sp[6] = reinterpret_cast<void*>(&fiber_main);
+  sp[7] = nullptr;
+  f->sp = sp;
+#else
+  getcontext(&f->uc);
+  f->uc.uc_stack.ss_sp = f->stack;
+  f->uc.uc_stack.ss_size = kStack;
+  f->uc.uc_link = nullptr;
+  makecontext(&f->uc, fiber_main, 0);
+#endif
 }
 
 }  // namespace
@@ -293,12 +430,13 @@ bool launch(unsigned grid, unsigned threads, size_t smem_bytes, const std::funct
   for (unsigned b = 0; b < grid; ++b) {
     blocks[b] = std::make_unique<Block>();
     // Shared memory starts as garbage, as on the GPU: code that reads bytes nobody wrote must not pass.
-    blocks[b]->smem.resize(smem_bytes + 16);
-    for (uint8_t& x : blocks[b]->smem) {
+    std::vector<uint8_t>& m = blocks[b]->smem;
+    m.resize((smem_bytes + 16 + 7) / 8 * 8);
+    for (size_t i = 0; i < m.size(); i += 8) {
       fill ^= fill << 13;
       fill ^= fill >> 7;
       fill ^= fill << 17;
-      x = (uint8_t)fill;
+      memcpy(&m[i], &fill, 8);
     }
     blocks[b]->threads = (int)threads;
   }
@@ -311,11 +449,7 @@ bool launch(unsigned grid, unsigned threads, size_t smem_bytes, const std::funct
     f->warp = warps[i / 32].get();
     f->lane = t & 31u;
     f->stack = take_stack();
-    getcontext(&f->uc);
-    f->uc.uc_stack.ss_sp = f->stack;
-    f->uc.uc_stack.ss_size = kStack;
-    f->uc.uc_link = nullptr;
-    makecontext(&f->uc, fiber_main, 0);
+    make_context(f.get());
     fibers[i] = std::move(f);
   }
   uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -338,13 +472,13 @@ bool launch(unsigned grid, unsigned threads, size_t smem_bytes, const std::funct
         fail("no fiber makes progress (deadlock or endless spin)");
         break;
       }
-      swapcontext(&s.main, &f->uc);
+      resume(f);
       if (f->done) --live;
     }
   }
   for (auto& kv : s.bars)
     if (!kv.second.copies.empty()) fail("a block exits with bulk copies no wait received");
-  for (auto& f : fibers) g_stacks.push_back(f->stack);
+  for (auto& f : fibers) release_stack(*f);
   g_sched = nullptr;
   if (stats) stats->switches = s.switches;
   if (s.failed) {

@@ -1,10 +1,10 @@
 // simt_emu.h — a host emulator of the SIMT primitives of src/cuda/simt.cuh, so that the CUDA codec's kernels run,
 // unchanged, on a machine without a GPU (the tests compile them with SZ_SIMT_EMU).
 //
-// Every thread of a grid is a fiber (ucontext) and one scheduler runs them in a seeded random order. A warp
-// collective (shuffle, ballot, syncwarp) is a rendezvous of the 32 lanes of the warp; it fails the test if the lanes
-// arrive from different source lines (divergent collectives), if a lane exits while others wait, or if no fiber can
-// make progress (a deadlock, e.g. a look-back waiting for a chunk nobody holds). cp.async copies take their source
+// Every thread of a grid is a fiber (on a stack of its own) and one scheduler runs them in a seeded random order. A
+// warp collective (shuffle, ballot, syncwarp) is a rendezvous of the 32 lanes of the warp; it fails the test if the
+// lanes arrive from different source lines (divergent collectives), if a lane exits while others wait, or if no fiber
+// can make progress (a deadlock, e.g. a look-back waiting for a chunk nobody holds). cp.async copies take their source
 // bytes when issued and land in shared memory only when the issuing lane waits for their group, so a read before
 // the wait sees stale data, as it may on the GPU; bulk copies likewise land only when a wait on their mbarrier
 // succeeds. Atomics and fences are plain operations: the scheduler runs one fiber at a time, so the emulator checks
