@@ -56,11 +56,18 @@ def reply(obj):
     sys.stdout.flush()
 
 
-def requests():
-    """The requests on stdin, until it closes."""
+def serve(handle):
+    """Answers the requests on stdin with handle(request) until stdin closes; an exception is answered as an error
+    (the driver stops at it)."""
     for line in sys.stdin:
-        if line.strip():
-            yield json.loads(line)
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        try:
+            out = handle(req)
+        except Exception as e:
+            out = {"id": req.get("id"), "error": f"{type(e).__name__}: {e}"}
+        reply(out)
 
 
 def now():

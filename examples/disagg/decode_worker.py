@@ -65,12 +65,7 @@ def main():
     with transfer.Server(destination=destination, threads=args.threads, timeout=args.timeout,
                          max_sessions=1) as server:
         c.reply({"ready": True, "port": server.port})
-        for req in c.requests():
-            try:
-                out = decode(model, prompts, server, slots, req)
-            except Exception as e:  # reported to the driver, which stops
-                out = {"id": req.get("id"), "error": f"{type(e).__name__}: {e}"}
-            c.reply(out)
+        c.serve(lambda req: decode(model, prompts, server, slots, req))
     return 0
 
 

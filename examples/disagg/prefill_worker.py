@@ -74,12 +74,7 @@ def main():
         return 2
     prompts = c.Prompts(model)
     c.reply({"ready": True, "prompt_tokens_available": len(prompts.ids)})
-    for req in c.requests():
-        try:
-            out = prefill(model, prompts, req) if req["op"] == "prefill" else reference(model, prompts, req)
-        except Exception as e:  # reported to the driver, which stops
-            out = {"id": req.get("id"), "error": f"{type(e).__name__}: {e}"}
-        c.reply(out)
+    c.serve(lambda req: (prefill if req["op"] == "prefill" else reference)(model, prompts, req))
     return 0
 
 

@@ -179,12 +179,15 @@ def test_arguments_are_checked(kv_bits):
 
 
 def test_a_server_whose_destination_refers_to_it_is_collected():
-    class Holder:
-        pass
+    class Owner:  # owner -> server -> its destination (a bound method) -> owner
+        def __init__(self):
+            self.server = transfer.Server(destination=self.destination)
 
-    h = Holder()
-    h.server = transfer.Server(destination=lambda name, dtype, nbytes: h.server and None)
-    ref = weakref.ref(h.server)
-    del h
+        def destination(self, name, dtype, nbytes):
+            return None
+
+    owner = Owner()
+    ref = weakref.ref(owner.server)
+    del owner
     gc.collect()
     assert ref() is None
