@@ -11,15 +11,14 @@ bit-identical.
 The caches are filled with real KV values: data/kv_code_bf16_slice.bin (BF16, [8 layers, 2, 224 tokens, 4 heads, 64
 dims] from a trained Llama-style model; see data/README.md), tokens laid into blocks in order.
 
-Transfer: if a Python binding of the UCX transfer library is importable (module `splitzip_transfer`) it is named in
-the output; this version uses a plain byte copy through host memory (as a network send would), and says so.
+Transfer: a plain byte copy through host memory (as a network send would make), and the output says so;
+examples/disagg moves a real model's KV cache between two processes over the UCX transfer (splitzip.transfer).
 
     python examples/paged_kv.py                  # CPU, numpy
     python examples/paged_kv.py --device cuda    # GPU, torch
 """
 
 import argparse
-import importlib.util
 import pathlib
 import sys
 import time
@@ -73,8 +72,6 @@ def main():
         sys.exit("--request-blocks must not exceed --num-blocks")
 
     transport = "byte copy through host memory"
-    if importlib.util.find_spec("splitzip_transfer") is not None:
-        transport += " (a splitzip_transfer module exists but this example does not drive it yet)"
 
     rng = np.random.default_rng(args.seed)
     kv = load_kv()

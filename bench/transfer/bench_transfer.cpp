@@ -9,7 +9,7 @@
 // after, to show bounded memory and no leak.
 //
 // --gpu: the same with device-resident source and destination and the GPU codec (sz_cuda_*): the sender encodes
-// on CUDA streams from device memory, the receiver decodes into a device buffer (device_destination), and the
+// on CUDA streams from device memory, the receiver decodes into a device buffer (ServeOptions::destination), and the
 // messages reach UCX from device memory or through pinned host staging (--gpu-path; `auto` takes device memory when
 // the UCX build reports CUDA support). The codec-alone table is then the GPU codec per message, both synced after
 // every message on `threads` streams (what the pipeline does) and batched on one stream (the kernels' own rate).
@@ -110,7 +110,7 @@ Run transfer_once(const std::vector<tr::Tensor>& tensors, bool raw, double rate_
   if (g_gpu.on) {
     so.gpu = true;
     so.gpu_path = g_gpu.path;
-    so.device_destination = [](const std::string&, sz_dtype, uint64_t) { return g_gpu.dst; };
+    so.destination = [](const std::string&, sz_dtype, uint64_t) { return g_gpu.dst; };
   }
   so.threads = threads;
   so.timeout_s = 60;

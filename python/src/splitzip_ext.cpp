@@ -643,6 +643,10 @@ int cuda_decompress_pages(const InArray& src, const InArray& page_ptrs, uint32_t
 
 }  // namespace
 
+#ifdef SPLITZIP_PY_TRANSFER
+void register_transfer(nb::module_& parent);  // transfer_ext.cpp: the submodule _splitzip.transfer
+#endif
+
 NB_MODULE(_splitzip, m) {
   m.doc() = "Low-level binding of the splitzip C ABI; use the splitzip package instead.";
 
@@ -759,4 +763,7 @@ NB_MODULE(_splitzip, m) {
   m.def("cuda_decompress_pages", &cuda_decompress_pages, nb::arg("src").noconvert(),
         nb::arg("page_ptrs").noconvert(), nb::arg("n_pages"), nb::arg("page_values"),
         nb::arg("workspace").noconvert(), nb::arg("status").noconvert(), nb::arg("stream"));
+#ifdef SPLITZIP_PY_TRANSFER
+  register_transfer(m);
+#endif
 }

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -450,6 +451,176 @@ TEST(Transfer, CorruptedRawChunkIsDetected) {
   EXPECT_NE(r.sender, SZ_OK);
   EXPECT_FALSE(fs::exists(d.path / "layer0.kv.bf16"));
   EXPECT_TRUE(no_partial_files(d));
+}
+
+// ---- host destinations, ready gates, the emulated link -------------------------------------------------------------
+
+namespace {
+
+// Host destinations the receiver decodes into, handed out by name, and what it released.
+struct HostSink {
+  std::mutex mu;
+  std::map<std::string, std::vector<uint8_t>> mem;
+  std::map<std::string, int> released;  // name -> times released
+  std::map<std::string, bool> complete;
+  bool bad_release = false;             // a pointer released that was not handed out
+  void attach(tr::ServeOptions* so) {
+    so->destination = [this](const std::string& name, sz_dtype, uint64_t size) -> void* {
+      std::lock_guard<std::mutex> lock(mu);
+      mem[name].assign(size, 0xEE);
+      return mem[name].data();
+    };
+    so->release = [this](const std::string& name, void* data, bool done) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!mem.count(name) || mem[name].data() != data) bad_release = true;
+      ++released[name];
+      complete[name] = done;
+    };
+  }
+};
+
+}  // namespace
+
+TEST(Transfer, HostDestinationsGetTheBytesAndAreReleasedOnce) {
+  for (bool raw : {false, true}) {
+    SCOPED_TRACE(raw ? "raw" : "compressed");
+    Corpus c;
+    HostSink sink;
+    tr::ServeOptions so;
+    so.threads = 2;
+    sink.attach(&so);  // no out_dir, no discard: the destination is where the bytes go
+    Outcome o = run_session(so, c.tensors, small_chunks(raw));
+    ASSERT_EQ(o.sender, SZ_OK) << o.sender_error;
+    ASSERT_EQ(o.server, SZ_OK) << o.server_error;
+    EXPECT_FALSE(sink.bad_release);
+    for (const auto& t : c.tensors) {
+      if (t.size == 0) {
+        EXPECT_FALSE(sink.mem.count(t.name)) << "an empty tensor gets no destination";
+        continue;
+      }
+      ASSERT_TRUE(sink.mem.count(t.name)) << t.name;
+      EXPECT_EQ(memcmp(sink.mem[t.name].data(), t.data, t.size), 0) << t.name << " differs";
+      EXPECT_EQ(sink.released[t.name], 1) << t.name;
+      EXPECT_TRUE(sink.complete[t.name]) << t.name;
+    }
+    ASSERT_EQ(o.session.tensors.size(), c.tensors.size());
+    for (const auto& r : o.session.tensors) {
+      EXPECT_TRUE(r.path.empty());
+      EXPECT_EQ(r.data, r.size == 0 ? nullptr : (void*)sink.mem[r.name].data()) << r.name;
+    }
+  }
+}
+
+TEST(Transfer, DestinationsAreReleasedIncompleteWhenTheSessionFails) {
+  Corpus c;
+  HostSink sink;
+  tr::ServeOptions so;
+  sink.attach(&so);
+  tr::SendOptions o = small_chunks(false);
+  o.faults.tamper = [](uint64_t seq, uint8_t* p, size_t n) {
+    if (seq == 2 && n > 2000) p[n / 2] ^= 0x10;
+  };
+  Outcome r = run_session(so, c.tensors, o);
+  EXPECT_EQ(r.server, SZ_ERROR_CHECKSUM) << r.server_error;
+  EXPECT_FALSE(sink.bad_release);
+  ASSERT_TRUE(sink.mem.count("layer0.kv.bf16"));
+  EXPECT_EQ(sink.released["layer0.kv.bf16"], 1);
+  EXPECT_FALSE(sink.complete["layer0.kv.bf16"]);
+  for (const auto& kv : sink.mem) EXPECT_EQ(sink.released[kv.first], 1) << kv.first << ": every destination handed out";
+}
+
+// The sender reads a tensor only after the gate marked it ready: each tensor's buffer holds other bytes until its
+// producer writes the real ones just before ready(), so a sender that read early would deliver the wrong bytes.
+TEST(Transfer, GatedTensorsAreSentOnlyOnceReady) {
+  for (bool raw : {false, true}) {
+    SCOPED_TRACE(raw ? "raw" : "compressed");
+    Corpus c;
+    std::vector<std::vector<uint8_t>> bufs;
+    std::vector<tr::Tensor> tensors = c.tensors;
+    for (auto& t : tensors) {
+      bufs.emplace_back(t.size, 0x5A);
+      t.data = bufs.back().data();
+    }
+    tr::ReadyGate gate(tensors.size());
+    std::atomic<int> ready_count{0};
+    std::atomic<bool> early{false};
+    tr::SendOptions o = small_chunks(raw);
+    o.gate = &gate;
+    o.timeout_s = 1;  // shorter than the producer's pauses: waiting for it is not a stall
+    o.faults.tamper = [&](uint64_t, uint8_t*, size_t) {
+      if (ready_count.load() == 0) early = true;
+    };
+    std::thread producer([&] {
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(i == 1 ? 1500 : 100));
+        if (c.tensors[i].size) memcpy(bufs[i].data(), c.tensors[i].data, c.tensors[i].size);
+        ++ready_count;
+        EXPECT_EQ(gate.ready(i), SZ_OK);
+      }
+    });
+    TempDir d;
+    Outcome r = run_session(to_dir(d), tensors, o);
+    producer.join();
+    ASSERT_EQ(r.sender, SZ_OK) << r.sender_error;
+    ASSERT_EQ(r.server, SZ_OK) << r.server_error;
+    EXPECT_FALSE(early) << "a message went out before any tensor was ready";
+    c.expect_in(d);
+  }
+  tr::ReadyGate g(2);
+  EXPECT_EQ(g.ready(2), SZ_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(Transfer, GateFailureEndsTheSendWithTheProducersReason) {
+  Corpus c;
+  tr::ReadyGate gate(c.tensors.size());
+  tr::SendOptions o = small_chunks(false);
+  o.gate = &gate;
+  std::thread producer([&] {
+    gate.ready(0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    gate.fail("layer 3 ran out of memory");
+  });
+  tr::ServeOptions so;
+  so.discard = true;
+  Outcome r = run_session(so, c.tensors, o);
+  producer.join();
+  EXPECT_EQ(r.sender, SZ_ERROR_IO);
+  EXPECT_NE(r.sender_error.find("the producer failed: layer 3 ran out of memory"), std::string::npos) << r.sender_error;
+  EXPECT_NE(r.server, SZ_OK);
+  tr::SendOptions wrong = small_chunks(false);
+  tr::ReadyGate small(1);
+  wrong.gate = &small;
+  std::string err;
+  EXPECT_EQ(tr::send("127.0.0.1", 9, c.tensors, wrong, nullptr, &err), SZ_ERROR_INVALID_ARGUMENT) << err;
+}
+
+// A link saves up nothing while idle: a tensor that becomes ready after a pause still takes its size / rate.
+TEST(Transfer, EmulatedLinkPacesABurstAfterAnIdlePeriod) {
+  const std::vector<uint8_t>& kv = kv_slice();
+  std::vector<tr::Tensor> tensors = {{"first", SZ_DTYPE_BF16, kv.data(), 4096},
+                                     {"burst", SZ_DTYPE_BF16, kv.data(), kv.size()}};
+  tr::ReadyGate gate(tensors.size());
+  tr::SendOptions o;
+  o.raw = true;
+  o.rate_bytes_per_s = 20e6;  // the 1.8 MB burst: 92 ms on such a link
+  o.gate = &gate;
+  double t_burst = 0;
+  std::thread producer([&] {
+    gate.ready(0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // idle: 20 MB of link time unused
+    t_burst = now_s();
+    gate.ready(1);
+  });
+  tr::ServeOptions so;
+  so.discard = true;
+  Outcome r = run_session(so, tensors, o);
+  const double t_done = now_s();
+  producer.join();
+  ASSERT_EQ(r.sender, SZ_OK) << r.sender_error;
+  ASSERT_EQ(r.server, SZ_OK) << r.server_error;
+  const double ideal = (double)(kv.size() + 48) / o.rate_bytes_per_s;  // one message
+  EXPECT_GE(t_done - t_burst, 0.95 * ideal);
+  EXPECT_LT(t_done - t_burst, 0.95 * ideal + 1.0);  // paced, not stuck
 }
 
 TEST(Transfer, GarbageHandshakeIsRejected) {
@@ -1288,7 +1459,7 @@ TEST(TransferGpu, DeviceToDeviceIsBitExactBothModesBothPaths) {
       tr::ServeOptions so;
       so.gpu = true;
       so.gpu_path = path;
-      so.device_destination = sink.fn();
+      so.destination = sink.fn();
       so.threads = 2;
       so.timeout_s = 20;
       tr::SendOptions o = small_chunks(raw);

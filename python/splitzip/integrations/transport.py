@@ -8,8 +8,9 @@ reading side asks ``contains`` before it commits to loading. An object becomes v
     FileTransport("/shared/kv")  one file per object in a directory (local disk, NFS, a shared volume)
 
 Any object with the same four methods is a transport (``Transport`` is the protocol). The project's UCX transfer
-library (transfer/) has no Python binding, so the connector does not drive it; a transport over NIXL, Mooncake or
-UCX would implement these four methods over the engine's own transfer agent.
+library is in Python as ``splitzip.transfer`` (a sender streams named tensors to a server that decodes them into the
+caller's memory: examples/disagg), but it is not a store of objects by key, so no transport here wraps it yet; a
+transport over NIXL, Mooncake or UCX would implement these four methods over the engine's own transfer agent.
 """
 
 from __future__ import annotations

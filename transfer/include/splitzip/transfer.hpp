@@ -11,8 +11,13 @@
 //
 // The pipeline: the sender's codec threads encode message i+1.. while message i is on the wire, and the receiver's
 // codec threads decode and verify message i-1 meanwhile. A credit window bounds the messages in flight, so memory
-// is bounded on both sides whatever the tensor sizes. A token bucket can cap the sender's wire rate so that a
-// loopback link can emulate a slower network.
+// is bounded on both sides whatever the tensor sizes. The sender can pace its messages as a link of a given rate
+// would carry them, so that a loopback link can emulate a slower network.
+//
+// A send may begin before its tensors hold their data (ReadyGate): the handshake goes out at once and each tensor is
+// encoded and sent as soon as its producer (a model computing one layer after another) marks it ready, so encoding
+// and sending overlap the computation of the next tensors. A receiver can decode straight into memory the caller
+// owns (ServeOptions::destination), host or device.
 //
 // GPU-resident tensors (Tensor::device, ServeOptions::gpu): the codec runs on CUDA streams (splitzip_cuda.h), one per
 // codec thread, into device staging buffers of a bounded pool (one per window slot). Each message then goes to UCX
@@ -82,9 +87,43 @@ struct SendFaults {
   uint64_t announce_size = 0;
 };
 
+struct SendOptions;
+struct SendStats;
+
+/** Lets a send begin before its tensors hold their data. A producer calls ready(i) once tensor i's bytes are final;
+ *  send() (with SendOptions::gate) makes its handshake at once and encodes a tensor's messages only after that.
+ *  Messages go out in tensor order, so tensor i is sent once tensors 0..i are all ready. Every call is thread safe;
+ *  a gate serves one send. While the sender waits for the producer it is not stalled (no timeout): a producer that
+ *  gives up calls fail(), and send() then ends with SZ_ERROR_IO and that text. */
+class ReadyGate {
+ public:
+  explicit ReadyGate(size_t n_tensors);
+  ~ReadyGate();
+  ReadyGate(const ReadyGate&) = delete;
+  ReadyGate& operator=(const ReadyGate&) = delete;
+
+  size_t size() const;
+  /** Tensor `index`'s bytes are final; the sender reads them from now until send() returns. SZ_ERROR_INVALID_ARGUMENT
+   *  when index >= size(). Marking a tensor twice is harmless. */
+  sz_status ready(size_t index);
+  /** The producer failed; the send stops with SZ_ERROR_IO and "the producer failed: <why>". */
+  void fail(const std::string& why);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  friend sz_status send(const std::string&, uint16_t, const std::vector<Tensor>&, const SendOptions&, SendStats*,
+                        std::string*);
+};
+
 struct SendOptions {
   bool raw = false;                  // send the bytes uncompressed through the same path
-  double rate_bytes_per_s = 0;       // token-bucket cap of the wire rate (payload + headers); 0 = no cap
+  /** Emulated link rate in bytes per second of wire bytes (payload + headers); 0 = as fast as the transport goes.
+   *  Each message occupies the link for its size / rate, after the message before it and no earlier than it could
+   *  be sent, and is handed to the transport when its last byte would have left: an idle link saves up nothing, so
+   *  a burst after a pause takes as long as it would on a real link of this rate. */
+  double rate_bytes_per_s = 0;
   unsigned threads = 1;              // codec threads
   std::string token;                 // shared secret the receiver may require (at most 256 bytes)
   uint64_t chunk_values = 1u << 20;  // values per message
@@ -95,6 +134,9 @@ struct SendOptions {
    *  Indexed by dtype id. */
   std::vector<const sz_codebook*> codebooks;
   GpuPath gpu_path = GpuPath::kAuto;  // for device tensors
+  /** When set (caller-owned, one entry per tensor, outliving the call): tensors are sent as the gate marks them
+   *  ready; without it every tensor must hold its data when send() is called. */
+  ReadyGate* gate = nullptr;
   SendFaults faults;
 };
 
@@ -103,7 +145,8 @@ struct SendStats {
   uint64_t payload_bytes = 0;  // bytes of message payloads (frames or raw chunks)
   uint64_t wire_bytes = 0;     // payload plus message headers, handshake included
   uint64_t messages = 0;       // chunk messages
-  double seconds = 0;          // from the first chunk handed to UCX until the receiver confirmed everything
+  double seconds = 0;          // from the end of the handshake until the receiver confirmed everything (with a
+                               // gate, including the wait for the producer)
   double handshake_seconds = 0;
   double codec_seconds = 0;    // CPU time of the codec threads, summed (with the GPU: the time they waited on it)
   bool gpu = false;            // the GPU codec encoded the messages
@@ -147,14 +190,19 @@ struct ServeOptions {
   double handshake_timeout_s = 5;
   /** A session that lasts longer fails with SZ_ERROR_IO, however steadily the peer sends; 0 = no limit. */
   double max_session_seconds = 3600;
-  /** Decode on the GPU into device memory. Each tensor's destination is device memory from device_destination
+  /** Decode on the GPU into device memory. Each tensor's destination is device memory from `destination`
    *  (caller-owned, at least `size` bytes, of the current CUDA device) or, without it, a buffer the library
    *  allocates, writes to out_dir once verified (unless discard) and frees. */
   bool gpu = false;
   GpuPath gpu_path = GpuPath::kAuto;  // receive into device buffers (direct) or pinned host buffers (staged)
-  /** Called on the session's thread before a tensor's first chunk is decoded (several sessions may call it at
-   *  once); returns its device destination or NULL to refuse the transfer. With it, nothing is written to out_dir. */
-  std::function<void*(const std::string& name, sz_dtype dtype, uint64_t size)> device_destination;
+  /** Where each tensor is decoded to, in memory the caller owns: host memory, or device memory with `gpu`. Called
+   *  on the session's thread before a tensor's first chunk is decoded (several sessions may call it at once; an
+   *  empty tensor gets no call); returns at least `size` bytes, or NULL to refuse the transfer. With it, nothing is
+   *  written to out_dir, and out_dir and discard are ignored. */
+  std::function<void*(const std::string& name, sz_dtype dtype, uint64_t size)> destination;
+  /** Called on the session's thread, once for every pointer that `destination` returned, when the session has
+   *  ended (verified or failed) and will write no more to it; `complete`: every byte of the tensor verified. */
+  std::function<void(const std::string& name, void* data, bool complete)> release;
 };
 
 struct ReceivedTensor {
@@ -163,7 +211,7 @@ struct ReceivedTensor {
   uint64_t size = 0;
   std::string path;  // empty when discarded or kept on the device
   bool direct_io = false;  // written with direct I/O (ServeOptions::direct_io)
-  void* device_data = nullptr;  // the device_destination pointer (GPU receive with device_destination)
+  void* data = nullptr;  // where it was decoded to (ServeOptions::destination), else NULL
 };
 
 struct SessionStats {

@@ -10,9 +10,11 @@
 // (header, then sequence, tensor, chunk and sizes by the ChunkTracker) and handed to a codec thread, which verifies
 // the payload (the frame's checksums, or the message's XXH3 in raw mode), decodes it and writes it at its offset in
 // the tensor's temporary file (created at the tensor's first chunk with its final size and its blocks allocated,
-// see preallocate()). When every chunk of a tensor verified, the file gets its name (linked, so that
-// nothing is replaced, unless overwrite is set); on any failure temporary files are removed. Every size the peer
-// announces is checked against the ServeOptions limits (admit()) before anything is allocated.
+// see preallocate()), or, with ServeOptions::destination, decodes it straight into the caller's memory. When every
+// chunk of a tensor verified, the file gets its name (linked, so that nothing is replaced, unless overwrite is set);
+// on any failure temporary files are removed. The caller's destinations are released when the session ends, after
+// the codec threads stopped. Every size the peer announces is checked against the ServeOptions limits (admit())
+// before anything is allocated.
 //
 // With ServeOptions::gpu the slots are device buffers that UCX receives into (direct, when UCX reports CUDA memory
 // support) or pinned host buffers (staged), and a codec thread decodes each message on its own CUDA stream
@@ -72,8 +74,9 @@ struct TensorState {
   bool direct = false;  // fd writes with direct I/O
   std::string tmp_name;
   bool finished = false;
-  uint8_t* dev = nullptr;  // GPU receive: the device destination
-  gpu::Mem owned;          // ... when the library allocated it
+  uint8_t* dst = nullptr;  // where chunks are decoded to: the caller's destination, or (GPU) device memory
+  bool given = false;      // dst came from ServeOptions::destination (and is released at the end)
+  gpu::Mem owned;          // GPU receive: dst, when the library allocated it
 };
 
 // A host buffer of whole kBufferAlign blocks, starting at a multiple of kBufferAlign.
@@ -258,7 +261,7 @@ sz_status Server::open(const ServeOptions& options, std::string* error) {
     if (!gpu::available(&why)) return fail(error, SZ_ERROR_NOT_SUPPORTED, "GPU receive: " + why);
     s.cuda_device = gpu::current_device();
   }
-  if (!s.opt.discard && !(s.opt.gpu && s.opt.device_destination)) {
+  if (!s.opt.discard && !s.opt.destination) {
     if (s.opt.out_dir.empty()) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "an output directory or discard is needed");
     s.dir_fd = ::open(s.opt.out_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (s.dir_fd < 0)
@@ -307,7 +310,7 @@ void Server::Impl::handle(Conn& c) {
     Plan plan;
     st = admit(limits, hello, &plan, &why);
     if (st != SZ_OK) return refuse(st, why, true);
-    const bool files = !opt.discard && !(opt.gpu && opt.device_destination);
+    const bool files = !opt.discard && !opt.destination;
     if (files && !opt.overwrite) {
       for (const PlannedTensor& t : plan.tensors) {
         struct stat st_existing;
@@ -453,7 +456,7 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
   std::unique_ptr<CodecPool> pool;
   Ucx ucx;
   const bool use_gpu = opt.gpu;
-  const bool files = !opt.discard && !(use_gpu && opt.device_destination);  // tensors go to out_dir
+  const bool files = !opt.discard && !opt.destination;  // tensors go to out_dir
   const bool raw = plan.raw;
   bool direct = false;
   bool answered = false;  // HELLO_ACK sent: later errors go in a RESULT
@@ -468,6 +471,7 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
     return net::write_all(fd, msg.data(), msg.size(), now_s() + std::min(2.0, opt.timeout_s), &ignored);
   };
   // Tears the session down; removes every temporary file; linked (complete) tensors stay.
+  // The codec threads stop first, so that nothing writes to a destination once it is released.
   auto cleanup = [&]() {
     if (pool) pool->stop();
     for (auto& t : ts) {
@@ -476,6 +480,8 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
         t.fd = -1;
         unlinkat(S.dir_fd, t.tmp_name.c_str(), 0);
       }
+      if (t.given && opt.release) opt.release(t.name, t.dst, t.finished);
+      t.given = false;
     }
     for (auto& sl : slots) ucx.cancel(&sl.op);
   };
@@ -553,7 +559,7 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
       sl.rbuf = sl.buf.data() + kBufferAlign - proto::kHeaderSize;
       sl.cap = (size_t)(proto::kHeaderSize + max_payload);
     }
-    if (!raw)
+    if (!raw && !opt.destination)  // with a destination, frames decode in place
       for (auto& b : scratch)
         if (!b.alloc(chunk_cap * max_w)) return abort_session(SZ_ERROR_IO, "out of memory for decode buffers");
   } else {
@@ -592,7 +598,7 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
     const uint8_t* payload = sl.rbuf + proto::kHeaderSize;  // device memory when direct, else pinned host
     const size_t psize = (size_t)sl.h.payload_size;
     const size_t bytes = (size_t)(sl.n_values * t.value_bytes);
-    uint8_t* const dst = t.dev + sl.h.chunk * plan.chunk_values * t.value_bytes;
+    uint8_t* const dst = t.dst + sl.h.chunk * plan.chunk_values * t.value_bytes;
     std::string why;
     sz_status e = gpu::set_device(S.cuda_device, &why);
     const std::string where = "chunk " + std::to_string(sl.h.chunk) + " of " + t.name;
@@ -670,6 +676,8 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
     const size_t psize = (size_t)sl.h.payload_size;
     const size_t bytes = (size_t)(sl.n_values * t.value_bytes);
     const uint8_t* out = payload;
+    // With a destination, straight into the caller's memory at the chunk's offset; else into scratch for the file.
+    uint8_t* const dst = t.dst != nullptr ? t.dst + sl.h.chunk * plan.chunk_values * t.value_bytes : nullptr;
     sl.status = SZ_OK;
     if (raw) {
       if (proto::h32(payload, psize) != sl.h.payload_hash) {
@@ -677,10 +685,15 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
         sl.why = "chunk " + std::to_string(sl.h.chunk) + " of " + t.name + " failed its XXH3 check";
         return;
       }
+      if (dst != nullptr) memcpy(dst, payload, bytes);
     } else {
       sz_status fs = check_frame(payload, psize, t, sl.n_values, psize);
       size_t written = 0;
-      if (fs == SZ_OK) fs = sz_decompress(payload, psize, scratch[worker].data(), scratch[worker].size, &written, 1);
+      if (fs == SZ_OK && dst != nullptr) {
+        fs = sz_decompress(payload, psize, dst, bytes, &written, 1);
+      } else if (fs == SZ_OK) {
+        fs = sz_decompress(payload, psize, scratch[worker].data(), scratch[worker].size, &written, 1);
+      }
       if (fs == SZ_OK && written != bytes) fs = SZ_ERROR_CORRUPT;
       if (fs != SZ_OK) {
         sl.status = fs;
@@ -702,12 +715,12 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
 
   // A GPU-received tensor that goes to a file: device -> host in pieces, written at its offsets.
   auto write_from_device = [&](TensorState& t) -> bool {
-    if (t.dev == nullptr || t.size == 0) return true;
+    if (t.dst == nullptr || t.size == 0) return true;
     std::vector<uint8_t> piece((size_t)std::min<uint64_t>(t.size, (uint64_t)64 << 20));
     std::string why;
     for (uint64_t off = 0; off < t.size; off += piece.size()) {
       const size_t n = (size_t)std::min<uint64_t>(piece.size(), t.size - off);
-      if (gpu::copy(piece.data(), t.dev + off, n, &why) != SZ_OK) {
+      if (gpu::copy(piece.data(), t.dst + off, n, &why) != SZ_OK) {
         errno = EIO;
         return false;
       }
@@ -746,7 +759,7 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
     r.size = t.size;
     if (files) r.path = opt.out_dir + "/" + t.name;
     r.direct_io = t.direct;
-    if (use_gpu && opt.device_destination) r.device_data = t.dev;
+    if (t.given) r.data = t.dst;
     t.owned.reset();
     stats.tensors.push_back(r);
     return true;
@@ -809,15 +822,14 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
       TensorState& t = ts[ref.tensor];
       sl.tensor = ref.tensor;
       sl.n_values = ref.n_values;
-      if (use_gpu && t.dev == nullptr) {
-        if (opt.device_destination) {
-          t.dev = static_cast<uint8_t*>(opt.device_destination(t.name, t.dtype, t.size));
-          if (t.dev == nullptr) return abort_session(SZ_ERROR_IO, "no device destination for " + t.name);
-        } else {
-          const sz_status as = t.owned.alloc(gpu::Mem::kDevice, (size_t)t.size, &why);
-          if (as != SZ_OK) return abort_session(as, "device memory for " + t.name + ": " + why);
-          t.dev = t.owned.get();
-        }
+      if (t.dst == nullptr && opt.destination) {
+        t.dst = static_cast<uint8_t*>(opt.destination(t.name, t.dtype, t.size));
+        if (t.dst == nullptr) return abort_session(SZ_ERROR_IO, "no destination for " + t.name);
+        t.given = true;
+      } else if (t.dst == nullptr && use_gpu) {
+        const sz_status as = t.owned.alloc(gpu::Mem::kDevice, (size_t)t.size, &why);
+        if (as != SZ_OK) return abort_session(as, "device memory for " + t.name + ": " + why);
+        t.dst = t.owned.get();
       }
       if (files && t.fd < 0) {
         t.fd = openat(S.dir_fd, t.tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);

@@ -5,7 +5,9 @@
 // interface of the control connection, and CREDIT and RESULT messages keep arriving on the control connection.
 // The UCX thread owns the endpoint; `threads` codec threads encode messages into slots. Slots move
 // Free -> Encoding -> Ready -> Sending -> Free. Messages go out strictly in sequence order, only while fewer than
-// `window` messages are unconsumed by the receiver (its CREDIT messages), and only when the token bucket allows.
+// `window` messages are unconsumed by the receiver (its CREDIT messages), and, with a rate, when the emulated link
+// would have carried them. With a ReadyGate, a tensor's messages are handed to the codec threads only once the gate
+// marks it ready (the handshake and the tensors before it do not wait).
 //
 // Device tensors (Tensor::device): each codec thread owns a CUDA stream and a codec workspace; a slot owns a device
 // buffer [header | frame] and a pinned host buffer of the same size. A job compresses into the device buffer
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <mutex>
 #include <random>
 #include <unordered_set>
 
@@ -75,6 +78,36 @@ sz_status fail(std::string* error, sz_status st, const std::string& msg) {
 
 }  // namespace
 
+struct ReadyGate::Impl {
+  std::mutex mu;  // guards what follows
+  std::vector<bool> ready;
+  size_t prefix = 0;  // tensors 0..prefix-1 are all ready
+  bool failed = false;
+  std::string why;
+  std::function<void()> wake;  // the running send's, while it runs
+};
+
+ReadyGate::ReadyGate(size_t n_tensors) : impl_(new Impl) { impl_->ready.assign(n_tensors, false); }
+ReadyGate::~ReadyGate() = default;
+
+size_t ReadyGate::size() const { return impl_->ready.size(); }
+
+sz_status ReadyGate::ready(size_t index) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (index >= impl_->ready.size()) return SZ_ERROR_INVALID_ARGUMENT;
+  impl_->ready[index] = true;
+  while (impl_->prefix < impl_->ready.size() && impl_->ready[impl_->prefix]) ++impl_->prefix;
+  if (impl_->wake) impl_->wake();
+  return SZ_OK;
+}
+
+void ReadyGate::fail(const std::string& why) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->failed) impl_->why = why;
+  impl_->failed = true;
+  if (impl_->wake) impl_->wake();
+}
+
 sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>& tensors, const SendOptions& opt,
                SendStats* stats_out, std::string* error) {
   SendStats stats;
@@ -93,6 +126,10 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
     return fail(error, SZ_ERROR_INVALID_ARGUMENT, "frame chunk_log2 out of range");
   if (!(opt.timeout_s > 0)) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "timeout must be positive");
   if (opt.rate_bytes_per_s < 0) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "rate must not be negative");
+  ReadyGate::Impl* const gate = opt.gate != nullptr ? opt.gate->impl_.get() : nullptr;
+  if (gate != nullptr && opt.gate->size() != tensors.size())
+    return fail(error, SZ_ERROR_INVALID_ARGUMENT, "the ready gate has " + std::to_string(opt.gate->size()) +
+                                                      " entries for " + std::to_string(tensors.size()) + " tensors");
   size_t n_device = 0;
   for (const Tensor& t : tensors) n_device += t.device ? 1 : 0;
   const bool use_gpu = n_device > 0;
@@ -204,6 +241,21 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   st = ucx.init(device, error);
   if (st != SZ_OK) return st;
   ucx.watch(ctrl_fd);
+  // The producer's ready() and fail() wake this thread while the send runs (and no longer once it returned).
+  struct GateHook {
+    ReadyGate::Impl* gate;
+    ~GateHook() {
+      if (gate == nullptr) return;
+      std::lock_guard<std::mutex> lock(gate->mu);
+      gate->wake = nullptr;
+    }
+  } gate_hook{nullptr};
+  if (gate != nullptr) {
+    std::lock_guard<std::mutex> lock(gate->mu);
+    if (gate->wake) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "the ready gate is in use by another send");
+    gate->wake = [&ucx] { ucx.wake(); };
+    gate_hook.gate = gate;
+  }
   const bool direct = use_gpu && opt.gpu_path != GpuPath::kStaged && ucx.cuda_memory();
   if (use_gpu && opt.gpu_path == GpuPath::kDirect && !direct)
     return fail(error, SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support (GpuPath::kDirect)");
@@ -435,13 +487,14 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   uint64_t next_job = 0;   // next seq to hand to a codec thread
   uint64_t next_send = 0;  // next seq to hand to UCX
   uint32_t job_tensor = 0;
+  // The emulated link: message next_send, once it could go (encoded, within the window), occupies it from
+  // max(link_free, that moment) for its size / rate, and goes to UCX at the end of that (head_due). Times come from
+  // link_free rather than from when this thread woke up, so waking up late (timer slack, a busy machine) delays
+  // one message, not the rate.
   const double rate = opt.rate_bytes_per_s;
-  // The bucket holds two of the largest messages either mode can send (or 10 ms of the rate, if more): the same
-  // for raw and compressed, and enough that waking up late (timer slack, a busy machine) never loses tokens.
-  const double bucket_cap =
-      std::max(2.0 * (double)(proto::kHeaderSize + SZ_COMPRESS_BOUND(opt.chunk_values, max_value_bytes)), rate * 0.01);
-  double tokens = 0;
-  double t_refill = now_s();
+  double link_free = 0;
+  uint64_t head_seq = UINT64_MAX;  // the message whose link time is set
+  double head_due = 0;
   double last_activity = now_s();
   const double t_data = now_s();
   bool stalled = false;
@@ -495,8 +548,19 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
       s.state = Slot::kReady;
       active = true;
     }
+    // The messages whose tensors hold their data (all of them without a gate).
+    uint64_t ready_seq = total;
+    if (gate != nullptr) {
+      std::lock_guard<std::mutex> lock(gate->mu);
+      if (gate->failed) {
+        const std::string why = gate->why;
+        cleanup(false);
+        return fail(error, SZ_ERROR_IO, "the producer failed: " + why);
+      }
+      ready_seq = first_seq[gate->prefix];
+    }
     // hand new jobs to free slots
-    for (size_t i = 0; i < nslots && next_job < total && next_job < next_send + nslots; ++i) {
+    for (size_t i = 0; i < nslots && next_job < ready_seq && next_job < next_send + nslots; ++i) {
       Slot& s = slots[i];
       if (s.state != Slot::kFree) continue;
       while (first_seq[job_tensor + 1] <= next_job) ++job_tensor;
@@ -517,9 +581,9 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
       ++next_job;
       active = true;
     }
-    // send in order, within the window and the token bucket
+    // send in order, within the window and the emulated link
     double wait_s = 0.05;
-    bool throttled = false;
+    bool throttled = next_job < total && next_job >= ready_seq;  // waiting for the producer: not a stalled peer
     while (!stalled && next_send < next_job && next_send < consumed + opt.window) {
       const int si = slot_of_seq[next_send % nslots];
       Slot& s = slots[(size_t)si];
@@ -527,14 +591,16 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
       const size_t msg = proto::kHeaderSize + s.payload_size;
       if (rate > 0) {
         const double t = now_s();
-        tokens = std::min(bucket_cap, tokens + (t - t_refill) * rate);
-        t_refill = t;
-        if (tokens < (double)msg) {
-          wait_s = std::min(wait_s, ((double)msg - tokens) / rate);
+        if (head_seq != next_send) {
+          head_seq = next_send;
+          head_due = std::max(link_free, t) + (double)msg / rate;
+          link_free = head_due;
+        }
+        if (t < head_due) {
+          wait_s = std::min(wait_s, head_due - t);
           throttled = true;
           break;
         }
-        tokens -= (double)msg;
       }
       if (opt.faults.tamper) {
         if (!s.msg_device) {
