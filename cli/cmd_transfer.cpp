@@ -307,7 +307,7 @@ void add_transfer_commands(CLI::App& app) {
       ->check(CLI::ExistingFile);
   sd->add_option("--to", g_send.to, "HOST:PORT of the receiver")->required();
   sd->add_flag("--raw", g_send.raw, "Send uncompressed through the same pipeline");
-  sd->add_option("--rate", g_send.rate_gbs, "Cap the wire rate at this many GB/s (token bucket; 0 = no cap)")
+  sd->add_option("--rate", g_send.rate_gbs, "Emulate a link of this many GB/s of wire bytes (0 = no cap)")
       ->capture_default_str();
   sd->add_option("--threads", g_send.threads, "Codec threads (0 = one per hardware thread)")->capture_default_str();
   sd->add_option("--token", g_send.token, "Shared token for the receiver")->envname("SPLITZIP_TOKEN");

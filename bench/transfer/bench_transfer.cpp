@@ -2,11 +2,11 @@
 //
 // A receiver (discard mode: every chunk is decoded and verified, then dropped) runs in a thread of this process and
 // a sender sends real KV, tiled to the size asked for, through transfer::send(). For every emulated link rate
-// (the sender's token bucket, in GB/s of wire bytes) and codec thread count it times raw and compressed mode and
-// prints the speedup next to the compression ratio. It also measures the codec alone (sz_compress / sz_decompress,
-// per message, on the same data) and the pipeline with no rate cap, which is the link rate above which the codec is
-// the bottleneck. --big streams many GB in one session and reports the peak RSS (getrusage) and the RSS before and
-// after, to show bounded memory and no leak.
+// (the sender paces its messages as such a link, GB/s of wire bytes) and codec thread count it times raw and
+// compressed mode and prints the speedup next to the compression ratio. It also measures the codec alone
+// (sz_compress / sz_decompress, per message, on the same data) and the pipeline with no rate cap, which is the link
+// rate above which the codec is the bottleneck. --big streams many GB in one session and reports the peak RSS
+// (getrusage) and the RSS before and after, to show bounded memory and no leak.
 //
 // --gpu: the same with device-resident source and destination and the GPU codec (sz_cuda_*): the sender encodes
 // on CUDA streams from device memory, the receiver decodes into a device buffer (ServeOptions::destination), and the

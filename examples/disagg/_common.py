@@ -27,6 +27,21 @@ def load_model():
     return model
 
 
+def start():
+    """A worker's start: (model, prompts), or None once the driver was told why not (the model's packages or the
+    transfer library missing)."""
+    from splitzip import transfer
+    if not transfer.available():
+        reply({"error": "this splitzip has no transfer library (built without UCX)"})
+        return None
+    try:
+        model = load_model()
+    except (ImportError, FileNotFoundError) as e:
+        reply({"error": f"cannot load the model: {e}"})
+        return None
+    return model, Prompts(model)
+
+
 class Prompts:
     """Prompts of n tokens: the first n tokens of GPL-3 followed by the stdlib's argparse.py (both on every Debian
     machine), tokenized once."""

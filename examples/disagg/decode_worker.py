@@ -18,6 +18,7 @@ import hashlib
 import sys
 
 import _common as c
+from splitzip import transfer
 
 
 def decode(model, prompts, server, slots, req):
@@ -46,13 +47,10 @@ def main():
     ap.add_argument("--timeout", type=float, default=600,
                     help="seconds a session may go without a message (the prefill of a layer comes between)")
     args = ap.parse_args()
-    try:
-        model = c.load_model()
-        from splitzip import transfer
-    except (ImportError, FileNotFoundError) as e:
-        c.reply({"error": f"cannot load the model: {e}"})
+    started = c.start()
+    if started is None:
         return 2
-    prompts = c.Prompts(model)
+    model, prompts = started
     slots = {}  # the current request's destinations by tensor name
 
     def destination(name, dtype, nbytes):

@@ -21,11 +21,10 @@ import hashlib
 import sys
 
 import _common as c
+from splitzip import transfer
 
 
 def prefill(model, prompts, req):
-    from splitzip import transfer
-
     ids = prompts.get(req["tokens"])
     n = len(ids) - 1
     cache = model.new_cache(n)  # [L, 2, n, G, d]: cache[l, kv] is one contiguous tensor
@@ -67,12 +66,10 @@ def reference(model, prompts, req):
 
 
 def main():
-    try:
-        model = c.load_model()
-    except (ImportError, FileNotFoundError) as e:
-        c.reply({"error": f"cannot load the model: {e}"})
+    started = c.start()
+    if started is None:
         return 2
-    prompts = c.Prompts(model)
+    model, prompts = started
     c.reply({"ready": True, "prompt_tokens_available": len(prompts.ids)})
     c.serve(lambda req: (prefill if req["op"] == "prefill" else reference)(model, prompts, req))
     return 0
