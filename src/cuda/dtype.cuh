@@ -91,6 +91,139 @@ SZ_DEV uint32_t get_bits(const uint32_t* w, int bit) {
   return B == 32 ? v : v & ((1u << B) - 1u);
 }
 
+// ---- FP8 forms (codes of at most 3 bits) -------------------------------------------------------------------------
+// A value is one byte, so four go through a byte permute at a time. Code -> exponent: a table of 8 bytes in two
+// words (byte c: the exponent of code c in place, e << M, or bit 7 for a code outside the codebook) and one prmt per
+// 4 values, its selector nibbles the codes spread from K bits. Exponent -> code: the 2^E exponents' entries (code,
+// or bit 6 for an escape) in 2^E / 4 words; prmt reads 8 of them by the low 3 bits of a nibble, and with bit 3 set it
+// returns 0 (the sign of an entry < 0x80), so two permutes, one with the selectors' bit 3 flipped, cover 16.
+template <int DT, int K>
+struct Fp8Form {
+  static constexpr bool kOn = (DT == 4 || DT == 5) && K >= 1 && K <= 3;
+  static constexpr uint32_t kEscFlag = 0x40u;
+};
+
+// The decode table from the header's codebook.
+template <int DT>
+SZ_DEV uint2 fp8_decode_lut(const uint8_t* codebook, uint32_t count) {
+  uint32_t t[2] = {0, 0};
+  for (uint32_t c = 0; c < 8; ++c) t[c / 4] |= (c < count ? (uint32_t)codebook[c] << Dt<DT>::M : 0x80u) << (8 * (c % 4));
+  return make_uint2(t[0], t[1]);
+}
+
+// A group's code word (8 codes of K bits) -> 8 nibbles: each step moves the upper half of every field pair up.
+template <int K>
+SZ_DEV uint32_t spread_codes(uint32_t x) {
+  x += (x & (((1u << (4 * K)) - 1u) << (4 * K))) * ((1u << (16 - 4 * K)) - 1u);
+  x += (x & ((((1u << (2 * K)) - 1u) << (2 * K)) * 0x00010001u)) * ((1u << (8 - 2 * K)) - 1u);
+  x += (x & ((((1u << K) - 1u) << K) * 0x01010101u)) * ((1u << (4 - K)) - 1u);
+  return x;
+}
+// The inverse for the low K bits of bytes a0..a3 of one word (higher bits ignored): a0 | a1 << K | a2 << 2K | a3 << 3K.
+template <int K>
+SZ_DEV uint32_t gather_fields(uint32_t a) {
+  a &= ((1u << K) - 1u) * 0x01010101u;
+  const uint32_t u = (a | (a >> (8 - K))) & (((1u << (2 * K)) - 1u) * 0x00010001u);
+  return (u | (u >> (16 - 2 * K))) & ((1u << (4 * K)) - 1u);
+}
+// Bit 6 of each byte of x -> bits 0..3.
+SZ_DEV uint32_t byte_flags(uint32_t x) { return (((x >> 6) & 0x01010101u) * 0x10204080u) >> 28; }
+
+// decode_lane for FP8 frames with codes of K <= 3 bits (no channel windows, coded records).
+template <int DT, int K, class Put>
+SZ_DEV bool decode_lane_fp8(const uint32_t cw[8], const uint32_t rest[Lane<DT>::kRestWords], uint2 lut,
+                            const Put& put) {
+  constexpr int M = Dt<DT>::M;
+  constexpr uint32_t kMant = ((1u << M) - 1u) * 0x01010101u;
+  uint32_t flags = 0;
+  // Four values' rest fields, one a byte (bits 0..M - 1 mantissa, bit M sign, higher bits ignored) and their
+  // exponent bytes -> four output bytes.
+  auto join4 = [](uint32_t v, uint32_t e) {
+    return ((v << (7 - M)) & 0x80808080u) | (((v & kMant) | e) & 0x7F7F7F7Fu);
+  };
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+    uint32_t w[4];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int g = 2 * t + h;
+      const uint32_t sel = spread_codes<K>(cw[g]);
+      const uint32_t e0 = simt::prmt(lut.x, lut.y, sel), e1 = simt::prmt(lut.x, lut.y, sel >> 16);
+      flags |= e0 | e1;
+      uint32_t v0, v1;
+      if constexpr (DT == 4) {  // rest nibbles: bytes n0 n1 n2 n3 (and n4 .. n7) from the word and its shift by 4
+        const uint32_t r = rest[g], z = r >> 4;
+        v0 = simt::prmt(r, z, 0x5140u);
+        v1 = simt::prmt(r, z, 0x7362u);
+      } else {  // 3-bit rest fields: the group's 24 bits, then 4 x 3 bits -> 4 bytes
+        const int bit = 24 * g, i = bit / 32, s = bit % 32;
+        uint32_t r = rest[i] >> s;
+        if (s > 8) r |= rest[i + 1] << (32 - s);
+        auto spread3 = [](uint32_t x) {
+          x += (x & 0xFC0u) * 1023u;
+          return x + (x & 0x00380038u) * 31u;
+        };
+        v0 = spread3(r & 0xFFFu);
+        v1 = spread3((r >> 12) & 0xFFFu);
+      }
+      w[2 * h] = join4(v0, e0);
+      w[2 * h + 1] = join4(v1, e1);
+    }
+    put(t, make_uint4(w[0], w[1], w[2], w[3]));
+  }
+  return (flags & 0x80808080u) != 0;
+}
+
+// encode_lane for FP8 with codes of K <= 3 bits from the encode table (build_encode_tables: 2^E entries, 4 a word).
+template <int DT, int K>
+SZ_DEV void encode_lane_fp8(const uint32_t w[16], const uint32_t* lut, uint32_t rest[Lane<DT>::kRestWords],
+                            uint32_t codes[8], uint64_t* esc) {
+  constexpr int M = Dt<DT>::M;
+  uint64_t m = 0;
+  if constexpr (DT == 5) {
+#pragma unroll
+    for (int i = 0; i < 6; ++i) rest[i] = 0;
+  }
+#pragma unroll
+  for (int g = 0; g < 8; ++g) {
+    const uint32_t x0 = w[2 * g], x1 = w[2 * g + 1];
+    // Selector nibbles: the low 4 exponent bits of the 8 values (values 0..3 in bits 0..15, 4..7 in 16..31).
+    auto nib = [](uint32_t x) {
+      const uint32_t y = (x >> M) & 0x0F0F0F0Fu;
+      return y | (y >> 4);
+    };
+    const uint32_t sel = simt::prmt(nib(x0), nib(x1), 0x6420u), sel8 = sel ^ 0x88888888u;
+    auto look = [&](uint32_t x, uint32_t s, uint32_t s8) {
+      uint32_t c = simt::prmt(lut[0], lut[1], s) | simt::prmt(lut[2], lut[3], s8);
+      if constexpr (DT == 5) {  // exponents 16..31: the same from the upper table, chosen by exponent bit 4
+        const uint32_t hc = simt::prmt(lut[4], lut[5], s) | simt::prmt(lut[6], lut[7], s8);
+        const uint32_t up = simt::prmt(x << 1, 0, 0xBA98u);  // bit 6 of each byte, replicated
+        c = (hc & up) | (c & ~up);
+      }
+      return c;
+    };
+    const uint32_t c0 = look(x0, sel, sel8), c1 = look(x1, sel >> 16, sel8 >> 16);
+    codes[g] = gather_fields<K>(c0) | (gather_fields<K>(c1) << (4 * K));
+    m |= (uint64_t)(byte_flags(c0) | (byte_flags(c1) << 4)) << (8 * g);
+    // Rest fields: sign -> bit M, mantissa below it, one a byte, then packed R bits each.
+    constexpr uint32_t kMant = ((1u << M) - 1u) * 0x01010101u, kSign = (1u << M) * 0x01010101u;
+    auto rf = [&](uint32_t x) { return (x & kMant) | ((x >> (7 - M)) & kSign); };
+    if constexpr (DT == 4) {
+      auto pack = [&](uint32_t x) {
+        const uint32_t r = rf(x);
+        return r | (r >> 4);
+      };
+      rest[g] = simt::prmt(pack(x0), pack(x1), 0x6420u);
+    } else {
+      const uint32_t r24 = gather_fields<3>(rf(x0)) | (gather_fields<3>(rf(x1)) << 12);
+      const int bit = 24 * g, i = bit / 32, s = bit % 32;
+      rest[i] |= r24 << s;
+      if (s > 8) rest[i + 1] |= r24 >> (32 - s);
+    }
+  }
+  *esc = m;
+}
+
 // ---- encode tables -------------------------------------------------------------------------------------------------
 // Slot tables for exponent -> code: entry (j, e) is {code(e) << (k j), 0} or, when e escapes, {0, 1 << j}. BF16 with
 // k <= 3 keeps both in one word (codes in bits 0..23, escape bit 24 + j) for all 8 slots; the two-word form has
@@ -108,6 +241,15 @@ struct EncEntry {
 template <int DT, int K>
 SZ_DEV void build_encode_tables(uint8_t* tab, const uint8_t* codebook, uint32_t count, uint32_t k) {
   constexpr uint32_t NE = 1u << Dt<DT>::E;
+  if constexpr (Fp8Form<DT, K>::kOn) {  // the permute tables of encode_lane_fp8: byte e is exponent e's entry
+    for (uint32_t e = simt::thread_id(); e < NE; e += simt::block_threads()) {
+      uint32_t c = Fp8Form<DT, K>::kEscFlag;
+      for (uint32_t q = 0; q < count; ++q)
+        if (codebook[q] == e) c = q;
+      tab[e] = (uint8_t)c;
+    }
+    return;
+  }
   for (uint32_t i = simt::thread_id(); i < EncEntry<DT, K>::kSlots * NE; i += simt::block_threads()) {
     const uint32_t j = i / NE, e = i % NE;
     uint32_t c = 0xFFu;

@@ -444,6 +444,37 @@ TEST(CudaKernelsEmu, CorruptE4m3FramesRejectedLikeReference) {
   corrupt_frames_rejected_like_reference(SZ_DTYPE_FP8_E4M3);
 }
 
+// Codes outside the codebook (width 3 with 7 entries: code 7 is unused) in every dtype, at value positions across a
+// lane's round (each byte of a chunk's codes set to all ones in turn, sampled): rejected, exactly as the reference.
+TEST(CudaKernelsEmu, CodesOutsideTheCodebookRejectedLikeReference) {
+  for (sz_dtype dtype : sztest::kAllDtypes) {
+    const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
+    const size_t n = 2 * 4096 + 77;
+    const unsigned center = (1u << (f.E - 1)) - 2;
+    const sz_codebook cb = sztest::centered_codebook(dtype, 3, 7, center);
+    std::vector<uint8_t> data(n * (f.W / 8));  // exponents from the codebook, but for every 50th value
+    Rng rng(77 + dtype);
+    for (size_t i = 0; i < n; ++i)
+      sztest::store_value(data.data() + i * (f.W / 8), f.W,
+                          sztest::make_value(rng.below(2), i % 50 ? cb.values[rng.below(7)] : (1u << f.E) - 1u,
+                                             (uint32_t)rng.next(), f));
+    const std::vector<uint8_t> frame = ref_compress(data, n, dtype, cb, sztest::make_params(12, 0));
+    const layout::FrameOffsets o = layout::frame_offsets(n, 12, false, layout::dtype_traits(dtype), 0);
+    const size_t codes = 4096 / 8 * 3;  // a full coded chunk's code bytes
+    int rejected = 0;
+    for (size_t i = 0; i < codes; i += 13) {
+      std::vector<uint8_t> t = frame;
+      t[o.exponents + i] = 0xFF;
+      sz_status ref = SZ_OK;
+      check_like_reference(t, n * (f.W / 8), "code byte " + std::to_string(i) + " of dtype " + std::to_string(dtype),
+                           &ref);
+      if (HasFatalFailure()) return;
+      rejected += ref != SZ_OK;
+    }
+    EXPECT_GT(rejected, 50) << "dtype " << dtype << ": the first chunk is coded, so most rewrites are invalid";
+  }
+}
+
 TEST(CudaKernelsEmu, RandomGarbageNeverCrashes) {
   for (unsigned log2 : {8u, 12u}) {
     const size_t n = log2 == 8 ? 5000 : 5 * 4096 + 100;

@@ -37,6 +37,7 @@ struct DecodeArgs {
   uint8_t book_dtype, book_k;
 };
 
+constexpr uint32_t kFp8Lut = 64;  // DecodeShared::pair index of the FP8 permute table
 struct DecodeShared {
   Header h;
   // The frame buffer (the call's src, src_size): the round loop reads it from here, a short shared-memory load, where
@@ -49,6 +50,8 @@ struct DecodeShared {
   uint32_t team;  // warps per chunk (1, 2 or 4; DecodePolicy::kMaxTeam), the same in every CTA
   uint64_t ctas;  // the CTAs that take part: the first ceil(chunks x team / warps per CTA) of the grid
   uint8_t in_cb[256];
+  // The code pair table (2^2k entries); FP8 frames with k <= 3 (at most 64 entries) keep their permute table
+  // (fp8_decode_lut) in the two entries after it.
   uint32_t pair[256];
   // The lanes' checksum keys: read from here in each round rather than held in registers for the whole call (14
   // registers a lane that the decoder's round loop needs; 56-byte entries, so a warp's 8-byte reads are conflict-free).
@@ -390,6 +393,8 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
           }
           if (ch.bases) {
             if (decode_lane<DT, false, decltype(put), true>(cw, rest, pair, K, put, &ch, (cs + v0) % NC)) bad = true;
+          } else if constexpr (Fp8Form<DT, K>::kOn) {
+            if (decode_lane_fp8<DT, K>(cw, rest, make_uint2(sh.pair[kFp8Lut], sh.pair[kFp8Lut + 1]), put)) bad = true;
           } else if (decode_lane<DT, false>(cw, rest, pair, K, put)) {
             bad = true;
           }
@@ -567,6 +572,12 @@ SZ_DEV void decode_warps(const DecodeArgs& a) {
       sh.in_cb[i] = in;
     }
     if (simt::thread_id() < 32) sh.keys[simt::thread_id()] = xxh_keys();
+    if ((sh.h.dtype == 4 || sh.h.dtype == 5) && sh.h.k <= 3 && simt::thread_id() == 0) {
+      const uint2 l = sh.h.dtype == 4 ? fp8_decode_lut<4>(sh.h.codebook, sh.h.count)
+                                      : fp8_decode_lut<5>(sh.h.codebook, sh.h.count);
+      sh.pair[kFp8Lut] = l.x;
+      sh.pair[kFp8Lut + 1] = l.y;
+    }
     if (sh.h.dtype == 1) build_decode_tables<1>(sh.pair, sh.h.codebook, sh.h.k, sh.h.count);
     else build_decode_tables<2>(sh.pair, sh.h.codebook, sh.h.k, sh.h.count);
   }
