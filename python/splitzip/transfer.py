@@ -253,8 +253,9 @@ class Server:
     """
 
     def __init__(self, address: str = "127.0.0.1", port: int = 0, *, destination: Optional[Destination] = None,
-                 release: Optional[Release] = None, out_dir: Optional[Union[str, "os.PathLike[str]"]] = None, discard: bool = False,
-                 overwrite: bool = False, threads: int = 1, timeout: float = 10.0, accept_timeout: float = 0.0,
+                 release: Optional[Release] = None, out_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+                 discard: bool = False, overwrite: bool = False, threads: int = 1, timeout: float = 10.0,
+                 accept_timeout: float = 0.0,
                  token: str = "", max_sessions: int = 4, max_tensor_bytes: int = 64 << 30,
                  max_session_bytes: int = 1 << 30, max_server_bytes: int = 4 << 30):
         _need()
