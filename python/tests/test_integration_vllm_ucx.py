@@ -164,6 +164,25 @@ def test_each_layer_leaves_as_soon_as_it_is_saved(kv_slice, made):
 
 
 @needs_ml_dtypes
+def test_a_loaded_requests_memory_takes_the_next_ones_layers(kv_slice, made):
+    d_sched, d_work, port = decode_side(made, max_pending_bytes=10 * LAYER_BYTES)
+    p_sched, p_work = prefill_side(made, port)
+    src, dst = layer_caches(kv_slice), layer_caches(kv_slice, fill=False)
+    p_work.register_kv_caches(src)
+    d_work.register_kv_caches(dst)
+    for i in range(3):
+        prompt = [7 * i + t for t in PROMPT]
+        run_save(p_work, save_meta(p_sched, prompt=prompt, req_id=f"q{i}"), src)
+        dst_blocks = DST_BLOCKS[i:] + DST_BLOCKS[:i]
+        assert load(d_sched, d_work, prompt=prompt, blocks=dst_blocks, req_id=f"q{i}") == (64, False)
+        assert same_blocks(src, dst, SRC_BLOCKS[:4], dst_blocks[:4])
+        stats = d_work.transport.receiver_stats
+        # the 8 layers' buffers are kept (the cap has room for 10), and the next request lands in them
+        assert stats["pool_bytes"] == len(LAYERS) * LAYER_BYTES and stats["pending_bytes"] == 0
+    assert p_work.stats["requests_saved"] == 3 == d_work.stats["requests_loaded"]
+
+
+@needs_ml_dtypes
 def test_two_requests_in_one_step_and_a_skipped_prefix(kv_slice, made):
     d_sched, d_work, port = decode_side(made)
     p_sched, p_work = prefill_side(made, port, threads=2)
@@ -305,8 +324,9 @@ def test_the_consumer_holds_at_most_max_pending_bytes(kv_slice, made):
     d_work.register_kv_caches(layer_caches(kv_slice, fill=False))
     run_save(p_work, save_meta(p_sched), src)  # 8 layers do not fit in 3 layers' room: refused at the fourth
     assert p_work.stats["send_errors"] == 1 and "no destination" in p_work.send_errors[0][1]
-    assert wait_until(lambda: d_work.transport.receiver_stats["pending_bytes"] == 0)  # freed as the session ends
-    assert d_work.transport.receiver_stats["parts_refused"] == 1
+    assert wait_until(lambda: d_work.transport.receiver_stats["pending_bytes"] == 0)  # let go as the session ends
+    stats = d_work.transport.receiver_stats
+    assert stats["parts_refused"] == 1 and stats["pool_bytes"] == 3 * LAYER_BYTES  # kept for reuse, within the cap
     assert d_sched.get_num_new_matched_tokens(NS_req("r1", PROMPT), 0) == (0, False)
 
 

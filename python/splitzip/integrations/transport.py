@@ -29,7 +29,7 @@ import re
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union, runtime_checkable
 
 import numpy as np
@@ -260,10 +260,12 @@ def _digest(key: str) -> str:
 @dataclass
 class ReceivedObject:
     """An object a :class:`UcxTransport` received whole: its parts in order (flat uint8 host arrays, each exactly
-    the bytes that were sent) and the dtype each was sent as."""
+    the bytes that were sent) and the dtype each was sent as. Hand it to :meth:`UcxTransport.recycle` once its
+    parts were copied where they go: their memory then takes the next object's parts."""
 
     parts: List[np.ndarray]
     dtypes: List[str]
+    _buffers: List[np.ndarray] = field(default_factory=list, repr=False)
 
     @property
     def nbytes(self) -> int:
@@ -271,20 +273,26 @@ class ReceivedObject:
 
 
 class _Incoming:
-    """One object on its way in: the parts whose destination was given, and how many are still held by a session."""
+    """One object on its way in: its parts whose destination was given (index -> the buffer, the part's view of
+    it, the dtype), how many of them a session still holds, and the bytes of their buffers."""
 
     __slots__ = ("digest", "count", "parts", "held", "failed", "nbytes", "t_done")
 
     def __init__(self, digest: str, count: int):
         self.digest, self.count = digest, count
-        self.parts: Dict[int, Tuple[np.ndarray, str]] = {}
+        self.parts: Dict[int, Tuple[np.ndarray, np.ndarray, str]] = {}
         self.held, self.failed, self.nbytes, self.t_done = 0, False, 0, 0.0
+
+    def buffers(self) -> List[np.ndarray]:
+        return [b for b, _, _ in self.parts.values()]
 
 
 class _Receiver:
-    """A transfer.Server that keeps what arrives: each part decoded straight into a host array of its own, an
+    """A transfer.Server that keeps what arrives: each part decoded straight into a host buffer of its own, an
     object visible once every part of it verified (the session's release says so), whole objects kept until taken
-    or until ``pending_seconds`` passed, all of it within ``max_pending_bytes``. One per listening address of a
+    or until ``pending_seconds`` passed, all of it within ``max_pending_bytes``. Buffers of objects that were
+    recycled or dropped are kept for later parts (within the same cap): on this kind of host, writing fresh memory
+    costs several times what writing reused memory does (first-touch page faults). One per listening address of a
     process, shared by the transports that name it (the scheduler-side and worker-side connectors of one process)."""
 
     def __init__(self, host: str, port: int, options: tuple):
@@ -296,7 +304,9 @@ class _Receiver:
         self._arriving: Dict[str, _Incoming] = {}
         self._complete: Dict[str, _Incoming] = {}
         self._by_buffer: Dict[int, _Incoming] = {}
-        self.pending_bytes = 0
+        self._pool: List[np.ndarray] = []  # free buffers
+        self.pending_bytes = 0  # the buffers of arriving and whole objects
+        self.pool_bytes = 0
         self.stats = {"sessions": 0, "sessions_failed": 0, "wire_bytes": 0, "raw_bytes": 0, "objects": 0,
                       "objects_dropped": 0, "parts_refused": 0}
         self.last_error = ""
@@ -331,18 +341,40 @@ class _Receiver:
                 entry = self._arriving[digest] = _Incoming(digest, count)
             elif entry.count != count or index in entry.parts or entry.failed:
                 return self._refuse(name, "another sender is sending this object now (or sent it inconsistently)")
-            if self.pending_bytes + nbytes > self._max_pending:
+            buf = self._buffer(nbytes)
+            if buf is None:
                 if not entry.parts:
                     del self._arriving[digest]
                 return self._refuse(name, f"{nbytes} more bytes would pass max_pending_bytes ({self._max_pending}; "
                                           f"{self.pending_bytes} held)")
-            buf = np.empty(nbytes, dtype=np.uint8)
-            entry.parts[index] = (buf, dtype)
+            view = buf[:nbytes]
+            entry.parts[index] = (buf, view, dtype)
             entry.held += 1
-            entry.nbytes += nbytes
-            self._by_buffer[id(buf)] = entry
-            self.pending_bytes += nbytes
-        return buf
+            entry.nbytes += buf.nbytes
+            self._by_buffer[id(view)] = entry
+            self.pending_bytes += buf.nbytes
+        return view
+
+    def _buffer(self, nbytes: int) -> Optional[np.ndarray]:
+        """A buffer of at least nbytes (lock held): the smallest free one that fits without wasting more than half,
+        else fresh memory, for which free buffers are let go as far as the cap needs; None past the cap."""
+        fits = [i for i, b in enumerate(self._pool) if nbytes <= b.nbytes <= 2 * nbytes + (1 << 16)]
+        if fits:
+            buf = self._pool.pop(min(fits, key=lambda i: self._pool[i].nbytes))
+            self.pool_bytes -= buf.nbytes
+            return buf
+        while self._pool and self.pending_bytes + self.pool_bytes + nbytes > self._max_pending:
+            self.pool_bytes -= self._pool.pop(0).nbytes  # the oldest first
+        if self.pending_bytes + nbytes > self._max_pending:
+            return None
+        return np.empty(max(nbytes, 1), dtype=np.uint8)
+
+    def _give_back(self, buffers: List[np.ndarray]) -> None:
+        """Keeps buffers for later parts as far as the cap allows (lock held)."""
+        for b in buffers:
+            if self.pending_bytes + self.pool_bytes + b.nbytes <= self._max_pending and len(self._pool) < MAX_PARTS:
+                self._pool.append(b)
+                self.pool_bytes += b.nbytes
 
     def _release(self, name: str, buf: np.ndarray, complete: bool) -> None:
         with self._cv:
@@ -357,6 +389,7 @@ class _Receiver:
                 del self._arriving[entry.digest]
             if entry.failed or len(entry.parts) != entry.count:
                 self.pending_bytes -= entry.nbytes
+                self._give_back(entry.buffers())
                 self.stats["objects_dropped"] += 1
                 if not entry.failed:
                     _log.warning("splitzip UCX receiver %s:%d: an object arrived with %d of its %d parts; dropped",
@@ -365,6 +398,7 @@ class _Receiver:
                 old = self._complete.pop(entry.digest, None)
                 if old is not None:
                     self.pending_bytes -= old.nbytes
+                    self._give_back(old.buffers())
                 entry.t_done = time.monotonic()
                 self._complete[entry.digest] = entry
                 self.stats["objects"] += 1
@@ -399,6 +433,7 @@ class _Receiver:
         for digest in [d for d, e in self._complete.items() if e.t_done < cutoff]:
             entry = self._complete.pop(digest)
             self.pending_bytes -= entry.nbytes
+            self._give_back(entry.buffers())
             self.stats["objects_dropped"] += 1
             _log.warning("splitzip UCX receiver %s:%d: an object was not taken within %g s; dropped", self.host,
                          self.port, self._pending_s)
@@ -423,12 +458,17 @@ class _Receiver:
                 return None
             self.pending_bytes -= entry.nbytes
         parts = [entry.parts[i] for i in range(entry.count)]
-        return ReceivedObject([p for p, _ in parts], [d for _, d in parts])
+        return ReceivedObject([v for _, v, _ in parts], [d for _, _, d in parts], [b for b, _, _ in parts])
+
+    def recycle(self, obj: ReceivedObject) -> None:
+        buffers, obj._buffers, obj.parts = obj._buffers, [], []
+        with self._cv:
+            self._give_back(buffers)
 
     def incoming(self, digest: str) -> Dict[int, np.ndarray]:
         with self._cv:
             entry = self._arriving.get(digest)
-            return {i: buf for i, (buf, _) in entry.parts.items()} if entry is not None else {}
+            return {i: view for i, (_, view, _) in entry.parts.items()} if entry is not None else {}
 
     def close(self) -> None:
         self._closing = True
@@ -439,7 +479,8 @@ class _Receiver:
             self._arriving.clear()
             self._complete.clear()
             self._by_buffer.clear()
-            self.pending_bytes = 0
+            self._pool.clear()
+            self.pending_bytes = self.pool_bytes = 0
 
 
 _receivers: Dict[Tuple[str, int], _Receiver] = {}
@@ -567,6 +608,12 @@ class UcxTransport:
         r = self._find_receiver()
         return r.take(_digest(key)) if r is not None else None
 
+    def recycle(self, obj: ReceivedObject) -> None:
+        """Gives a taken object's memory back to the receiver, for later parts; ``obj`` is empty afterwards."""
+        r = self._find_receiver()
+        if r is not None:
+            r.recycle(obj)
+
     def incoming(self, key: str) -> Dict[int, np.ndarray]:
         """The parts of object ``key`` that are arriving now (for monitoring; their bytes may be partly written)."""
         r = self._find_receiver()
@@ -575,12 +622,12 @@ class UcxTransport:
     @property
     def receiver_stats(self) -> Dict[str, int]:
         """The receiver's counts: sessions (and failed ones), wire and raw bytes received, objects whole and dropped,
-        parts refused; ``pending_bytes`` held now."""
+        parts refused; ``pending_bytes`` held now by arriving and whole objects, ``pool_bytes`` kept for reuse."""
         r = self._find_receiver()
         if r is None:
             return {}
         with r._cv:
-            return dict(r.stats, pending_bytes=r.pending_bytes)
+            return dict(r.stats, pending_bytes=r.pending_bytes, pool_bytes=r.pool_bytes)
 
     # -- sending --
 

@@ -727,9 +727,11 @@ class SplitZipConnector(KVConnectorBase_V1):
                              "model or parallel layout at the producer?): %s; recomputed", req.req_id, problem)
                 self.stats["load_errors"] += 1
                 self._load_errors.update(req.block_ids[req.skip_blocks:])
+                self._stream.recycle(got)
                 continue
             for table, part in zip(tables, got.parts):
                 table.scatter(part)
+            self._stream.recycle(got)
             self.stats["requests_loaded"] += 1
             self.stats["raw_bytes_loaded"] += sum(t.nbytes for t in tables)
 
