@@ -344,11 +344,22 @@ def test_kv_that_is_never_taken_is_dropped(kv_slice, made):
     assert d_work.transport.receiver_stats["pending_bytes"] == 0
 
 
+def test_a_scheduler_without_its_receiver_says_so_once(made, caplog):
+    sched = SplitZipConnector(config("kv_consumer", transport="ucx", port=free_port()), KVConnectorRole.SCHEDULER)
+    made.append(sched)
+    with caplog.at_level(logging.WARNING, logger="splitzip.integrations.transport"):
+        for _ in range(3):
+            assert sched.get_num_new_matched_tokens(NS_req("r1", PROMPT), 0) == (0, False)
+    assert caplog.text.count("no receiver listens") == 1
+
+
 def test_ucx_configuration_errors(made):
     with pytest.raises(ValueError, match="needs 'address'"):
         SplitZipConnector(config("kv_producer", transport="ucx", port=0), KVConnectorRole.WORKER)
     with pytest.raises(ValueError, match="needs 'port'"):
         SplitZipConnector(config("kv_consumer", transport="ucx", address="127.0.0.1:9"), KVConnectorRole.WORKER)
+    with pytest.raises(ValueError, match="port its worker listens on"):
+        SplitZipConnector(config("kv_consumer", transport="ucx", port=0), KVConnectorRole.SCHEDULER)
     with pytest.raises(ValueError, match="do not apply"):
         SplitZipConnector(config("kv_consumer", transport="ucx", port=0, path="/tmp/x"), KVConnectorRole.WORKER)
     with pytest.raises(ValueError, match="do not apply"):

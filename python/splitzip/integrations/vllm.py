@@ -246,6 +246,9 @@ class SplitZipConnector(KVConnectorBase_V1):
             if self._consume and self._stream.port is None:
                 raise ValueError(f"SplitZipConnector: transport 'ucx' with kv_role {kv_role} needs 'port' (where "
                                  f"this instance receives KV)")
+            if self._consume and self._stream.port == 0 and _role_name(role) != "WORKER":
+                raise ValueError("SplitZipConnector: transport 'ucx': a consumer's scheduler needs the port its "
+                                 "worker listens on (port 0, any free port, is for a worker alone)")
         # every tensor- / pipeline-parallel worker holds a part of each request's KV and stores it as its own object
         parallel = getattr(vllm_config, "parallel_config", None)
         self._world = (int(getattr(parallel, "tensor_parallel_size", 1) or 1)
