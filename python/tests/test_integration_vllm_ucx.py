@@ -331,6 +331,23 @@ def test_the_consumer_holds_at_most_max_pending_bytes(kv_slice, made):
 
 
 @needs_ml_dtypes
+def test_a_request_past_max_send_bytes_is_not_sent(kv_slice, made):
+    d_sched, d_work, port = decode_side(made)
+    p_sched, p_work = prefill_side(made, port, max_send_bytes=len(LAYERS) * LAYER_BYTES)  # room for one request
+    src, dst = layer_caches(kv_slice), layer_caches(kv_slice, fill=False)
+    p_work.register_kv_caches(src)
+    d_work.register_kv_caches(dst)
+    other = [t + 1 for t in PROMPT]
+    meta = p_sched.build_connector_meta(step([new_req("a", PROMPT, SRC_BLOCKS), new_req("b", other, (13, 4, 6, 1))],
+                                             scheduled={"a": 70, "b": 70}))
+    run_save(p_work, meta, src)
+    assert p_work.send_errors == [(["b"], p_work.send_errors[0][1])] and "max_send_bytes" in p_work.send_errors[0][1]
+    assert p_work.stats["requests_saved"] == 1 and p_work.stats["send_errors"] == 1  # recorded once, not per layer
+    assert load(d_sched, d_work, req_id="a") == (64, False)
+    assert load(d_sched, d_work, prompt=other, req_id="b") == (0, False)
+
+
+@needs_ml_dtypes
 def test_kv_that_is_never_taken_is_dropped(kv_slice, made):
     d_sched, d_work, port = decode_side(made, pending_seconds=0.5)
     p_sched, p_work = prefill_side(made, port)

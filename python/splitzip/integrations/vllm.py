@@ -265,6 +265,7 @@ class SplitZipConnector(KVConnectorBase_V1):
         self._load_status: Dict[str, List[Tuple[_RequestStatus, int]]] = {}
         self._load_errors: set = set()
         self._outgoing: Optional[_Outgoing] = None  # the step's UCX send (one session for its saved requests)
+        self._sent_meta: Any = None  # the metadata whose send was started (none may have been needed)
         self._arena: Optional[np.ndarray] = None    # host staging of the send, reused from step to step
         #: with the UCX transport: (request ids, reason) of each send that failed, and of requests not sent
         self.send_errors: List[Tuple[List[str], str]] = []
@@ -602,6 +603,7 @@ class SplitZipConnector(KVConnectorBase_V1):
         all in one arena reused from step to step. Requests beyond ``max_send_bytes`` are not sent (recorded)."""
         if self._outgoing is not None:
             self._finish_send(abandon="a new step began before wait_for_save")
+        self._sent_meta = meta
         reqs = [r for r in getattr(meta, "requests", []) if r.is_store and r.block_ids]
         if not reqs:
             return
@@ -639,8 +641,8 @@ class SplitZipConnector(KVConnectorBase_V1):
     def _stream_layer(self, meta: Any, layer_name: str, kv_layer: Any) -> None:
         """Gathers each saved request's pages of this layer into its staging buffer and lets the send take it."""
         if self._outgoing is None:
-            if not any(r.is_store and r.block_ids for r in meta.requests):
-                return
+            if self._sent_meta is meta or not any(r.is_store and r.block_ids for r in meta.requests):
+                return  # nothing to send in this step (or nothing could be)
             if not self._kv_caches:
                 raise RuntimeError("save_kv_layer: register_kv_caches was not called")
             self._start_send(meta)
@@ -679,7 +681,7 @@ class SplitZipConnector(KVConnectorBase_V1):
         """Waits for the step's send: every byte verified by the consumer. A send that failed (consumer gone or
         refusing, network) is logged and recorded in ``send_errors``; it does not raise (the consumer recomputes
         what it did not get). Layers never saved fail the send, and raise."""
-        out, self._outgoing = self._outgoing, None
+        out, self._outgoing, self._sent_meta = self._outgoing, None, None
         if out is None:
             return
         missing = sorted({name for (name, _), i in out.index.items() if i not in out.ready})
