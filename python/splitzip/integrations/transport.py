@@ -542,9 +542,8 @@ class UcxTransport:
             raise ValueError(f"transport 'ucx': host must be an address to listen on, got {host!r}")
         if not isinstance(token, str):
             raise TypeError(f"transport 'ucx': token must be a str, got {type(token).__name__}")
-        for what, v in (("raw", raw),):
-            if not isinstance(v, bool):
-                raise TypeError(f"transport 'ucx': {what} must be true or false, got {v!r}")
+        if not isinstance(raw, bool):
+            raise TypeError(f"transport 'ucx': raw must be true or false, got {raw!r}")
         for what, v, positive in (("rate", rate, False), ("timeout", timeout, True),
                                   ("pending_seconds", pending_seconds, True), ("arrival_wait", arrival_wait, False)):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 if positive else v >= 0):
