@@ -35,6 +35,9 @@ TensorsLike = Union[Mapping[str, Tensor], Sequence[Union[Tuple[str, Tensor], Tup
 #: A destination: called as destination(name, dtype, nbytes) on a session's thread; returns a writable C-contiguous
 #: host tensor of at least nbytes bytes that the tensor's values are decoded into, or None to refuse the transfer.
 Destination = Callable[[str, str, int], Optional[Tensor]]
+#: A release: called as release(name, tensor, complete) on a session's thread, once for every tensor a destination
+#: returned, when the session ended and writes no more to it; complete: every byte of it verified.
+Release = Callable[[str, Tensor, bool], None]
 
 
 def available() -> bool:
@@ -208,9 +211,11 @@ def send(address: Union[str, Tuple[str, int]], tensors: TensorsLike, **options) 
     return Sender(address, tensors, **options).wait()
 
 
-def _destination_bytes(destination: Destination, name: str, did: int, nbytes: int) -> Optional[np.ndarray]:
-    """The user's destination as the flat uint8 view the library writes into (its base keeps it alive). A module
-    function, so that the binding's reference to it holds no reference to the Server."""
+def _destination_bytes(destination: Destination, given: Optional[dict], name: str, did: int,
+                       nbytes: int) -> Optional[np.ndarray]:
+    """The user's destination as the flat uint8 view the library writes into (its base keeps it alive); with a
+    release, ``given`` maps the view's id to the user's tensor until its release. Module functions, so that the
+    binding's references to them hold no reference to the Server."""
     got = destination(name, dtype_name(did), nbytes)
     if got is None:
         return None
@@ -219,7 +224,16 @@ def _destination_bytes(destination: Destination, name: str, did: int, nbytes: in
         raise ValueError(f"destination of {name!r}: splitzip.transfer decodes into host memory only")
     if t.nbytes < nbytes:
         raise ValueError(f"destination of {name!r}: {t.nbytes} bytes for a tensor of {nbytes}")
-    return t.bytes
+    view = t.bytes
+    if given is not None:
+        given[id(view)] = got  # the binding holds the view until it releases it: its id stays unique until then
+    return view
+
+
+def _release_tensor(release: Release, given: dict, name: str, view: np.ndarray, complete: bool) -> None:
+    got = given.pop(id(view), None)
+    if got is not None:
+        release(name, got, bool(complete))
 
 
 class Server:
@@ -228,7 +242,10 @@ class Server:
 
     Where tensors go: ``destination(name, dtype, nbytes)`` returns a writable host tensor (at least nbytes bytes,
     C-contiguous) that the values are decoded into; it is called on the session's thread, once per tensor, before
-    the tensor's first message is decoded, and the tensor is kept referenced until the session ended. Or
+    the tensor's first message is decoded, and the tensor is kept referenced until the session ended. Then
+    ``release(name, tensor, complete)``, if given, gets each such tensor back on the session's thread (``complete``:
+    every byte of it verified; a failed session releases the rest with False), so that a caller can tell which
+    tensors of which session arrived whole. Or
     ``out_dir`` (a file per tensor, never replacing one unless ``overwrite``), or ``discard`` (verify only).
 
     threads: decode threads per session. timeout: seconds without progress before a session fails.
@@ -236,8 +253,9 @@ class Server:
     """
 
     def __init__(self, address: str = "127.0.0.1", port: int = 0, *, destination: Optional[Destination] = None,
-                 out_dir: Optional[Union[str, "os.PathLike[str]"]] = None, discard: bool = False,
-                 overwrite: bool = False, threads: int = 1, timeout: float = 10.0, accept_timeout: float = 0.0,
+                 release: Optional[Release] = None, out_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+                 discard: bool = False, overwrite: bool = False, threads: int = 1, timeout: float = 10.0,
+                 accept_timeout: float = 0.0,
                  token: str = "", max_sessions: int = 4, max_tensor_bytes: int = 64 << 30,
                  max_session_bytes: int = 1 << 30, max_server_bytes: int = 4 << 30):
         _need()
@@ -245,10 +263,14 @@ class Server:
             raise ValueError("Server: give exactly one of destination=, out_dir= or discard=True")
         if destination is not None and not callable(destination):
             raise TypeError("destination must be callable as destination(name, dtype, nbytes)")
+        if release is not None and (destination is None or not callable(release)):
+            raise TypeError("release must be callable as release(name, tensor, complete), and goes with destination=")
+        given: Optional[dict] = {} if release is not None else None
         self._server = _ext.Server()
         st, err = self._server.open(
             address, _int_arg(port, "port", 0, 65535),
-            functools.partial(_destination_bytes, destination) if destination is not None else None,
+            functools.partial(_destination_bytes, destination, given) if destination is not None else None,
+            functools.partial(_release_tensor, release, given) if release is not None else None,
             os.fspath(out_dir) if out_dir is not None else "", bool(discard), bool(overwrite),
             _int_arg(threads, "threads", 1, 256), float(timeout), float(accept_timeout), str(token),
             _int_arg(max_sessions, "max_sessions", 1, 1024), _int_arg(max_tensor_bytes, "max_tensor_bytes", 0, 1 << 62),

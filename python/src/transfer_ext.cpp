@@ -5,7 +5,8 @@
 // send() and Server.serve_one() release the GIL for their whole run; a ReadyGate is marked from any thread. A
 // server's destination is a Python callable that the session threads call with the GIL taken; the arrays it returns
 // stay referenced here until the library releases them (ServeOptions::release), so a session never writes into
-// freed memory, and Server.close() releases the GIL while it ends the sessions that may still call back. The server
+// freed memory; an optional Python release callable then gets each array back, with whether every byte of its tensor
+// verified. Server.close() releases the GIL while it ends the sessions that may still call back. The server
 // takes part in Python's garbage collection (its callable may refer back to it). Statuses come back as ints, with the
 // library's message; the Python layer raises.
 #include <nanobind/nanobind.h>
@@ -111,10 +112,10 @@ class PyServer {
   ~PyServer() { close(); }
 
   std::tuple<int, std::string> open(const std::string& address, uint16_t port, nb::object destination,
-                                    const std::string& out_dir, bool discard, bool overwrite, unsigned threads,
-                                    double timeout_s, double accept_timeout_s, const std::string& token,
-                                    uint32_t max_sessions, uint64_t max_tensor_bytes, uint64_t max_session_bytes,
-                                    uint64_t max_server_bytes) {
+                                    nb::object release, const std::string& out_dir, bool discard, bool overwrite,
+                                    unsigned threads, double timeout_s, double accept_timeout_s,
+                                    const std::string& token, uint32_t max_sessions, uint64_t max_tensor_bytes,
+                                    uint64_t max_session_bytes, uint64_t max_server_bytes) {
     tr::ServeOptions so;
     so.address = address;
     so.port = port;
@@ -131,10 +132,13 @@ class PyServer {
     so.max_server_bytes = max_server_bytes;
     if (!destination.is_none()) {
       destination_ = destination;
+      release_ = release;
       so.destination = [this](const std::string& name, sz_dtype dtype, uint64_t size) {
         return this->destination(name, dtype, size);
       };
-      so.release = [this](const std::string&, void* data, bool) { this->release(data); };
+      so.release = [this](const std::string& name, void* data, bool complete) {
+        this->release(name, data, complete);
+      };
     }
     std::string error;
     const sz_status st = server_.open(so, &error);
@@ -165,6 +169,7 @@ class PyServer {
     std::lock_guard<std::mutex> lock(mu_);
     held_.clear();
     destination_ = nb::none();
+    release_ = nb::none();
   }
 
  private:
@@ -190,15 +195,30 @@ class PyServer {
     return nullptr;
   }
 
-  void release(void* data) {
+  // On a session thread, once the session will write no more to `data`: drops our reference to its array, after
+  // handing it to the release callable (if any) with whether the tensor verified completely.
+  void release(const std::string& name, void* data, bool complete) {
     nb::gil_scoped_acquire gil;
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = held_.find(data);
-    if (it != held_.end()) held_.erase(it);
+    nb::object array, fn;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = held_.find(data);
+      if (it == held_.end()) return;
+      array = std::move(it->second);
+      held_.erase(it);
+      fn = release_;
+    }
+    if (fn.is_none()) return;
+    try {
+      fn(name, array, complete);
+    } catch (nb::python_error& e) {
+      e.discard_as_unraisable("splitzip.transfer.Server release");
+    }
   }
 
   tr::Server server_;
   nb::object destination_;
+  nb::object release_;
   std::mutex mu_;
   std::unordered_multimap<void*, nb::object> held_;
 };
@@ -209,6 +229,7 @@ int server_traverse(PyObject* self, visitproc visit, void* arg) {
   if (!nb::inst_ready(self)) return 0;
   PyServer* s = nb::inst_ptr<PyServer>(self);
   Py_VISIT(s->destination_.ptr());
+  Py_VISIT(s->release_.ptr());
   for (const auto& h : s->held_) Py_VISIT(h.second.ptr());
   return 0;
 }
@@ -217,6 +238,7 @@ int server_traverse(PyObject* self, visitproc visit, void* arg) {
 int server_clear(PyObject* self) {
   PyServer* s = nb::inst_ptr<PyServer>(self);
   s->destination_ = nb::none();
+  s->release_ = nb::none();
   return 0;
 }
 
@@ -242,9 +264,10 @@ void register_transfer(nb::module_& parent) {
   nb::class_<PyServer>(m, "Server", nb::type_slots(server_slots))
       .def(nb::init<>())
       .def("open", &PyServer::open, nb::arg("address"), nb::arg("port"), nb::arg("destination").none(),
-           nb::arg("out_dir"), nb::arg("discard"), nb::arg("overwrite"), nb::arg("threads"), nb::arg("timeout_s"),
-           nb::arg("accept_timeout_s"), nb::arg("token"), nb::arg("max_sessions"), nb::arg("max_tensor_bytes"),
-           nb::arg("max_session_bytes"), nb::arg("max_server_bytes"))
+           nb::arg("release").none(), nb::arg("out_dir"), nb::arg("discard"), nb::arg("overwrite"),
+           nb::arg("threads"), nb::arg("timeout_s"), nb::arg("accept_timeout_s"), nb::arg("token"),
+           nb::arg("max_sessions"), nb::arg("max_tensor_bytes"), nb::arg("max_session_bytes"),
+           nb::arg("max_server_bytes"))
       .def_prop_ro("port", &PyServer::port)
       .def("serve_one", &PyServer::serve_one)
       .def("stop", &PyServer::stop)

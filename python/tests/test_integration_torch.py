@@ -73,6 +73,59 @@ def test_vllm_connector(kv_slice, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_vllm_connector_over_ucx(kv_slice, device):
+    """torch CPU caches streamed over UCX, bit-exact; CUDA caches refused by that transport (host staging only)."""
+    from splitzip import transfer
+    if not transfer.available():
+        pytest.skip("this splitzip was built without the transfer library (no UCX)")
+    src, dst = {}, {}
+    for layer in range(L):
+        c = np.empty((2, 20, BLOCK, H, D), dtype=np.uint16)
+        blocks = kv_slice[layer].reshape(2, 14, BLOCK, H, D)
+        for b in range(20):
+            c[:, b] = blocks[:, (5 * b + layer) % 14]
+        src[f"l{layer}"] = bf16(c, device)
+        dst[f"l{layer}"] = torch.zeros_like(src[f"l{layer}"])
+    cfg = lambda role, **extra: NS(  # noqa: E731
+        kv_transfer_config=NS(kv_role=role, kv_connector_extra_config={"transport": "ucx", **extra}),
+        cache_config=NS(block_size=BLOCK), model_config=NS(model="m"))
+    cw = SplitZipConnector(cfg("kv_consumer", port=0), KVConnectorRole.WORKER)
+    try:
+        port = cw.transport.port
+        if device == "cuda":
+            with pytest.raises(ValueError, match="not in host memory"):
+                cw.register_kv_caches(dst)
+            return
+        cs = SplitZipConnector(cfg("kv_consumer", port=port), KVConnectorRole.SCHEDULER)
+        ps, pw = (SplitZipConnector(cfg("kv_producer", address=f"127.0.0.1:{port}"), r)
+                  for r in (KVConnectorRole.SCHEDULER, KVConnectorRole.WORKER))
+        pw.register_kv_caches(src)
+        cw.register_kv_caches(dst)
+        prompt = list(range(50))  # 49 transferable tokens -> 3 blocks
+        new = lambda blocks: NS(req_id="r", prompt_token_ids=prompt, block_ids=(blocks,), num_computed_tokens=0)  # noqa
+        step = lambda reqs, n: NS(scheduled_new_reqs=reqs, scheduled_cached_reqs=None,  # noqa: E731
+                                  num_scheduled_tokens={"r": n})
+        pw.bind_connector_metadata(ps.build_connector_meta(step([new([11, 2, 17, 5])], 50)))
+        for name, cache in src.items():
+            pw.save_kv_layer(name, cache, None)
+        pw.wait_for_save()
+        assert pw.send_errors == []
+        req = NS(request_id="r", prompt_token_ids=prompt)
+        assert cs.get_num_new_matched_tokens(req, 0) == (48, False)
+        cs.update_state_after_alloc(req, None, 48)
+        cw.bind_connector_metadata(cs.build_connector_meta(step([new([0, 19, 8, 3])], 2)))
+        cw.start_load_kv(None)
+        for name in src:
+            for s, d in zip([11, 2, 17], [0, 19, 8]):
+                assert torch.equal(bits(src[name][:, s]), bits(dst[name][:, d]))
+            assert not bits(dst[name][:, 3]).any()
+        raw = pw.stats["raw_bytes_saved"]
+        assert raw == L * 2 * 3 * BLOCK * H * D * 2 and 1.3 < raw / pw.stats["frame_bytes_saved"] < 1.42
+    finally:
+        cw.shutdown()
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_sglang_backend(kv_slice, device):
     slots = 448
     ks = [bf16(np.concatenate([kv_slice[layer, 0]] * 2), device) for layer in range(L)]

@@ -137,6 +137,39 @@ def test_a_destination_too_small_is_refused(kv_bits, monkeypatch):
     assert len(seen) == 1 and "bytes for a tensor of" in str(seen[0])
 
 
+def test_release_hands_back_each_destination_with_whether_it_verified(kv_bits):
+    released = []
+    lock = threading.Lock()
+
+    def release(name, tensor, complete):
+        with lock:
+            released.append((name, tensor, complete))
+
+    srv = Serving(release=release)
+    transfer.send(srv.address, [("a", kv_bits, "bf16"), ("b", kv_bits[:999], "bf16")])
+    srv.join()
+    assert srv.error is None
+    assert sorted((n, c) for n, _, c in released) == [("a", True), ("b", True)]
+    assert all(t is srv.mem[n] for n, t, _ in released)  # the destination's own tensors come back
+    # a session that fails after its first tensor: that one is released complete, the second one not
+    released.clear()
+    srv = Serving(release=release)
+    with pytest.raises(RuntimeError, match="gives up"):
+        with transfer.Sender(srv.address, [("a", kv_bits, "bf16"), ("b", kv_bits, "bf16")], gated=True) as s:
+            s.ready(0)  # b is never ready: its destination is never asked for
+            deadline = time.monotonic() + 10
+            while not (srv.mem.get("a") is not None and srv.mem["a"].tobytes() == kv_bits.tobytes()):
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            time.sleep(0.5)  # a's bytes are in: let the session count its last chunk (microseconds later)
+            raise RuntimeError("the producer gives up")
+    srv.join()
+    assert isinstance(srv.error, splitzip.IoError)
+    assert [(n, c) for n, _, c in released] == [("a", True)]
+    with pytest.raises(TypeError, match="release"):
+        transfer.Server(discard=True, release=release)
+
+
 def test_out_dir_and_discard(tmp_path, kv_bits):
     srv = Serving(out_dir=tmp_path)
     transfer.send(srv.address, [("kv.bin", kv_bits, "bf16")], threads=2, chunk_values=1 << 16)

@@ -21,17 +21,29 @@ What it does, on the two sides of vLLM's connector interface (``KVConnectorBase_
   first axis is the block (vLLM 0.33's standardized ``[num_blocks, kv_heads, block_size, 2 * head_size]``, MLA's
   ``[num_blocks, block_size, head_size]``; one page ``cache[b]`` per block). A page must be one dense run of memory
   (a permuted view is taken in its physical order). ``save_kv_layer`` compresses the request's pages of that layer
-  into one frame with the page API (on a GPU: one kernel launch over a device array of page pointers); ``wait_for_save`` puts one
-  object per request into the transport: a container (docs/FORMAT.md §6) of one frame item per layer, named by the
-  layer. ``start_load_kv`` fetches each request's object and decodes every layer's frame straight into the
-  consumer's blocks (on a GPU: enqueued, one launch per layer, checked in ``wait_for_layer_load``); blocks whose
-  tokens the consumer had computed already are decoded into a scratch page, never over the prefix cache.
-  ``get_finished`` reports nothing pending (loads and saves are synchronous with the step).
+  into one frame with the page API (on a GPU: one kernel launch over a device array of page pointers);
+  ``wait_for_save`` puts one object per request into the transport: a container (docs/FORMAT.md §6) of one frame
+  item per layer, named by the layer. ``start_load_kv`` fetches each request's object and decodes every layer's
+  frame straight into the consumer's blocks (on a GPU: enqueued, one launch per layer, checked in
+  ``wait_for_layer_load``); blocks whose tokens the consumer had computed already are decoded into a scratch page,
+  never over the prefix cache. ``get_finished`` reports nothing pending (loads and saves are synchronous with the
+  step).
+- The UCX transport (``"transport": "ucx"``) streams instead of storing: the producer's worker opens one gated
+  ``splitzip.transfer`` session per step for the step's saved requests when the step's metadata is bound, and
+  ``save_kv_layer`` gathers each request's pages of the layer into a host staging buffer (one arena, reused) and
+  marks it ready, so the transfer's codec threads compress it and UCX carries it while later layers compute;
+  ``wait_for_save`` waits until the consumer verified every byte. The consumer's worker listens (a
+  ``transfer.Server``), decodes each layer into host memory of its own as it arrives and keeps a request once all
+  its layers verified; its scheduler matches that request by its key, and ``start_load_kv`` checks every layer's
+  size and dtype against this worker's caches, then writes them into the request's blocks. Host caches only.
 
-Options in ``kv_connector_extra_config``: ``transport`` ("inprocess" with ``name``, or "file" with ``path``; see
-:mod:`splitzip.integrations.transport`), ``codebook`` (a codebook file, or "key" / "value" / "generic"), ``chunk``,
-``threads``, ``checksum``, ``namespace``, ``layout`` ("kv_first", "blocks_first": for a cache whose first axes are
-ambiguous).
+Options in ``kv_connector_extra_config``: ``transport`` ("inprocess" with ``name``, "file" with ``path``, or "ucx"
+with ``address`` on a producer and ``port`` on a consumer; see :mod:`splitzip.integrations.transport`),
+``codebook`` (a codebook file, or "key" / "value" / "generic"), ``chunk``, ``threads``, ``checksum``,
+``namespace``, ``layout`` ("kv_first", "blocks_first": for a cache whose first axes are ambiguous); with "ucx" not
+``codebook``, ``chunk`` or ``checksum`` (the transfer codes its messages itself) but ``host``, ``token``, ``raw``,
+``rate``, ``timeout``, ``max_pending_bytes``, ``pending_seconds``, ``arrival_wait``, ``max_sessions``
+(:class:`~splitzip.integrations.transport.UcxTransport`) and ``max_send_bytes``.
 
 Without vLLM installed the module still loads: ``KVConnectorBase_V1``, ``KVConnectorMetadata`` and
 ``KVConnectorRole`` are then minimal local definitions of vLLM's, and the connector reads from vLLM's objects only
@@ -43,6 +55,7 @@ from __future__ import annotations
 import abc
 import enum
 import hashlib
+import logging
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -51,11 +64,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .._container import Container, _assemble_pieces
-from .._core import _FLOAT_ELEMENTS, _Tensor, _int_arg
-from .._errors import check
+from .._core import _FLOAT_ELEMENTS, _Tensor, _int_arg, dtype_name
+from .._errors import Error, check
 from . import _pagetable
 from ._codec import Codec
-from .transport import Transport, make_transport
+from .transport import UCX_OPTIONS, UcxTransport, make_transport
+
+_log = logging.getLogger(__name__)
 
 try:  # vLLM's own interface when it is installed
     from vllm.distributed.kv_transfer.kv_connector.v1.base import (
@@ -137,7 +152,10 @@ except ImportError:
         def build_connector_meta(self, scheduler_output): ...
 
 
-_EXTRA_KEYS = {"transport", "name", "path", "codebook", "chunk", "threads", "checksum", "namespace", "layout"}
+_STORE_KEYS = {"name", "path"}
+_CODEC_KEYS = {"codebook", "chunk", "checksum"}
+_UCX_KEYS = set(UCX_OPTIONS) - {"threads"} | {"max_send_bytes"}
+_EXTRA_KEYS = {"transport", "threads", "namespace", "layout"} | _STORE_KEYS | _CODEC_KEYS | _UCX_KEYS
 _LAYOUTS = ("kv_first", "blocks_first")
 
 
@@ -191,9 +209,20 @@ class SplitZipConnector(KVConnectorBase_V1):
                              f"(known: {sorted(_EXTRA_KEYS)})")
         self._block_size = _int_arg(vllm_config.cache_config.block_size, "cache_config.block_size", 1, 1 << 20)
         spec = extra.get("transport", "inprocess")
-        self._transport: Transport = make_transport(
-            spec if not isinstance(spec, str) else {"transport": spec, **{k: extra[k] for k in ("name", "path")
-                                                                         if k in extra}})
+        ucx = spec == "ucx" or isinstance(spec, UcxTransport)
+        # the transfer codes its messages itself (the dtype's default codebook and chunk, checksums always on)
+        misplaced = sorted(set(extra) & ((_STORE_KEYS | _UCX_KEYS | _CODEC_KEYS)
+                                         - (_UCX_KEYS if ucx else _STORE_KEYS | _CODEC_KEYS)))
+        if misplaced:
+            raise ValueError(f"SplitZipConnector: kv_connector_extra_config keys {misplaced} do not apply to "
+                             f"transport {spec if isinstance(spec, str) else type(spec).__name__!r}")
+        self._max_send_bytes = _int_arg(extra.get("max_send_bytes", 4 << 30), "max_send_bytes", 1, 1 << 62)
+        if isinstance(spec, str):
+            keys = (_UCX_KEYS - {"max_send_bytes"}) | {"threads"} if ucx else _STORE_KEYS
+            spec = {"transport": spec, **{k: extra[k] for k in keys if k in extra}}
+        self._transport: Any = make_transport(spec)
+        # the UCX transport streams each layer to the consumer as it is saved (its own code paths, below)
+        self._stream: Optional[UcxTransport] = self._transport if isinstance(self._transport, UcxTransport) else None
         self._codebook = extra.get("codebook")
         self._chunk = extra.get("chunk")
         self._threads = extra.get("threads")
@@ -210,6 +239,16 @@ class SplitZipConnector(KVConnectorBase_V1):
             raise ValueError(f"SplitZipConnector: kv_role must be kv_producer, kv_consumer or kv_both, got {kv_role!r}")
         self._produce = kv_role in ("kv_producer", "kv_both")
         self._consume = kv_role in ("kv_consumer", "kv_both")
+        if self._stream is not None:
+            if self._produce and self._stream.address is None:
+                raise ValueError(f"SplitZipConnector: transport 'ucx' with kv_role {kv_role} needs 'address' (the "
+                                 f"consumer's host:port, where its KV is sent)")
+            if self._consume and self._stream.port is None:
+                raise ValueError(f"SplitZipConnector: transport 'ucx' with kv_role {kv_role} needs 'port' (where "
+                                 f"this instance receives KV)")
+            if self._consume and self._stream.port == 0 and _role_name(role) != "WORKER":
+                raise ValueError("SplitZipConnector: transport 'ucx': a consumer's scheduler needs the port its "
+                                 "worker listens on (port 0, any free port, is for a worker alone)")
         # every tensor- / pipeline-parallel worker holds a part of each request's KV and stores it as its own object
         parallel = getattr(vllm_config, "parallel_config", None)
         self._world = (int(getattr(parallel, "tensor_parallel_size", 1) or 1)
@@ -225,11 +264,20 @@ class SplitZipConnector(KVConnectorBase_V1):
         self._saves: Dict[str, Dict[str, Tuple[np.ndarray, int, Tuple[int, ...], int]]] = {}
         self._load_status: Dict[str, List[Tuple[_RequestStatus, int]]] = {}
         self._load_errors: set = set()
-        self.stats = {"requests_saved": 0, "raw_bytes_saved": 0, "frame_bytes_saved": 0,
-                      "requests_loaded": 0, "raw_bytes_loaded": 0, "frame_bytes_loaded": 0}
+        self._outgoing: Optional[_Outgoing] = None  # the step's UCX send (one session for its saved requests)
+        self._sent_meta: Any = None  # the metadata whose send was started (none may have been needed)
+        self._arena: Optional[np.ndarray] = None    # host staging of the send, reused from step to step
+        #: with the UCX transport: (request ids, reason) of each send that failed, and of requests not sent
+        self.send_errors: List[Tuple[List[str], str]] = []
+        self.stats = {"requests_saved": 0, "raw_bytes_saved": 0, "frame_bytes_saved": 0, "wire_bytes_saved": 0,
+                      "requests_loaded": 0, "raw_bytes_loaded": 0, "frame_bytes_loaded": 0, "send_errors": 0,
+                      "load_errors": 0}
+        if self._stream is not None and self._consume and _role_name(role) == "WORKER":
+            self._stream.listen()  # this worker's receiver: the producer sends here as it computes
 
     @property
-    def transport(self) -> Transport:
+    def transport(self) -> Any:
+        """The :class:`Transport` (a store) or :class:`UcxTransport` (a stream) this connector uses."""
         return self._transport
 
     # ---- keys ---------------------------------------------------------------------------------------------------
@@ -359,6 +407,10 @@ class SplitZipConnector(KVConnectorBase_V1):
             raise TypeError("register_kv_caches: expected a dict of layer name -> KV cache tensor")
         for name, cache in kv_caches.items():
             self._layouts[name] = self._layout_of(name, cache)
+            if self._stream is not None and not (_pagetable.supported(cache) and _Tensor(cache, name).device == "cpu"):
+                raise ValueError(f"register_kv_caches: layer {name!r} is not in host memory (numpy or torch CPU): the "
+                                 f"UCX transport stages KV in host memory and sends host tensors only so far (use the "
+                                 f"'file' or 'inprocess' transport for GPU caches)")
         self._kv_caches = dict(kv_caches)
         self._worker_rank()
 
@@ -421,6 +473,8 @@ class SplitZipConnector(KVConnectorBase_V1):
         compression is enqueued on the current stream and the frame stays on the device, with its size, until
         :meth:`wait_for_save`: nothing waits here."""
         meta = self._get_connector_metadata()
+        if self._stream is not None:
+            return self._stream_layer(meta, layer_name, kv_layer)
         for req in meta.requests:
             if not req.is_store or not req.block_ids:
                 continue
@@ -440,6 +494,8 @@ class SplitZipConnector(KVConnectorBase_V1):
         """Puts each saved request into the transport: one container of its layers' frames. Frames still on a GPU
         come to the host here: one copy of all their sizes (the one wait for the sizes), then each frame's exact
         bytes into pinned host memory, and one wait for those copies."""
+        if self._stream is not None:
+            return self._finish_send()
         saves, self._saves = self._saves, {}
         _frames_to_host(saves)
         for key, layers in saves.items():
@@ -462,6 +518,8 @@ class SplitZipConnector(KVConnectorBase_V1):
         object is copied to the device once and each layer's decode is enqueued on the current stream (one launch
         over a device page table), its status checked by :meth:`wait_for_layer_load`."""
         meta = self._get_connector_metadata()
+        if self._stream is not None:
+            return self._load_streamed(meta)
         for req in meta.requests:
             if req.is_store or not req.block_ids:
                 continue
@@ -517,9 +575,183 @@ class SplitZipConnector(KVConnectorBase_V1):
         return None, None
 
     def get_block_ids_with_load_errors(self) -> set:
-        """Blocks of requests whose stored KV had disappeared from the transport (they are recomputed)."""
+        """Blocks of requests whose stored KV had disappeared from the transport, or (UCX) arrived in a shape that
+        does not fit this worker's caches (they are recomputed)."""
         errors, self._load_errors = self._load_errors, set()
         return errors
+
+    def shutdown(self) -> None:
+        """Ends a send in flight and, with the UCX transport, leaves this process's receiver (the last to leave
+        closes it)."""
+        if self._outgoing is not None:
+            self._finish_send(abandon="the connector shut down")
+        if self._stream is not None:
+            self._stream.close()
+
+    # ---- the UCX stream: each layer sent as soon as it is saved ---------------------------------------------------
+
+    def bind_connector_metadata(self, connector_metadata: Any) -> None:
+        """Takes the step's metadata; with the UCX transport a producer's worker also starts the step's send here
+        (its handshake overlaps the first layer's computation)."""
+        super().bind_connector_metadata(connector_metadata)
+        if self._stream is not None and self._produce and self._kv_caches:
+            self._start_send(connector_metadata)
+
+    def _start_send(self, meta: Any) -> None:
+        """One gated transfer session for the step's saved requests: for each layer (in the registered order) and
+        request, a host staging buffer of the request's pages of that layer (K pages of its blocks, then V pages),
+        all in one arena reused from step to step. Requests beyond ``max_send_bytes`` are not sent (recorded)."""
+        if self._outgoing is not None:
+            self._finish_send(abandon="a new step began before wait_for_save")
+        self._sent_meta = meta
+        reqs = [r for r in getattr(meta, "requests", []) if r.is_store and r.block_ids]
+        if not reqs:
+            return
+        layers = list(self._kv_caches.items())
+        rank = self._worker_rank()
+        chosen, tables, total = [], {}, 0
+        for req in reqs:
+            t = [self._table(name, cache, req.block_ids) for name, cache in layers]
+            need = sum(x.nbytes for x in t)
+            if total + need > self._max_send_bytes:
+                self._send_failed([req.req_id], f"its {need} bytes of KV would pass max_send_bytes "
+                                                f"({self._max_send_bytes}) in this step: not sent")
+                continue
+            chosen.append(req)
+            tables[req.req_id] = t
+            total += need
+        if not chosen:
+            return
+        if self._arena is None or self._arena.shape[0] < total:
+            self._arena = None
+            self._arena = np.empty(total, dtype=np.uint8)
+        parts, index, at = [], {}, 0
+        for li, (name, cache) in enumerate(layers):
+            dtype = dtype_name(_FLOAT_ELEMENTS[str(cache.dtype).replace("torch.", "")])
+            for req in chosen:
+                table = tables[req.req_id][li]
+                buf = self._arena[at:at + table.nbytes]
+                at += table.nbytes
+                index[(name, req.req_id)] = len(parts)
+                parts.append((self.object_key(req.key, rank), li, len(layers), dtype, buf, table))
+        sender = self._stream.send([p[:5] for p in parts])
+        self._outgoing = _Outgoing(sender, [r.req_id for r in chosen], {r.req_id: r for r in chosen}, index,
+                                   [(p[4], p[5]) for p in parts])
+
+    def _stream_layer(self, meta: Any, layer_name: str, kv_layer: Any) -> None:
+        """Gathers each saved request's pages of this layer into its staging buffer and lets the send take it."""
+        if self._outgoing is None:
+            if self._sent_meta is meta or not any(r.is_store and r.block_ids for r in meta.requests):
+                return  # nothing to send in this step (or nothing could be)
+            if not self._kv_caches:
+                raise RuntimeError("save_kv_layer: register_kv_caches was not called")
+            self._start_send(meta)
+            if self._outgoing is None:
+                return
+        out = self._outgoing
+        for req_id in out.req_ids:
+            i = out.index.get((layer_name, req_id))
+            if i is None:
+                out.sender.fail(f"save_kv_layer: layer {layer_name!r} is not a registered layer")
+                raise ValueError(f"save_kv_layer: layer {layer_name!r} is not one of the registered layers")
+            if i in out.ready:
+                continue  # saved already: its buffer may be on its way
+            buf, table = out.parts[i]
+            try:
+                if kv_layer is not self._kv_caches[layer_name]:
+                    table = self._table(layer_name, kv_layer, out.requests[req_id].block_ids)
+                    if table.nbytes != buf.nbytes:
+                        raise ValueError(f"save_kv_layer: layer {layer_name!r} has {table.nbytes} bytes for request "
+                                         f"{req_id}, its registered cache {buf.nbytes}")
+                table.gather(buf)
+            except BaseException as e:
+                out.sender.fail(f"save_kv_layer of layer {layer_name!r}: {e}")
+                raise
+            out.sender.ready(i)
+            out.ready.add(i)
+
+    def _send_failed(self, req_ids: List[str], why: str) -> None:
+        self.send_errors.append((list(req_ids), why))
+        del self.send_errors[:-64]  # the latest only
+        self.stats["send_errors"] += 1
+        _log.warning("SplitZipConnector: KV of requests %s not sent to %s: %s (the consumer recomputes them)",
+                     req_ids, self._stream.address if self._stream else None, why)
+
+    def _finish_send(self, abandon: Optional[str] = None) -> None:
+        """Waits for the step's send: every byte verified by the consumer. A send that failed (consumer gone or
+        refusing, network) is logged and recorded in ``send_errors``; it does not raise (the consumer recomputes
+        what it did not get). Layers never saved fail the send, and raise."""
+        out, self._outgoing, self._sent_meta = self._outgoing, None, None
+        if out is None:
+            return
+        missing = sorted({name for (name, _), i in out.index.items() if i not in out.ready})
+        if abandon is None and missing:
+            out.sender.fail(f"layers {missing} were not saved")
+        elif abandon is not None:
+            out.sender.fail(abandon)
+        try:
+            st = out.sender.wait()
+        except Error as e:
+            self._send_failed(out.req_ids, str(e) if abandon is None else abandon)
+            if abandon is None and missing:
+                raise RuntimeError(f"wait_for_save: layers {missing} were not saved for requests "
+                                   f"{out.req_ids}") from None
+            return
+        self.stats["requests_saved"] += len(out.req_ids)
+        self.stats["raw_bytes_saved"] += st.raw_bytes
+        self.stats["frame_bytes_saved"] += st.payload_bytes
+        self.stats["wire_bytes_saved"] += st.wire_bytes
+
+    def _load_streamed(self, meta: Any) -> None:
+        """Takes each loaded request's layers from this process's receiver and writes them into its blocks: every
+        layer's size and dtype checked against this worker's caches first, so a request whose KV does not fit is
+        written nowhere (its blocks are reported as load errors and recomputed)."""
+        rank = self._worker_rank()
+        layers = list(self._kv_caches.items())
+        for req in meta.requests:
+            if req.is_store or not req.block_ids:
+                continue
+            got = self._stream.take(self.object_key(req.key, rank))
+            if got is None:
+                self._load_errors.update(req.block_ids[req.skip_blocks:])
+                continue
+            tables, problem = [], None
+            if len(got.parts) != len(layers):
+                problem = f"{len(got.parts)} layers arrived, this worker has {len(layers)}"
+            for (name, cache), part, dtype in zip(layers, got.parts, got.dtypes):
+                if problem is not None:
+                    break
+                table = self._table(name, cache, req.block_ids, req.skip_blocks)
+                want = dtype_name(_FLOAT_ELEMENTS[str(cache.dtype).replace("torch.", "")])
+                if part.nbytes != table.nbytes or dtype != want:
+                    problem = (f"layer {name!r} arrived as {part.nbytes} bytes of {dtype}, its blocks here are "
+                               f"{table.nbytes} bytes of {want}")
+                tables.append(table)
+            if problem is not None:
+                _log.warning("SplitZipConnector: the KV of request %s does not fit this worker's cache (another "
+                             "model or parallel layout at the producer?): %s; recomputed", req.req_id, problem)
+                self.stats["load_errors"] += 1
+                self._load_errors.update(req.block_ids[req.skip_blocks:])
+                self._stream.recycle(got)
+                continue
+            for table, part in zip(tables, got.parts):
+                table.scatter(part)
+            self._stream.recycle(got)
+            self.stats["requests_loaded"] += 1
+            self.stats["raw_bytes_loaded"] += sum(t.nbytes for t in tables)
+
+
+@dataclass
+class _Outgoing:
+    """The step's send: the transfer Sender, the requests in it, the part index of each (layer, request), each
+    part's (staging buffer, page table), and the parts marked ready."""
+
+    sender: Any
+    req_ids: List[str]
+    requests: Dict[str, SplitZipRequestMeta]
+    index: Dict[Tuple[str, str], int]
+    parts: List[Tuple[np.ndarray, Any]]
+    ready: set = field(default_factory=set)
 
 
 def _dense(page: Any, name: str):
