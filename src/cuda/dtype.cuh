@@ -248,17 +248,17 @@ SZ_DEV void build_encode_tables(uint8_t* tab, const uint8_t* codebook, uint32_t 
         if (codebook[q] == e) c = q;
       tab[e] = (uint8_t)c;
     }
-    return;
-  }
-  for (uint32_t i = simt::thread_id(); i < EncEntry<DT, K>::kSlots * NE; i += simt::block_threads()) {
-    const uint32_t j = i / NE, e = i % NE;
-    uint32_t c = 0xFFu;
-    for (uint32_t q = 0; q < count; ++q)
-      if (codebook[q] == e) c = q;
-    if constexpr (EncEntry<DT, K>::kOneWord) {
-      reinterpret_cast<uint32_t*>(tab)[i] = c == 0xFFu ? 1u << (24 + j) : c << (K * j);
-    } else {
-      reinterpret_cast<uint2*>(tab)[i] = c == 0xFFu ? make_uint2(0u, 1u << j) : make_uint2(c << (k * j), 0u);
+  } else {
+    for (uint32_t i = simt::thread_id(); i < EncEntry<DT, K>::kSlots * NE; i += simt::block_threads()) {
+      const uint32_t j = i / NE, e = i % NE;
+      uint32_t c = 0xFFu;
+      for (uint32_t q = 0; q < count; ++q)
+        if (codebook[q] == e) c = q;
+      if constexpr (EncEntry<DT, K>::kOneWord) {
+        reinterpret_cast<uint32_t*>(tab)[i] = c == 0xFFu ? 1u << (24 + j) : c << (K * j);
+      } else {
+        reinterpret_cast<uint2*>(tab)[i] = c == 0xFFu ? make_uint2(0u, 1u << j) : make_uint2(c << (k * j), 0u);
+      }
     }
   }
 }
@@ -390,6 +390,70 @@ SZ_DEV void encode_lane_ch(const uint32_t w[16], const Channels& ch, uint32_t c0
     m |= (uint64_t)ex << (8 * g);
   }
   *esc = m;
+}
+
+// ---- BF16 with channel windows (§4.9) -----------------------------------------------------------------------------
+// The hot form of channel-aware frames: code = exponent - the channel's base when that is below 2^K. Encode: two
+// values a word, in 16-bit lanes (exponent + 256 - base never borrows across them), a window test by an add into bit
+// 15; decode: four exponents a word as bytes (base + code, a carry out of a byte is an exponent >= 256: reported).
+template <int K>
+SZ_DEV void encode_lane_bf16_ch(const uint32_t w[16], const Channels& ch, uint32_t c0, uint32_t rest[8],
+                                uint32_t codes[4], uint64_t* esc) {
+  constexpr uint32_t kCode = ((1u << K) - 1u) * 0x00010001u, kOut = (0x1FFu & ~((1u << K) - 1u)) * 0x00010001u;
+  uint64_t m = 0;
+  uint32_t c = c0;
+#pragma unroll
+  for (int g = 0; g < 4; ++g) {
+    const uint32_t q[4] = {w[4 * g], w[4 * g + 1], w[4 * g + 2], w[4 * g + 3]};
+    const uint32_t l0 = simt::prmt(q[0], q[1], 0x6420), h0 = simt::prmt(q[0], q[1], 0x7531);
+    const uint32_t l1 = simt::prmt(q[2], q[3], 0x6420), h1 = simt::prmt(q[2], q[3], 0x7531);
+    rest[2 * g] = (l0 & 0x7F7F7F7Fu) | (h0 & 0x80808080u);
+    rest[2 * g + 1] = (l1 & 0x7F7F7F7Fu) | (h1 & 0x80808080u);
+    const uint2 b = ch.base8(c);
+    c = ch.next8(c);
+    uint32_t cw = 0, em = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {  // values 2i, 2i + 1 of the group: exponents and bases in bits 0..7 and 16..23
+      const uint32_t e = (q[i] >> 7) & 0x00FF00FFu;
+      const uint32_t base = simt::prmt(i < 2 ? b.x : b.y, 0, (i & 1) ? 0x4342u : 0x4140u);
+      const uint32_t d = (e + 0x01000100u - base) ^ 0x01000100u;  // per lane: e - base if >= 0, else >= 257
+      const uint32_t f = ((d & kOut) + 0x7FFF7FFFu) & 0x80008000u;  // bit 15 / 31: outside the window, escapes
+      const uint32_t cd = d & kCode & ~((f >> 15) * 0xFFFFu);      // an escape's code is 0
+      cw |= ((cd | (cd >> (16 - K))) & ((1u << (2 * K)) - 1u)) << (2 * K * i);
+      em |= (((f >> 15) & 1u) | (f >> 30)) << (2 * i);
+    }
+    codes[g] = cw;
+    m |= (uint64_t)em << (8 * g);
+  }
+  *esc = m;
+}
+
+template <int K, class Put>
+SZ_DEV bool decode_lane_bf16_ch(const uint32_t cw[4], const uint32_t rest[8], const Channels& ch, uint32_t c0,
+                                const Put& put) {
+  uint32_t carry = 0, c = c0;
+  auto add = [&](uint32_t base, uint32_t code) {  // bytewise base + code (code < 16)
+    const uint32_t s = (base & 0x7F7F7F7Fu) + code;
+    carry |= base & s;
+    return s ^ (base & 0x80808080u);
+  };
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {  // piece t = group t
+    const uint2 b = ch.base8(c);
+    c = ch.next8(c);
+    const uint32_t n = spread_codes<K>(cw[t]), z = n >> 4;
+    const uint32_t e0 = add(b.x, simt::prmt(n, z, 0x5140u) & 0x0F0F0F0Fu);
+    const uint32_t e1 = add(b.y, simt::prmt(n, z, 0x7362u) & 0x0F0F0F0Fu);
+    uint32_t v[4];
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {  // values 8t + 2m, 8t + 2m + 1: one output word
+      const uint32_t ent = simt::prmt(m < 2 ? e0 : e1, 0, (m & 1) ? 0x4342u : 0x4140u) << 7;
+      const uint32_t rs = simt::prmt(rest[2 * t + m / 2], 0, (m & 1) ? 0x3322u : 0x1100u);
+      v[m] = (rs & 0x807F807Fu) | ent;
+    }
+    put(t, make_uint4(v[0], v[1], v[2], v[3]));
+  }
+  return (carry & 0x80808080u) != 0;
 }
 
 // ---- decode tables -------------------------------------------------------------------------------------------------

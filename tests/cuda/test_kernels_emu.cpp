@@ -636,6 +636,54 @@ TEST(CudaKernelsEmu, ChannelFramesBookChecksAndCorruption) {
   EXPECT_GT(rejected, 40);
 }
 
+// Codes that decode past the exponent range (windows at the top of it), without checksums to catch them: every code
+// byte of the first chunks set to all ones in turn, decoded exactly as the reference decodes (or rejects) it.
+TEST(CudaKernelsEmu, ChannelCodesPastTheExponentRangeRejectedLikeReference) {
+  const uint32_t period = 64;
+  const uint64_t tokens = 40, n = tokens * period;
+  for (sz_dtype dtype : sztest::kAllDtypes) {
+    const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
+    const unsigned k = 2;
+    std::vector<uint8_t> all = sztest::channel_values(dtype, 1, tokens, period, 91 + dtype);
+    // Every 16th channel at the top of the exponent range, in its window (code 0), where codes 2 and 3 mean no
+    // exponent: the kernels must find that in the code itself, not through an escape list or a checksum.
+    const uint32_t top = (1u << f.E) - 2;
+    const size_t vb = f.W / 8;
+    for (uint64_t i = 0; i < n; i += 16) {  // channels 0, 16, 32, 48 (period 64)
+      const uint32_t x = sztest::load_value(all.data() + i * vb, f.W);
+      sztest::store_value(all.data() + i * vb, f.W, sztest::make_value(x >> (f.W - 1), top, x, f));
+    }
+    EmuBook b = sztest::calibrated_book(all, dtype, 1, tokens, period, k);
+    for (size_t c = 0; c < period; c += 16) b.bases[c] = (uint8_t)top;
+    ASSERT_EQ(sz_channel_book_init(&b.book, dtype, k, period, 1, b.bases.data()), SZ_OK);
+    const sz_params p = sztest::make_params(8, 0);
+    std::vector<uint8_t> frame(sz_compress_bound(n, dtype));
+    size_t fs = 0;
+    ASSERT_EQ(sz_compress_channels_reference(all.data(), n, dtype, &b.book, 0, &p, frame.data(), frame.size(), &fs),
+              SZ_OK);
+    frame.resize(fs);
+    const layout::FrameOffsets o = layout::frame_offsets(n, 8, false, layout::dtype_traits(dtype), 0);
+    const size_t out_bytes = n * (f.W / 8);
+    int rejected = 0;
+    for (size_t i = 0; i < 3 * 256 / 8 * k && o.exponents + i < frame.size(); ++i) {
+      std::vector<uint8_t> t = frame;
+      t[o.exponents + i] = 0xFF;
+      std::vector<uint8_t> ref_out(out_bytes);
+      size_t rsz = 0;
+      const sz_status ref = sz_decompress_book_reference(t.data(), t.size(), &b.book, ref_out.data(), out_bytes, &rsz);
+      const Decoded d = emu_decompress(t, out_bytes, nullptr, nullptr, 0, 0, &b.book);
+      ASSERT_EQ(d.launch, SZ_OK);
+      ASSERT_TRUE(d.guard_ok);
+      ASSERT_EQ(ref == SZ_OK, d.status == SZ_OK) << "dtype " << dtype << " code byte " << i << ": reference "
+                                                 << sz_status_name(ref) << ", kernels "
+                                                 << sz_status_name((sz_status)d.status);
+      if (ref == SZ_OK) ASSERT_TRUE(d.out == ref_out) << "dtype " << dtype << " code byte " << i;
+      rejected += ref != SZ_OK;
+    }
+    EXPECT_GT(rejected, 4) << "dtype " << dtype;
+  }
+}
+
 TEST(CudaKernelsEmu, ChannelPagesEqualSingleFrame) {
   const uint32_t period = 128;  // one token of a [kv_heads 2][head_dim 64] tensor
   const std::vector<uint8_t> all = sztest::channel_values(SZ_DTYPE_BF16, 1, 300, period, 12);

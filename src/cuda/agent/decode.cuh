@@ -392,7 +392,11 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
               if (bits_at(cp, j * K, K) != 0 || bits_at(rp, j * T::R, T::R) != 0) bad = true;
           }
           if (ch.bases) {
-            if (decode_lane<DT, false, decltype(put), true>(cw, rest, pair, K, put, &ch, (cs + v0) % NC)) bad = true;
+            if constexpr (DT == 1) {
+              if (decode_lane_bf16_ch<K>(cw, rest, ch, (cs + v0) % NC, put)) bad = true;
+            } else if (decode_lane<DT, false, decltype(put), true>(cw, rest, pair, K, put, &ch, (cs + v0) % NC)) {
+              bad = true;
+            }
           } else if constexpr (Fp8Form<DT, K>::kOn) {
             if (decode_lane_fp8<DT, K>(cw, rest, make_uint2(sh.pair[kFp8Lut], sh.pair[kFp8Lut + 1]), put)) bad = true;
           } else if (decode_lane<DT, false>(cw, rest, pair, K, put)) {
