@@ -30,19 +30,26 @@ def bits(t):
     return t.view(torch.int16).cpu()
 
 
-@pytest.mark.parametrize("device", DEVICES)
-def test_vllm_connector(kv_slice, device):
-    extra = {"transport": "inprocess", "name": f"torch-{device}-{next(_n)}"}
-    cfg = lambda role: NS(kv_transfer_config=NS(kv_role=role, kv_connector_extra_config=extra),  # noqa: E731
-                          cache_config=NS(block_size=BLOCK), model_config=NS(model="m"))
+def _layer_caches(kv_slice, device, stride):
+    """vLLM-shaped caches (2, 20 blocks, BLOCK, H, D) of real KV, block b of layer l holding slice block
+    (stride * b + l) % 14, and zeroed caches of the same shape for the decode side."""
     src, dst = {}, {}
     for layer in range(L):
         c = np.empty((2, 20, BLOCK, H, D), dtype=np.uint16)
         blocks = kv_slice[layer].reshape(2, 14, BLOCK, H, D)
         for b in range(20):
-            c[:, b] = blocks[:, (3 * b + layer) % 14]
+            c[:, b] = blocks[:, (stride * b + layer) % 14]
         src[f"l{layer}"] = bf16(c, device)
         dst[f"l{layer}"] = torch.zeros_like(src[f"l{layer}"])
+    return src, dst
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_vllm_connector(kv_slice, device):
+    extra = {"transport": "inprocess", "name": f"torch-{device}-{next(_n)}"}
+    cfg = lambda role: NS(kv_transfer_config=NS(kv_role=role, kv_connector_extra_config=extra),  # noqa: E731
+                          cache_config=NS(block_size=BLOCK), model_config=NS(model="m"))
+    src, dst = _layer_caches(kv_slice, device, 3)
     ps, pw = (SplitZipConnector(cfg("kv_producer"), r) for r in (KVConnectorRole.SCHEDULER, KVConnectorRole.WORKER))
     cs, cw = (SplitZipConnector(cfg("kv_consumer"), r) for r in (KVConnectorRole.SCHEDULER, KVConnectorRole.WORKER))
     pw.register_kv_caches(src)
@@ -78,14 +85,7 @@ def test_vllm_connector_over_ucx(kv_slice, device):
     from splitzip import transfer
     if not transfer.available():
         pytest.skip("this splitzip was built without the transfer library (no UCX)")
-    src, dst = {}, {}
-    for layer in range(L):
-        c = np.empty((2, 20, BLOCK, H, D), dtype=np.uint16)
-        blocks = kv_slice[layer].reshape(2, 14, BLOCK, H, D)
-        for b in range(20):
-            c[:, b] = blocks[:, (5 * b + layer) % 14]
-        src[f"l{layer}"] = bf16(c, device)
-        dst[f"l{layer}"] = torch.zeros_like(src[f"l{layer}"])
+    src, dst = _layer_caches(kv_slice, device, 5)
     cfg = lambda role, **extra: NS(  # noqa: E731
         kv_transfer_config=NS(kv_role=role, kv_connector_extra_config={"transport": "ucx", **extra}),
         cache_config=NS(block_size=BLOCK), model_config=NS(model="m"))
