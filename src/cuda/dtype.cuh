@@ -107,7 +107,8 @@ struct Fp8Form {
 template <int DT>
 SZ_DEV uint2 fp8_decode_lut(const uint8_t* codebook, uint32_t count) {
   uint32_t t[2] = {0, 0};
-  for (uint32_t c = 0; c < 8; ++c) t[c / 4] |= (c < count ? (uint32_t)codebook[c] << Dt<DT>::M : 0x80u) << (8 * (c % 4));
+  for (uint32_t c = 0; c < 8; ++c)
+    t[c / 4] |= (c < count ? (uint32_t)codebook[c] << Dt<DT>::M : 0x80u) << (8 * (c % 4));
   return make_uint2(t[0], t[1]);
 }
 
@@ -128,6 +129,8 @@ SZ_DEV uint32_t gather_fields(uint32_t a) {
 }
 // Bit 6 of each byte of x -> bits 0..3.
 SZ_DEV uint32_t byte_flags(uint32_t x) { return (((x >> 6) & 0x01010101u) * 0x10204080u) >> 28; }
+// Nibbles 4h .. 4h + 3 of x, one a byte (in its low 4 bits; the high 4 bits are the next nibble's).
+SZ_DEV uint32_t nibble_bytes(uint32_t x, int h) { return simt::prmt(x, x >> 4, h ? 0x7362u : 0x5140u); }
 
 // decode_lane for FP8 frames with codes of K <= 3 bits (no channel windows, coded records).
 template <int DT, int K, class Put>
@@ -152,9 +155,8 @@ SZ_DEV bool decode_lane_fp8(const uint32_t cw[8], const uint32_t rest[Lane<DT>::
       flags |= e0 | e1;
       uint32_t v0, v1;
       if constexpr (DT == 4) {  // rest nibbles: bytes n0 n1 n2 n3 (and n4 .. n7) from the word and its shift by 4
-        const uint32_t r = rest[g], z = r >> 4;
-        v0 = simt::prmt(r, z, 0x5140u);
-        v1 = simt::prmt(r, z, 0x7362u);
+        v0 = nibble_bytes(rest[g], 0);
+        v1 = nibble_bytes(rest[g], 1);
       } else {  // 3-bit rest fields: the group's 24 bits, then 4 x 3 bits -> 4 bytes
         const int bit = 24 * g, i = bit / 32, s = bit % 32;
         uint32_t r = rest[i] >> s;
@@ -224,7 +226,30 @@ SZ_DEV void encode_lane_fp8(const uint32_t w[16], const uint32_t* lut, uint32_t 
   *esc = m;
 }
 
+// ---- BF16 rest fields ----------------------------------------------------------------------------------------------
+// A rest byte is the value's sign (bit 15 -> bit 7) and mantissa (bits 0..6): its low byte, with the high byte's
+// top bit.
+// Group of 8 values (words q[0..3], two values each) -> its two rest words.
+SZ_DEV void bf16_rest_group(const uint32_t q[4], uint32_t rest2[2]) {
+  const uint32_t l0 = simt::prmt(q[0], q[1], 0x6420), h0 = simt::prmt(q[0], q[1], 0x7531);
+  const uint32_t l1 = simt::prmt(q[2], q[3], 0x6420), h1 = simt::prmt(q[2], q[3], 0x7531);
+  rest2[0] = (l0 & 0x7F7F7F7Fu) | (h0 & 0x80808080u);
+  rest2[1] = (l1 & 0x7F7F7F7Fu) | (h1 & 0x80808080u);
+}
+// Output word m (values 2m, 2m + 1 of a group) from the group's rest word m / 2 and the two exponents in place
+// (bits 7..14 and 23..30, nothing else set).
+SZ_DEV uint32_t bf16_join2(uint32_t rest_word, int m, uint32_t exps) {
+  return (simt::prmt(rest_word, 0, (m & 1) ? 0x3322u : 0x1100u) & 0x807F807Fu) | exps;
+}
+
 // ---- encode tables -------------------------------------------------------------------------------------------------
+// The index of exponent e in the codebook, or `none`.
+SZ_DEV uint32_t codebook_index(const uint8_t* codebook, uint32_t count, uint32_t e, uint32_t none) {
+  uint32_t c = none;
+  for (uint32_t q = 0; q < count; ++q)
+    if (codebook[q] == e) c = q;
+  return c;
+}
 // Slot tables for exponent -> code: entry (j, e) is {code(e) << (k j), 0} or, when e escapes, {0, 1 << j}. BF16 with
 // k <= 3 keeps both in one word (codes in bits 0..23, escape bit 24 + j) for all 8 slots; the two-word form has
 // tables for slots 0..3 only, and slot j + 4 is slot j's entry shifted by 4k (codes) and 4 (escape bits).
@@ -243,17 +268,12 @@ SZ_DEV void build_encode_tables(uint8_t* tab, const uint8_t* codebook, uint32_t 
   constexpr uint32_t NE = 1u << Dt<DT>::E;
   if constexpr (Fp8Form<DT, K>::kOn) {  // the permute tables of encode_lane_fp8: byte e is exponent e's entry
     for (uint32_t e = simt::thread_id(); e < NE; e += simt::block_threads()) {
-      uint32_t c = Fp8Form<DT, K>::kEscFlag;
-      for (uint32_t q = 0; q < count; ++q)
-        if (codebook[q] == e) c = q;
-      tab[e] = (uint8_t)c;
+      tab[e] = (uint8_t)codebook_index(codebook, count, e, Fp8Form<DT, K>::kEscFlag);
     }
   } else {
     for (uint32_t i = simt::thread_id(); i < EncEntry<DT, K>::kSlots * NE; i += simt::block_threads()) {
       const uint32_t j = i / NE, e = i % NE;
-      uint32_t c = 0xFFu;
-      for (uint32_t q = 0; q < count; ++q)
-        if (codebook[q] == e) c = q;
+      const uint32_t c = codebook_index(codebook, count, e, 0xFFu);
       if constexpr (EncEntry<DT, K>::kOneWord) {
         reinterpret_cast<uint32_t*>(tab)[i] = c == 0xFFu ? 1u << (24 + j) : c << (K * j);
       } else {
@@ -275,13 +295,8 @@ SZ_DEV void encode_lane(const uint32_t w[16], const uint8_t* tab, uint32_t rest[
   if constexpr (DT == 1) {
 #pragma unroll
     for (int g = 0; g < 4; ++g) {
-      const uint32_t a = w[4 * g], b = w[4 * g + 1], c = w[4 * g + 2], d = w[4 * g + 3];
-      // rest byte = sign (bit 15) -> bit 7, mantissa bits 0..6: low and high bytes of the 8 values, then one mask.
-      const uint32_t l0 = simt::prmt(a, b, 0x6420), h0 = simt::prmt(a, b, 0x7531);
-      const uint32_t l1 = simt::prmt(c, d, 0x6420), h1 = simt::prmt(c, d, 0x7531);
-      rest[2 * g] = (l0 & 0x7F7F7F7Fu) | (h0 & 0x80808080u);
-      rest[2 * g + 1] = (l1 & 0x7F7F7F7Fu) | (h1 & 0x80808080u);
-      const uint32_t q[4] = {a, b, c, d};
+      const uint32_t q[4] = {w[4 * g], w[4 * g + 1], w[4 * g + 2], w[4 * g + 3]};
+      bf16_rest_group(q, rest + 2 * g);
       if constexpr (EncEntry<DT, K>::kOneWord) {
         uint32_t acc = 0;
 #pragma unroll
@@ -405,10 +420,7 @@ SZ_DEV void encode_lane_bf16_ch(const uint32_t w[16], const Channels& ch, uint32
 #pragma unroll
   for (int g = 0; g < 4; ++g) {
     const uint32_t q[4] = {w[4 * g], w[4 * g + 1], w[4 * g + 2], w[4 * g + 3]};
-    const uint32_t l0 = simt::prmt(q[0], q[1], 0x6420), h0 = simt::prmt(q[0], q[1], 0x7531);
-    const uint32_t l1 = simt::prmt(q[2], q[3], 0x6420), h1 = simt::prmt(q[2], q[3], 0x7531);
-    rest[2 * g] = (l0 & 0x7F7F7F7Fu) | (h0 & 0x80808080u);
-    rest[2 * g + 1] = (l1 & 0x7F7F7F7Fu) | (h1 & 0x80808080u);
+    bf16_rest_group(q, rest + 2 * g);
     const uint2 b = ch.base8(c);
     c = ch.next8(c);
     uint32_t cw = 0, em = 0;
@@ -441,15 +453,13 @@ SZ_DEV bool decode_lane_bf16_ch(const uint32_t cw[4], const uint32_t rest[8], co
   for (int t = 0; t < 4; ++t) {  // piece t = group t
     const uint2 b = ch.base8(c);
     c = ch.next8(c);
-    const uint32_t n = spread_codes<K>(cw[t]), z = n >> 4;
-    const uint32_t e0 = add(b.x, simt::prmt(n, z, 0x5140u) & 0x0F0F0F0Fu);
-    const uint32_t e1 = add(b.y, simt::prmt(n, z, 0x7362u) & 0x0F0F0F0Fu);
+    const uint32_t n = spread_codes<K>(cw[t]);
+    const uint32_t e0 = add(b.x, nibble_bytes(n, 0) & 0x0F0F0F0Fu), e1 = add(b.y, nibble_bytes(n, 1) & 0x0F0F0F0Fu);
     uint32_t v[4];
 #pragma unroll
     for (int m = 0; m < 4; ++m) {  // values 8t + 2m, 8t + 2m + 1: one output word
       const uint32_t ent = simt::prmt(m < 2 ? e0 : e1, 0, (m & 1) ? 0x4342u : 0x4140u) << 7;
-      const uint32_t rs = simt::prmt(rest[2 * t + m / 2], 0, (m & 1) ? 0x3322u : 0x1100u);
-      v[m] = (rs & 0x807F807Fu) | ent;
+      v[m] = bf16_join2(rest[2 * t + m / 2], m, ent);
     }
     put(t, make_uint4(v[0], v[1], v[2], v[3]));
   }
@@ -509,8 +519,7 @@ SZ_DEV bool decode_lane(const uint32_t* cw, const uint32_t rest[Lane<DT>::kRestW
       for (int m = 0; m < 4; ++m) {  // values 8t + 2m, 8t + 2m + 1: one output word
         const uint32_t ent = *reinterpret_cast<const uint32_t*>(pair + pair_offset(cw[t], m, k));
         flags |= ent;
-        const uint32_t rs = simt::prmt(rest[2 * t + m / 2], 0, (m & 1) ? 0x3322u : 0x1100u);
-        w[m] = (rs & 0x807F807Fu) | (ent & 0x7F807F80u);
+        w[m] = bf16_join2(rest[2 * t + m / 2], m, ent & 0x7F807F80u);
       }
     } else {
 #pragma unroll

@@ -58,8 +58,10 @@ SZ_DEV void lane_encode(const EncodeArgs& a, const uint32_t w[16], const uint8_t
     if constexpr (DT == 1) encode_lane_bf16_ch<K>(w, a.ch, c0, rest, codes, esc);
     else encode_lane_ch<DT, K>(w, a.ch, c0, rest, codes, esc);
   } else {
-    if constexpr (Fp8Form<DT, K>::kOn) encode_lane_fp8<DT, K>(w, reinterpret_cast<const uint32_t*>(tab), rest, codes, esc);
-    else encode_lane<DT, K>(w, tab, rest, codes, esc);
+    if constexpr (Fp8Form<DT, K>::kOn)
+      encode_lane_fp8<DT, K>(w, reinterpret_cast<const uint32_t*>(tab), rest, codes, esc);
+    else
+      encode_lane<DT, K>(w, tab, rest, codes, esc);
   }
 }
 
