@@ -15,20 +15,22 @@ using namespace splitzip::cuda;
 namespace {
 
 // The kernels live in kernels_*.cu, one translation unit per dtype (they compile in parallel).
-const void* encode_kernel_ptr(int index, bool teams) {
+const void* encode_kernel_ptr(int index, bool teams, bool ch) {
   int i = 0;
-#define SZ_X(D, K)                                           \
-  if (index == i) return encode_kernel_address<D, K>(teams); \
+#define SZ_X(D, K)                                               \
+  if (index == i) return encode_kernel_address<D, K>(teams, ch); \
   ++i;
   SZ_CUDA_ENCODE_KERNELS(SZ_X)
 #undef SZ_X
   return nullptr;
 }
 
-// Resident CTAs per device of each kernel (index kEncodeKernels: the decoder; kEncodeKernels + 1 + i: encoder i's
-// team kernel), computed at first use.
+// Resident CTAs per device of each kernel, computed at first use: encoder i's four kernels (team, channel windows) at
+// v * kEncodeKernels + i (resident_slot), the decoder's at kDecoderSlot.
 constexpr int kMaxDevices = 64;
-std::atomic<int> g_resident[kMaxDevices][2 * kEncodeKernels + 1];
+constexpr int kDecoderSlot = 4 * kEncodeKernels;
+std::atomic<int> g_resident[kMaxDevices][kDecoderSlot + 1];
+int resident_slot(int index, bool teams, bool ch) { return (teams + 2 * ch) * kEncodeKernels + index; }
 
 sz_status resident_ctas(const void* kernel, int index, size_t smem, int threads, int* ctas) {
   int dev = 0;
@@ -54,17 +56,18 @@ sz_status launch_encode(const EncodeArgs& a, cudaStream_t stream) {
   const int index = encode_kernel_index(a.dtype, a.k);
   if (index < 0) return SZ_ERROR_INTERNAL;
   const size_t smem = encode_kernel_smem(index);
-  const void* kernel = encode_kernel_ptr(index, false);
+  const bool ch = a.ch.bases != nullptr;
+  const void* kernel = encode_kernel_ptr(index, false, ch);
   int resident = 0;
-  sz_status s = resident_ctas(kernel, index, smem, EncodePolicy::kWarps * 32, &resident);
+  sz_status s = resident_ctas(kernel, resident_slot(index, false, ch), smem, EncodePolicy::kWarps * 32, &resident);
   if (s != SZ_OK) return s;
   EncodeArgs b = a;
   b.team = encode_team(a.n_chunks, a.chunk_log2, layout::dtype_traits(a.dtype).value_bits / 8,
                        (uint64_t)resident * EncodePolicy::kWarps);
   if (b.team > 1) {  // the team kernel, when as many of its CTAs fit
-    const void* tk = encode_kernel_ptr(index, true);
+    const void* tk = encode_kernel_ptr(index, true, ch);
     int tres = 0;
-    s = resident_ctas(tk, kEncodeKernels + 1 + index, smem, EncodePolicy::kWarps * 32, &tres);
+    s = resident_ctas(tk, resident_slot(index, true, ch), smem, EncodePolicy::kWarps * 32, &tres);
     if (s != SZ_OK) return s;
     if (tres >= resident) kernel = tk;
     else b.team = 1;
@@ -85,7 +88,7 @@ sz_status launch_decode(const DecodeArgs& a, cudaStream_t stream) {
   const size_t smem = decode_smem_bytes();
   int resident = 0;
   const void* kernel = decode_kernel_address();
-  const sz_status s = resident_ctas(kernel, kEncodeKernels, smem, DecodePolicy::kWarps * 32, &resident);
+  const sz_status s = resident_ctas(kernel, kDecoderSlot, smem, DecodePolicy::kWarps * 32, &resident);
   if (s != SZ_OK) return s;
   // The chunk count is in the frame, which the host does not read: no more CTAs than chunks the frame can hold.
   uint64_t grid = (max_chunks_of(a.src_size) + DecodePolicy::kWarps - 1) / DecodePolicy::kWarps;

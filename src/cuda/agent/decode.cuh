@@ -165,8 +165,9 @@ SZ_DEV uint32_t bits_at(const uint8_t* p, uint32_t bit, uint32_t width) {
 
 // Out of line: each (dtype, k) gets its own register allocation rather than the union of all of them. kTeams: the
 // call gives chunks teams of warps (sh.team > 1); the other instance is the one-warp-per-chunk code of large calls,
-// with no trace of the teams.
-template <int DT, int K, bool kTeams>
+// with no trace of the teams. kCh: the frame maps exponents by channel windows (sh.ch.bases is set); likewise an
+// instance of its own, so that codebook frames run code with no trace of the windows' forms.
+template <int DT, int K, bool kTeams, bool kCh>
 SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* area) {
   using T = Dt<DT>;
   using L = Lane<DT>;
@@ -197,7 +198,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
   const bool cks = (h.flags & layout::kFlagChecksums) != 0;
   const uint32_t cb0 = h.codebook[0];
   const Channels ch = sh.ch;
-  const uint32_t NC = ch.bases ? ch.period : 1;  // channels
+  const uint32_t NC = kCh ? ch.period : 1;  // channels
   const uint8_t* const pair = reinterpret_cast<const uint8_t*>(sh.pair);
   const XxhKeys& keys = sh.keys[lane];
   ChunkInfo* const infos = reinterpret_cast<ChunkInfo*>(ostage + kRoundBytes);  // of the producer's chunks j, by j & 1
@@ -309,7 +310,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
     auto in_smem = [&](uint32_t i) { return (uint32_t)es[i]; };
     auto in_frame = [&](uint32_t i) { return frame_byte(eg + i); };
     const uint32_t B = ci.raw ? (uint32_t)T::E : (uint32_t)K;
-    const uint32_t cs = ch.bases ? (uint32_t)(first % NC) : 0;  // the channel of the chunk's value 0
+    const uint32_t cs = kCh ? (uint32_t)(first % NC) : 0;  // the channel of the chunk's value 0
     bool bad = false;
     uint32_t cursor = 0;
     XxhState hs = xxh_begin();
@@ -332,7 +333,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
           }
           uint32_t pp = simt::shfl_up(p, 1);
           if (lane == 0) pp = carry;
-          const bool in_book = ch.bases ? valid && p < ci.L && e - ch.base((cs + p) % NC) < (1u << K) : sh.in_cb[e];
+          const bool in_book = kCh ? valid && p < ci.L && e - ch.base((cs + p) % NC) < (1u << K) : sh.in_cb[e];
           if (valid && (p >= ci.L || (i > 0 && pp >= p) || e >= (1u << T::E) || in_book)) bad = true;
           carry = simt::shfl(p, 31);
         }
@@ -391,7 +392,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
             for (uint32_t j = nv; j < gl * 8; ++j)
               if (bits_at(cp, j * K, K) != 0 || bits_at(rp, j * T::R, T::R) != 0) bad = true;
           }
-          if (ch.bases) {
+          if constexpr (kCh) {
             if constexpr (DT == 1) {
               if (decode_lane_bf16_ch<K>(cw, rest, ch, (cs + v0) % NC, put)) bad = true;
             } else if (decode_lane<DT, false, decltype(put), true>(cw, rest, pair, K, put, &ch, (cs + v0) % NC)) {
@@ -428,7 +429,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
             const uint32_t o = (p - r * VR) * VB;
             uint8_t* const v = ostage + swz(o / 16) + o % 16;  // value-aligned: pieces are whole values
             uint32_t x = stage_value<VB>(v);
-            const uint32_t e0 = ch.bases ? channel_base_at(ch, cs, p) : cb0;  // what code 0 decodes to there
+            const uint32_t e0 = kCh ? channel_base_at(ch, cs, p) : cb0;  // what code 0 decodes to there
             if (exp_of<DT>(x) != e0) bad = true;  // the escape's code was not 0
             x = (x & ~(((1u << T::E) - 1u) << T::M)) | (list(2 * X + i) << T::M);
             set_stage_value<VB>(v, x);
@@ -499,21 +500,26 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
   simt::syncwarp();
 }
 
-template <int DT, bool kTeams>
+template <int DT, bool kTeams, bool kCh>
 SZ_DEV void decode_width(const DecodeArgs& a, DecodeShared& sh, uint8_t* area) {
   switch (sh.h.k) {
-    case 1: decode_chunks<DT, 1, kTeams>(a, sh, area); break;
-    case 2: decode_chunks<DT, 2, kTeams>(a, sh, area); break;
-    case 3: decode_chunks<DT, 3, kTeams>(a, sh, area); break;
+    case 1: decode_chunks<DT, 1, kTeams, kCh>(a, sh, area); break;
+    case 2: decode_chunks<DT, 2, kTeams, kCh>(a, sh, area); break;
+    case 3: decode_chunks<DT, 3, kTeams, kCh>(a, sh, area); break;
     default:
-      if constexpr (Dt<DT>::E > 4) decode_chunks<DT, 4, kTeams>(a, sh, area);
+      if constexpr (Dt<DT>::E > 4) decode_chunks<DT, 4, kTeams, kCh>(a, sh, area);
       break;
   }
 }
 template <int DT>
 SZ_DEV void decode_dtype(const DecodeArgs& a, DecodeShared& sh, uint8_t* area) {
-  if (sh.team > 1) decode_width<DT, true>(a, sh, area);
-  else decode_width<DT, false>(a, sh, area);
+  if (sh.ch.bases) {
+    if (sh.team > 1) decode_width<DT, true, true>(a, sh, area);
+    else decode_width<DT, false, true>(a, sh, area);
+  } else {
+    if (sh.team > 1) decode_width<DT, true, false>(a, sh, area);
+    else decode_width<DT, false, false>(a, sh, area);
+  }
 }
 
 SZ_DEV void decode_warps(const DecodeArgs& a) {

@@ -49,12 +49,13 @@ SZ_DEV void write_frame_header(const EncodeArgs& a, uint64_t n, uint64_t exp_siz
                a.ch.bases != nullptr, a.book_id, a.tensor, a.ch.period);
 }
 
-// A lane's codes and escapes by the frame's mapping: the per-slot tables of its codebook, or its channel windows
-// (c0: the channel of the lane's first value).
-template <int DT, int K>
+// A lane's codes and escapes by the frame's mapping: the per-slot tables of its codebook, or (kCh) its channel
+// windows (c0: the channel of the lane's first value). kCh is a template flag through the encoder, so that codebook
+// frames run code with no trace of the windows' forms (their registers and schedule are their own).
+template <int DT, int K, bool kCh>
 SZ_DEV void lane_encode(const EncodeArgs& a, const uint32_t w[16], const uint8_t* tab, uint32_t c0,
                         uint32_t rest[Lane<DT>::kRestWords], uint32_t codes[Lane<DT>::kGroups], uint64_t* esc) {
-  if (a.ch.bases) {
+  if constexpr (kCh) {
     if constexpr (DT == 1) encode_lane_bf16_ch<K>(w, a.ch, c0, rest, codes, esc);
     else encode_lane_ch<DT, K>(w, a.ch, c0, rest, codes, esc);
   } else {
@@ -215,7 +216,7 @@ SZ_DEV uint32_t slot_value(const uint8_t* slot, unsigned lane, uint32_t j) {
 // The record of a chunk whose coded record is not in shared memory (raw, or a chunk too large to stage): a second
 // pass over its input, round by round, into the record area as each round's codes (and escapes, straight to the
 // frame) or raw exponent fields. Out of line: rare, and large.
-template <int DT, int K>
+template <int DT, int K, bool kCh>
 SZ_NOINLINE void emit_record(const EncodeArgs& a, uint8_t* ring, uint8_t* rec, const uint8_t* tab, uint64_t in0,
                              uint32_t Lc, uint8_t* out, uint32_t G, uint32_t X, bool raw, uint32_t cs) {
   using T = Dt<DT>;
@@ -253,7 +254,7 @@ SZ_NOINLINE void emit_record(const EncodeArgs& a, uint8_t* ring, uint8_t* rec, c
     } else {
       if (nv > 0) {
         uint32_t rest[L::kRestWords], codes[NG];
-        lane_encode<DT, K>(a, w, tab, a.ch.bases ? (cs + v0) % a.ch.period : 0, rest, codes, &esc);
+        lane_encode<DT, K, kCh>(a, w, tab, kCh ? (cs + v0) % a.ch.period : 0, rest, codes, &esc);
         if (nv < VL) mask_lane<DT, K>(nv, codes, &esc);
         for (uint32_t g = 0; g < (nv + 7) / 8; ++g)
           for (int b = 0; b < K; ++b) rec[(lane * NG + g) * K + b] = (uint8_t)(codes[g] >> (8 * b));
@@ -335,7 +336,7 @@ SZ_DEV RestOut rest_out(const EncodeArgs& a, const ChunkShape<DT, K>& shape) {
 
 // Round r of a chunk from its ring slot: the lane's rest fields to the frame (straight, or through rstage for any
 // alignment or a partial round), its codes into the record area rec (staged chunks); returns its escape mask.
-template <int DT, int K>
+template <int DT, int K, bool kCh>
 SZ_DEV uint64_t encode_round(const EncodeArgs& a, const ChunkShape<DT, K>& shape, const uint8_t* slot, uint32_t r,
                              uint8_t* rec, uint8_t* rstage, RestOut ro, const uint8_t* tab) {
   using T = Dt<DT>;
@@ -351,7 +352,7 @@ SZ_DEV uint64_t encode_round(const EncodeArgs& a, const ChunkShape<DT, K>& shape
   if (nv > 0) {
     uint32_t w[16], rest[L::kRestWords], codes[NG];
     lane_words(slot, w);
-    lane_encode<DT, K>(a, w, tab, a.ch.bases ? (shape.ch0 + v0) % a.ch.period : 0, rest, codes, &esc);
+    lane_encode<DT, K, kCh>(a, w, tab, kCh ? (shape.ch0 + v0) % a.ch.period : 0, rest, codes, &esc);
     if (nv < VL) mask_lane<DT, K>(nv, codes, &esc);
     if (direct) {  // straight to the rest section, 16 bytes at a time
       uint4* o = reinterpret_cast<uint4*>(ro.dst + (uint64_t)r * (VR / 8) * T::R + lane * L::kRestBytes);
@@ -392,7 +393,7 @@ SZ_DEV void put_escapes(uint64_t esc, uint32_t idx, uint32_t r, const uint8_t* s
 // The rounds of chunk c: rest fields to the frame, codes and escapes into record area rec_i, the checksum's
 // accumulator; then the record size is published (chunk 0: its inclusive prefix at once).
 // bars: the ring slots' mbarriers; bit s of *parity: the parity of slot s's next phase (kept across chunks).
-template <int DT, int K>
+template <int DT, int K, bool kCh>
 SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t* area, uint32_t rec_i,
                              const uint8_t* tab, const XxhKeys& keys, uint64_t* bars, uint32_t* parity) {
   using P = EncodePolicy;
@@ -430,7 +431,7 @@ SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint
       lane_pieces<false>(slot, lo, hi);
       xxh_add_round(hs, lo, hi, keys, r, NR, CB);
     }
-    const uint64_t esc = encode_round<DT, K>(a, shape, slot, r, rec, rstage, ro, tab);
+    const uint64_t esc = encode_round<DT, K, kCh>(a, shape, slot, r, rec, rstage, ro, tab);
     // Escapes of the round in position order: a warp scan of the lanes' counts. Past cap the chunk is raw.
     const uint32_t cnt = (uint32_t)simt::popc64(esc);
     const uint32_t incl = simt::warp_inclusive_sum(cnt);
@@ -452,7 +453,7 @@ SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint
 
 // The rest of chunk p.c: its offset (the look-back), its record out (from its record area, or by the second pass,
 // which reuses the ring), its index entry, checksum and, for the last chunk, the header.
-template <int DT, int K>
+template <int DT, int K, bool kCh>
 SZ_DEV void finish_chunk(const EncodeArgs& a, const Pending& p, uint64_t tag, uint8_t* area, const uint8_t* tab,
                          const XxhKeys& keys) {
   const unsigned lane = simt::lane_id();
@@ -479,7 +480,7 @@ SZ_DEV void finish_chunk(const EncodeArgs& a, const Pending& p, uint64_t tag, ui
     copy_out(out, rec, G + 2 * X);
     copy_out(out + G + 2 * X, shape.exps(rec), X);
   } else {
-    emit_record<DT, K>(a, ring, rec, tab, shape.in0, shape.Lc, out, G, X, raw, shape.ch0);
+    emit_record<DT, K, kCh>(a, ring, rec, tab, shape.in0, shape.Lc, out, G, X, raw, shape.ch0);
   }
 
   // ---- index entry, checksum, header ----
@@ -527,7 +528,7 @@ static_assert(sizeof(TeamScratch) <= EncodePolicy::kRecordBytes, "a team's scrat
 // escapes into the record; after a second the lead warp (m = 0) publishes the record size, chains the rounds'
 // checksum sums and finishes the chunk (finish_chunk: look-back, copy-out, index, checksum, header) while the others
 // wait for its next ticket.
-template <int DT, int K>
+template <int DT, int K, bool kCh>
 SZ_DEV void encode_teams(const EncodeArgs& a, uint64_t tag, uint32_t NT, uint8_t* area, const uint8_t* tab,
                               const XxhKeys& keys, uint64_t* bars) {
   using P = EncodePolicy;
@@ -574,7 +575,7 @@ SZ_DEV void encode_teams(const EncodeArgs& a, uint64_t tag, uint32_t NT, uint8_t
           const XxhSums su = xxh_sums(lo, hi, keys, r, NR, CB);
           if ((lane & 0x14u) == 0) ts->sums[r][xxh_acc_index(lane)] = su;  // one lane per accumulator
         }
-        esc[i] = encode_round<DT, K>(a, shape, slot, r, rec, rstage, ro, tab);
+        esc[i] = encode_round<DT, K, kCh>(a, shape, slot, r, rec, rstage, ro, tab);
         incl[i] = simt::warp_inclusive_sum((uint32_t)simt::popc64(esc[i]));
         if (lane == 31) ts->count[r] = incl[i];
       }
@@ -598,7 +599,7 @@ SZ_DEV void encode_teams(const EncodeArgs& a, uint64_t tag, uint32_t NT, uint8_t
       XxhState hs = xxh_begin();
       if (hash_rounds)
         for (uint32_t r = 0; r < NR; ++r) xxh_chain(hs, ts->sums[r][xxh_acc_index(lane)], keys, r, CB);
-      finish_chunk<DT, K>(a, Pending{c, hs.acc, X, 0}, tag, lead, tab, keys);
+      finish_chunk<DT, K, kCh>(a, Pending{c, hs.acc, X, 0}, tag, lead, tab, keys);
     }
   }
   // Each lead warp draws one ticket past the chunks to leave its loop and one more once its last record is out.
@@ -611,14 +612,15 @@ SZ_DEV void encode_teams(const EncodeArgs& a, uint64_t tag, uint32_t NT, uint8_t
 
 // The kernel: a persistent grid; every warp takes chunks until the tickets run out. kTeams: the call's chunks are
 // few (a.team > 1, which the launcher chose with encode_team) and each is taken by a team of a.team warps; a kernel
-// of its own, so that the one-warp-per-chunk kernel of large calls keeps its registers.
-template <int DT, int K, bool kTeams>
+// of its own, so that the one-warp-per-chunk kernel of large calls keeps its registers. kCh: the frame maps
+// exponents by channel windows (a.ch.bases is set), likewise a kernel of its own.
+template <int DT, int K, bool kTeams, bool kCh>
 SZ_DEV void encode_warps(const EncodeArgs& a) {
   static_assert(encode_smem_bytes<DT, K>() <= EncodePolicy::kCtaSmemLimit, "kMinBlocks CTAs fit an SM");
   uint8_t* smem = simt::dyn_smem();
   uint8_t* tab = smem;
   uint8_t* area = smem + EncEntry<DT, K>::kTableBytes + simt::warp_id() * EncodeShape<DT>::kWarpBytes;
-  build_encode_tables<DT, K>(tab, a.codebook, a.count, a.k);
+  if constexpr (!kCh) build_encode_tables<DT, K>(tab, a.codebook, a.count, a.k);
   simt::syncthreads();
   if (a.n_chunks == 0) {  // the header is the whole frame
     if (simt::block_id() == 0 && simt::thread_id() == 0) {
@@ -636,7 +638,7 @@ SZ_DEV void encode_warps(const EncodeArgs& a) {
   uint64_t* const bars = reinterpret_cast<uint64_t*>(area + EncodeShape<DT>::kWarpBytes - EncodeShape<DT>::kBarBytes);
   init_ring_bars(bars, EncodePolicy::kRing);
   if constexpr (kTeams) {
-    encode_teams<DT, K>(a, tag, a.team, area, tab, my_keys, bars);
+    encode_teams<DT, K, kCh>(a, tag, a.team, area, tab, my_keys, bars);
   } else {
     uint32_t parity = 0;
     // The previous chunk, when its record waits in its area for the look-back (done after this chunk's rounds).
@@ -646,17 +648,17 @@ SZ_DEV void encode_warps(const EncodeArgs& a) {
     for (;;) {
       const uint64_t t = ws_ticket(a.ws);
       if (t >= a.n_chunks) break;
-      const Pending q = encode_rounds<DT, K>(a, t, tag, area, next_rec, tab, my_keys, bars, &parity);
-      if (pending) finish_chunk<DT, K>(a, pend, tag, area, tab, my_keys);
+      const Pending q = encode_rounds<DT, K, kCh>(a, t, tag, area, next_rec, tab, my_keys, bars, &parity);
+      if (pending) finish_chunk<DT, K, kCh>(a, pend, tag, area, tab, my_keys);
       pending = ChunkShape<DT, K>(a, t).in_area(q.X);  // derived again: a flag held through the next chunk spills
       if (pending) {
         pend = q;
         next_rec ^= 1u;
       } else {  // the second pass needs the ring now
-        finish_chunk<DT, K>(a, q, tag, area, tab, my_keys);
+        finish_chunk<DT, K, kCh>(a, q, tag, area, tab, my_keys);
       }
     }
-    if (pending) finish_chunk<DT, K>(a, pend, tag, area, tab, my_keys);
+    if (pending) finish_chunk<DT, K, kCh>(a, pend, tag, area, tab, my_keys);
     // Every warp draws one ticket past the chunks to leave its loop and one more once its last record is out: the
     // warp that draws the call's last ticket knows that no warp still uses the workspace, and resets it.
     const uint64_t warps = (uint64_t)simt::grid_blocks() * (simt::block_threads() / 32);

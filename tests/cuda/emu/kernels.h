@@ -10,16 +10,24 @@ namespace splitzip {
 namespace cuda {
 
 // The encoder of (dtype DT, code width K), what one thread of a launch runs.
+// The launcher's choice of kernel (api.cu): teams of warps for few chunks, its own kernel for channel windows.
 template <int DT, int K>
 void emu_encode(const EncodeArgs& a) {
-  if (a.team > 1) encode_warps<DT, K, true>(a);
-  else encode_warps<DT, K, false>(a);
+  if (a.ch.bases) {
+    if (a.team > 1) encode_warps<DT, K, true, true>(a);
+    else encode_warps<DT, K, false, true>(a);
+  } else {
+    if (a.team > 1) encode_warps<DT, K, true, false>(a);
+    else encode_warps<DT, K, false, false>(a);
+  }
 }
 
-#define SZ_X(D, K)                                                                          \
-  extern template void emu_encode<D, K>(const EncodeArgs&);                                 \
-  extern template void decode_chunks<D, K, false>(const DecodeArgs&, DecodeShared&, uint8_t*); \
-  extern template void decode_chunks<D, K, true>(const DecodeArgs&, DecodeShared&, uint8_t*);
+#define SZ_X(D, K)                                                                                    \
+  extern template void emu_encode<D, K>(const EncodeArgs&);                                           \
+  extern template void decode_chunks<D, K, false, false>(const DecodeArgs&, DecodeShared&, uint8_t*); \
+  extern template void decode_chunks<D, K, true, false>(const DecodeArgs&, DecodeShared&, uint8_t*);  \
+  extern template void decode_chunks<D, K, false, true>(const DecodeArgs&, DecodeShared&, uint8_t*);  \
+  extern template void decode_chunks<D, K, true, true>(const DecodeArgs&, DecodeShared&, uint8_t*);
 SZ_CUDA_ENCODE_KERNELS(SZ_X)
 #undef SZ_X
 
