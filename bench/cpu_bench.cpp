@@ -17,20 +17,19 @@
 #include <zstd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "eval/measure_core.h"
+#include "harness/harness.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using szbench::median_seconds;
 
 struct Options {
   std::vector<std::string> files;
@@ -61,25 +60,6 @@ struct Row {
   uint64_t raw_bytes = 0, compressed_bytes = 0, escapes = 0;
   double enc_gbps = 0, dec_gbps = 0;
 };
-
-// Median of `repeats` timings; each timing repeats op for at least min_time seconds and gives seconds per call.
-double median_seconds(const std::function<void()>& op, int repeats, double min_time) {
-  std::vector<double> per_call;
-  op();  // warm caches and page in the destination
-  for (int r = 0; r < repeats; ++r) {
-    const auto start = Clock::now();
-    long calls = 0;
-    double elapsed = 0;
-    do {
-      op();
-      ++calls;
-      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    } while (elapsed < min_time);
-    per_call.push_back(elapsed / (double)calls);
-  }
-  std::sort(per_call.begin(), per_call.end());
-  return per_call[per_call.size() / 2];
-}
 
 std::string base_name(const std::string& path) {
   const size_t p = path.find_last_of('/');
@@ -121,7 +101,7 @@ unsigned detect_layers(const std::string& path, uint64_t n_values) {
 void add_row(std::vector<Row>& rows, Row r) {
   std::printf("%-28s %-5s %-9s %-22s %2u %3s %8.4f %9.3f %9.3f\n", r.file.c_str(), r.part.c_str(), r.dtype.c_str(),
               r.codec.c_str(), r.threads, r.checksums < 0 ? "-" : (r.checksums ? "on" : "off"),
-              (double)r.raw_bytes / (double)std::max<uint64_t>(1, r.compressed_bytes), r.enc_gbps, r.dec_gbps);
+              szbench::ratio(r.raw_bytes, r.compressed_bytes), r.enc_gbps, r.dec_gbps);
   std::fflush(stdout);
   rows.push_back(std::move(r));
 }
@@ -131,7 +111,6 @@ int bench_part(const Options& opt, const std::string& file, const Part& part, sz
   const uint8_t* src = part.bytes.data();
   const size_t raw = part.bytes.size();
   const uint64_t n = raw / sz_dtype_size(dtype);
-  const double gb = (double)raw / 1e9;
   Row base;
   base.file = base_name(file);
   base.part = part.name;
@@ -145,7 +124,7 @@ int bench_part(const Options& opt, const std::string& file, const Part& part, sz
     Row r = base;
     r.codec = "memcpy";
     r.compressed_bytes = raw;
-    r.enc_gbps = r.dec_gbps = gb / t;
+    r.enc_gbps = r.dec_gbps = szbench::gbps(raw, t);
     add_row(rows, r);
   }
 
@@ -198,8 +177,8 @@ int bench_part(const Options& opt, const std::string& file, const Part& part, sz
         r.checksums = checksums;
         r.compressed_bytes = fsize;
         r.escapes = escapes;
-        r.enc_gbps = gb / te;
-        r.dec_gbps = gb / td;
+        r.enc_gbps = szbench::gbps(raw, te);
+        r.dec_gbps = szbench::gbps(raw, td);
         add_row(rows, r);
       }
     }
@@ -227,8 +206,8 @@ int bench_part(const Options& opt, const std::string& file, const Part& part, sz
       Row r = base;
       r.codec = "zstd -" + std::to_string(level);
       r.compressed_bytes = csize;
-      r.enc_gbps = gb / te;
-      r.dec_gbps = gb / td;
+      r.enc_gbps = szbench::gbps(raw, te);
+      r.dec_gbps = szbench::gbps(raw, td);
       add_row(rows, r);
     }
     ZSTD_freeCCtx(cctx);
@@ -255,25 +234,24 @@ int bench_part(const Options& opt, const std::string& file, const Part& part, sz
     Row r = base;
     r.codec = "lz4";
     r.compressed_bytes = (uint64_t)csize;
-    r.enc_gbps = gb / te;
-    r.dec_gbps = gb / td;
+    r.enc_gbps = szbench::gbps(raw, te);
+    r.dec_gbps = szbench::gbps(raw, td);
     add_row(rows, r);
   }
   return 0;
 }
 
-void write_csv(const std::string& path, const std::vector<Row>& rows) {
-  std::ofstream out(path);
-  out << "file,part,dtype,codec,codebook,threads,checksums,raw_bytes,compressed_bytes,escapes,ratio,enc_gbps,"
-         "dec_gbps\n";
-  for (const Row& r : rows) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%.6f,%.4f,%.4f", (double)r.raw_bytes / (double)r.compressed_bytes, r.enc_gbps,
-                  r.dec_gbps);
-    out << r.file << ',' << r.part << ',' << r.dtype << ',' << r.codec << ',' << '"' << r.codebook << '"' << ','
-        << r.threads << ',' << (r.checksums < 0 ? std::string("") : std::to_string(r.checksums)) << ','
-        << r.raw_bytes << ',' << r.compressed_bytes << ',' << r.escapes << ',' << buf << '\n';
-  }
+// The rows as CSV; false if the file could not be written.
+bool write_csv(const std::string& path, const std::vector<Row>& rows) {
+  szbench::CsvWriter csv(path, {"file", "part", "dtype", "codec", "codebook", "threads", "checksums", "raw_bytes",
+                                "compressed_bytes", "escapes", "ratio", "enc_gbps", "dec_gbps"});
+  for (const Row& r : rows)
+    csv.row({r.file, r.part, r.dtype, r.codec, r.codebook, std::to_string(r.threads),
+             r.checksums < 0 ? std::string() : std::to_string(r.checksums), std::to_string(r.raw_bytes),
+             std::to_string(r.compressed_bytes), std::to_string(r.escapes),
+             szbench::fixed(szbench::ratio(r.raw_bytes, r.compressed_bytes), 6), szbench::fixed(r.enc_gbps, 4),
+             szbench::fixed(r.dec_gbps, 4)});
+  return csv.ok() && csv.close();
 }
 
 void write_json(const std::string& path, const std::vector<Row>& rows, const Options& opt) {
@@ -296,7 +274,7 @@ void write_json(const std::string& path, const std::vector<Row>& rows, const Opt
     o["raw_bytes"] = r.raw_bytes;
     o["compressed_bytes"] = r.compressed_bytes;
     o["escapes"] = r.escapes;
-    o["ratio"] = (double)r.raw_bytes / (double)r.compressed_bytes;
+    o["ratio"] = szbench::ratio(r.raw_bytes, r.compressed_bytes);
     o["enc_gbps"] = r.enc_gbps;
     o["dec_gbps"] = r.dec_gbps;
     j["rows"].push_back(o);
@@ -370,7 +348,10 @@ int main(int argc, char** argv) {
     }
     for (const Part& p : parts) rc |= bench_part(opt, file, p, dtype, rows);
   }
-  if (!opt.csv.empty()) write_csv(opt.csv, rows);
+  if (!opt.csv.empty() && !write_csv(opt.csv, rows)) {
+    std::fprintf(stderr, "splitzip_cpu_bench: error: cannot write %s\n", opt.csv.c_str());
+    rc = 1;
+  }
   if (!opt.json.empty()) write_json(opt.json, rows, opt);
   return rc;
 }

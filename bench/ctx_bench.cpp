@@ -6,56 +6,21 @@
 //
 // A repeat times a batch of one-shot calls and then a batch of context calls, each lasting at least --min-time
 // seconds; the figures are the medians over --repeats of the batch means, and the speedup the median of the
-// per-repeat ratios, so that load that comes and goes on a shared machine hits both sides of a ratio alike.
+// per-repeat ratios, so that load that comes and goes on a shared machine hits both sides of a ratio alike
+// (szbench::paired_seconds, bench/harness/harness.h).
 // Every frame is checked against the one-shot frame and decoded back before anything is timed.
 #include <splitzip/splitzip.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <functional>
 #include <string>
 #include <vector>
 
+#include "harness/harness.h"
+
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double batch_mean(const std::function<void()>& call, double min_time) {
-  uint64_t calls = 0;
-  const auto t0 = Clock::now();
-  double dt = 0;
-  do {
-    call();
-    ++calls;
-    dt = std::chrono::duration<double>(Clock::now() - t0).count();
-  } while (dt < min_time);
-  return dt / double(calls);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-struct Paired {
-  double a, b, speedup;  // seconds per call of a and b, median of a/b
-};
-
-Paired paired(const std::function<void()>& a, const std::function<void()>& b, unsigned repeats, double min_time) {
-  a();  // warm-up
-  b();
-  std::vector<double> ta, tb, ratio;
-  for (unsigned r = 0; r < repeats; ++r) {
-    ta.push_back(batch_mean(a, min_time));
-    tb.push_back(batch_mean(b, min_time));
-    ratio.push_back(ta.back() / tb.back());
-  }
-  return {median(ta), median(tb), median(ratio)};
-}
 
 [[noreturn]] void die(const char* what, sz_status s) {
   std::fprintf(stderr, "splitzip_ctx_bench: %s: %s\n", what, sz_status_name(s));
@@ -114,19 +79,19 @@ int main(int argc, char** argv) {
       s = sz_decompress_dctx(dctx, frame.data(), fsize, out.data(), out.size(), &osize);
       if (s != SZ_OK || std::memcmp(out.data(), data.data(), out.size()) != 0) die("round trip", s);
 
-      const Paired e = paired(
+      const szbench::Paired e = szbench::paired_seconds(
           [&] { sz_compress(data.data(), n, SZ_DTYPE_BF16, nullptr, &p, frame2.data(), frame2.size(), &fsize2); },
           [&] {
             sz_compress_cctx(cctx, data.data(), n, SZ_DTYPE_BF16, nullptr, &p, frame2.data(), frame2.size(),
                              &fsize2);
           },
           repeats, min_time);
-      const Paired d = paired([&] { sz_decompress(frame.data(), fsize, out.data(), out.size(), &osize, threads); },
-                              [&] { sz_decompress_dctx(dctx, frame.data(), fsize, out.data(), out.size(), &osize); },
-                              repeats, min_time);
+      const szbench::Paired d = szbench::paired_seconds(
+          [&] { sz_decompress(frame.data(), fsize, out.data(), out.size(), &osize, threads); },
+          [&] { sz_decompress_dctx(dctx, frame.data(), fsize, out.data(), out.size(), &osize); }, repeats, min_time);
       auto us = [](double s) { return s * 1e6; };
-      std::printf("%10zu %7u  %9.2f us %9.2f us %6.2fx  %9.2f us %9.2f us %6.2fx\n", n, threads, us(e.a), us(e.b),
-                  e.speedup, us(d.a), us(d.b), d.speedup);
+      std::printf("%10zu %7u  %9.2f us %9.2f us %6.2fx  %9.2f us %9.2f us %6.2fx\n", n, threads, us(e.a_s), us(e.b_s),
+                  e.a_over_b, us(d.a_s), us(d.b_s), d.a_over_b);
     }
     sz_cctx_free(cctx);
     sz_dctx_free(dctx);

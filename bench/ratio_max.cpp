@@ -26,6 +26,7 @@
 
 #include <zstd.h>
 
+#include "harness/harness.h"
 #include "splitzip/splitzip.h"
 
 namespace {
@@ -173,10 +174,8 @@ int main(int argc, char** argv) {
       enc_t.push_back(te);
       dec_t.push_back(td);
     }
-    std::sort(enc_t.begin(), enc_t.end());
-    std::sort(dec_t.begin(), dec_t.end());
-    const double total = (double)tensor_bytes * tensors;
-    speeds.push_back({v, total / enc_t[enc_t.size() / 2] / 1e9, total / dec_t[dec_t.size() / 2] / 1e9});
+    const uint64_t total = (uint64_t)tensor_bytes * tensors;
+    speeds.push_back({v, szbench::gbps(total, szbench::median(enc_t)), szbench::gbps(total, szbench::median(dec_t))});
   }
   sz_set_cpu_isa(nullptr);
 

@@ -3,16 +3,16 @@
 // the same codebook and escape rate, encode and decode GB/s (of uncompressed bytes), and as the reference memcpy
 // GB/s measured in the same run by as many threads as the codec used. With CUDA (sz_cuda_available()), the GPU path
 // runs too: data resident on the device, kernels timed with events, the GPU frame compared byte for byte with the
-// CPU frame.
+// CPU frame. Clock, medians, GB/s and ratios come from the benchmark harness (bench/harness/harness.h).
 #include "codec.h"
 #include "commands.h"
 #include "common.h"
+#include "harness/harness.h"
 #include "inputs.h"
 
 #include <splitzip/splitzip_cuda.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -60,18 +60,6 @@ struct Row {
   std::string note;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double gbps(uint64_t bytes, double seconds) { return seconds > 0 ? double(bytes) / seconds / 1e9 : 0.0; }
-
 std::string pad(const std::string& s, size_t width, bool right) {
   if (s.size() >= width) return s;
   return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
@@ -94,7 +82,7 @@ void print_header() {
 }
 
 void print_row(const Row& r) {
-  double ratio = r.compressed ? double(r.bytes) / double(r.compressed) : 0.0;
+  double ratio = szbench::ratio(r.bytes, r.compressed);
   double ideal = r.ideal_bytes > 0 ? double(r.bytes) / r.ideal_bytes : 0.0;
   double esc = r.values ? 100.0 * double(r.escapes) / double(r.values) : 0.0;
   std::string name = r.file;
@@ -175,15 +163,15 @@ Row bench_cpu(const std::vector<Tensor>& tensors, const sz_params& params, unsig
   bool exact = true, deterministic = true;
   std::vector<Buffer> first;
   for (unsigned it = 0; it <= iters; ++it) {
-    double t0 = now_seconds();
+    double t0 = szbench::now_s();
     for (size_t i = 0; i < tensors.size(); ++i) {
       const Tensor& t = tensors[i];
       check_status(sz_compress(t.src, t.n, t.dtype, &t.codebook, &p, frames[i].data(), frames[i].size(), &sizes[i]),
                    "compress");
     }
-    double t1 = now_seconds();
+    double t1 = szbench::now_s();
     if (total) std::memset(decoded.data(), 0xA5, size_t(total));
-    double t2 = now_seconds();
+    double t2 = szbench::now_s();
     for (size_t i = 0; i < tensors.size(); ++i) {
       const Tensor& t = tensors[i];
       size_t written = 0;
@@ -192,9 +180,9 @@ Row bench_cpu(const std::vector<Tensor>& tensors, const sz_params& params, unsig
                    "decompress");
       if (written != t.bytes) exact = false;
     }
-    double t3 = now_seconds();
+    double t3 = szbench::now_s();
     parallel_copy(tensors, copy.data(), copy_threads);
-    double t4 = now_seconds();
+    double t4 = szbench::now_s();
     for (const Tensor& t : tensors)
       if (t.bytes && std::memcmp(decoded.data() + t.out_offset, t.src, size_t(t.bytes)) != 0) exact = false;
     if (it == 0) {
@@ -214,9 +202,9 @@ Row bench_cpu(const std::vector<Tensor>& tensors, const sz_params& params, unsig
   }
   for (size_t i = 0; i < tensors.size(); ++i) row.compressed += sizes[i];
   add_escape_stats(tensors, &row);
-  row.enc_gbps = gbps(total, median(enc));
-  row.dec_gbps = gbps(total, median(dec));
-  row.memcpy_gbps = gbps(total, median(cpy));
+  row.enc_gbps = szbench::gbps(total, szbench::median(enc));
+  row.dec_gbps = szbench::gbps(total, szbench::median(dec));
+  row.memcpy_gbps = szbench::gbps(total, szbench::median(cpy));
   row.exact = exact && deterministic ? "yes" : "NO";
   if (!deterministic) row.note = "frames differ between runs";
   row.device = "cpu x" + std::to_string(copy_threads);
@@ -357,9 +345,9 @@ Row bench_gpu(const std::vector<Tensor>& tensors, const sz_params& params, unsig
     }
   }
   add_escape_stats(tensors, &row);
-  row.enc_gbps = gbps(total, median(enc));
-  row.dec_gbps = gbps(total, median(dec));
-  row.memcpy_gbps = gbps(total, median(cpy));
+  row.enc_gbps = szbench::gbps(total, szbench::median(enc));
+  row.dec_gbps = szbench::gbps(total, szbench::median(dec));
+  row.memcpy_gbps = szbench::gbps(total, szbench::median(cpy));
   row.exact = exact ? "yes" : "NO";
   if (!same_frames) {
     row.exact = "NO";

@@ -1,35 +1,26 @@
 // core_throughput — a quick throughput check of the fast CPU codec (the benchmark proper is bench/).
 //
-//   c++ -std=c++17 -O2 -Iinclude tools/core_throughput.cpp build-core/src/libsplitzip.a -lpthread -o /tmp/tp
-//   /tmp/tp FILE [dtype=bf16] [threads=1,2] [min_mib=64] [isa=best|portable|avx2|avx512]
+//   ninja -C build splitzip_core_throughput      (or by hand, from a build of the library:
+//   c++ -std=c++17 -O2 -Iinclude -Ibench tools/core_throughput.cpp bench/harness/harness.cpp \
+//       build/src/libsplitzip.a -lpthread -o build/bench/splitzip_core_throughput)
+//   build/bench/splitzip_core_throughput FILE [dtype=bf16] [threads=1,2] [min_mib=64] [isa=best|portable|avx2|avx512]
 //
-// Tiles FILE (raw values) up to min_mib MiB, then reports, best of 7 runs each: memcpy, and sz_compress /
-// sz_decompress with and without chunk checksums, in GB/s of uncompressed bytes, with the ratio and a bit-exact
-// check. isa limits the kernel sets (sz_set_cpu_isa).
+// Tiles FILE (raw values) up to min_mib MiB, then reports, the median of 7 runs after a warm-up each
+// (szbench::median_seconds): memcpy, and sz_compress / sz_decompress with and without chunk checksums, in GB/s of
+// uncompressed bytes and as a fraction of memcpy's, with the ratio and a bit-exact check. isa limits the kernel sets
+// (sz_set_cpu_isa).
 #include <splitzip/splitzip.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
-namespace {
+#include "harness/harness.h"
 
-template <class F>
-double best_seconds(F f) {
-  double best = 1e30;
-  for (int r = 0; r < 7; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (s < best) best = s;
-  }
-  return best;
-}
-
-}  // namespace
+// Timed runs per figure, after one warm-up run; the median is reported.
+constexpr unsigned kRuns = 7;
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -68,11 +59,11 @@ int main(int argc, char** argv) {
   memset(out.data(), 0, out.size());
   memset(copy.data(), 0, copy.size());
 
-  const double gb = in.size() / 1e9;
-  const double mc = gb / best_seconds([&] {
+  auto copy_all = [&] {
     memcpy(copy.data(), in.data(), in.size());
     asm volatile("" ::"r"(copy.data()) : "memory");
-  });
+  };
+  const double mc = szbench::gbps(in.size(), szbench::median_seconds(copy_all, kRuns));
   if (argc > 5 && sz_set_cpu_isa(argv[5]) != SZ_OK) {
     fprintf(stderr, "unknown kernel set %s\n", argv[5]);
     return 2;
@@ -89,11 +80,13 @@ int main(int argc, char** argv) {
       p.threads = t;
       size_t size = 0, outsize = 0;
       sz_status s1 = SZ_OK, s2 = SZ_OK;
-      const double e = gb / best_seconds([&] { s1 = sz_compress(in.data(), n, dtype, nullptr, &p, frame.data(), frame.size(), &size); });
-      const double d = gb / best_seconds([&] { s2 = sz_decompress(frame.data(), size, out.data(), out.size(), &outsize, t); });
+      auto encode = [&] { s1 = sz_compress(in.data(), n, dtype, nullptr, &p, frame.data(), frame.size(), &size); };
+      auto decode = [&] { s2 = sz_decompress(frame.data(), size, out.data(), out.size(), &outsize, t); };
+      const double e = szbench::gbps(in.size(), szbench::median_seconds(encode, kRuns));
+      const double d = szbench::gbps(in.size(), szbench::median_seconds(decode, kRuns));
       const bool exact = s1 == SZ_OK && s2 == SZ_OK && outsize == in.size() && memcmp(out.data(), in.data(), in.size()) == 0;
-      printf("%-7u %-9s %7.4f %9.2f %9.2f %9.2f %9.2f %6s\n", t, flags ? "on" : "off", (double)in.size() / size, e,
-             e / mc, d, d / mc, exact ? "yes" : "NO");
+      printf("%-7u %-9s %7.4f %9.2f %9.2f %9.2f %9.2f %6s\n", t, flags ? "on" : "off", szbench::ratio(in.size(), size),
+             e, szbench::fraction_of(e, mc), d, szbench::fraction_of(d, mc), exact ? "yes" : "NO");
     }
   }
   return 0;

@@ -20,11 +20,11 @@
 //   smol_*_ch the same with a channel book (version 2 frames, per-channel windows, k picked by sz_channel_calibrate)
 //             calibrated on all 60 tensors of the code text, measured on prose tensor 30 (layer 15 K); message sizes
 //             and pages rounded down to whole tokens (192 values)
-// Output: one row per measurement on stdout (markdown), CSV rows to --csv; a short summary table last.
+// Output: one row per measurement on stdout (markdown), CSV rows to --csv; a short summary table last. Medians,
+// roofline and CSV: the benchmark harness (bench/harness/harness.h).
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/harness.h"
 #include "splitzip/splitzip.h"
 #include "splitzip/splitzip_cuda.h"
 
@@ -190,20 +191,15 @@ struct Events {
   // Median over reps of the GPU time of f(stream) (after one warm-up), in ms.
   template <class F>
   double median_ms(cudaStream_t s, int reps, F&& f) {
-    f();
-    CK(cudaStreamSynchronize(s));
-    std::vector<float> t;
-    for (int i = 0; i < reps; ++i) {
+    return szbench::median_of((unsigned)std::max(reps, 0), [&] {
       CK(cudaEventRecord(a, s));
       f();
       CK(cudaEventRecord(b, s));
       CK(cudaEventSynchronize(b));
       float ms = 0;
       CK(cudaEventElapsedTime(&ms, a, b));
-      t.push_back(ms);
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+      return (double)ms;
+    });
   }
 };
 
@@ -214,6 +210,9 @@ struct Row {
   double mib;
   int cks;
   double ratio, memcpy_gbps, roof_gbps, enc_gbps, dec_gbps, memcpy_us, enc_us, dec_us, host_us;
+  // Speed over the same-run roofline.
+  double enc_roof() const { return szbench::fraction_of(enc_gbps, roof_gbps); }
+  double dec_roof() const { return szbench::fraction_of(dec_gbps, roof_gbps); }
 };
 
 }  // namespace
@@ -268,10 +267,13 @@ int main(int argc, char** argv) {
     fprintf(stderr, "no datasets in %s\n", data_dir.c_str());
     return 1;
   }
-  FILE* csv = csv_path.empty() ? nullptr : fopen(csv_path.c_str(), "w");
-  if (csv)
-    fprintf(csv, "data,dtype,k,MiB,checksums,layout,ratio,memcpy_GBps,roofline_GBps,enc_GBps,enc_roof,dec_GBps,"
-                 "dec_roof,memcpy_us,enc_us,dec_us,host_enc_us\n");
+  szbench::CsvWriter csv(csv_path, {"data", "dtype", "k", "MiB", "checksums", "layout", "ratio", "memcpy_GBps",
+                                    "roofline_GBps", "enc_GBps", "enc_roof", "dec_GBps", "dec_roof", "memcpy_us",
+                                    "enc_us", "dec_us", "host_enc_us"});
+  if (!csv_path.empty() && !csv.ok()) {
+    fprintf(stderr, "cannot write %s\n", csv_path.c_str());
+    return 1;
+  }
   printf("\n| data | MiB | cks | layout | k | ratio | memcpy GB/s | roof GB/s | enc GB/s | /roof | dec GB/s | /roof |"
          " memcpy us | enc us | dec us | host us |\n|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
          "---:|---:|\n");
@@ -330,7 +332,7 @@ int main(int argc, char** argv) {
       const double memcpy_us = 1e3 * ev.median_ms(stream, reps, [&] {
         CK(cudaMemcpyAsync(d_out, d_in, bytes, cudaMemcpyDeviceToDevice, stream));
       });
-      const double memcpy_gbps = 2.0 * bytes / (memcpy_ms * 1e-3) / 1e9;
+      const double memcpy_gbps = szbench::gbps(2 * bytes, memcpy_ms * 1e-3);  // bytes read + written
       // Page lists: every buffer split into pages of page_values values, listed in a shuffled order.
       const uint64_t pv = std::min<uint64_t>(page_values / unit * unit, n);
       const uint32_t n_pages = paged && n % pv == 0 ? (uint32_t)(n / pv) : 0;
@@ -405,10 +407,9 @@ int main(int argc, char** argv) {
           const double enc_us = 1e3 * ev.median_ms(stream, reps, [&] { enc_one(0); });
           {  // host time to enqueue one call (argument checks and the launch), over a batch
             CK(cudaStreamSynchronize(stream));
-            const auto t0 = std::chrono::steady_clock::now();
+            const szbench::Timer timer;
             for (size_t i = 0; i < R; ++i) enc_one(i);
-            const auto t1 = std::chrono::steady_clock::now();
-            host_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / (double)R;
+            host_us = 1e6 * timer.seconds() / (double)R;
             CK(cudaStreamSynchronize(stream));
           }
           // A receiver knows each frame's size (it came with the frame): the decoder is given exactly that.
@@ -462,11 +463,11 @@ int main(int argc, char** argv) {
           r.k = ds.channels ? ds.book.code_bits : ds.codebook.code_bits;
           r.mib = mib;
           r.cks = cks;
-          r.ratio = (double)bytes / (double)fsize;
+          r.ratio = szbench::ratio(bytes, fsize);
           r.memcpy_gbps = memcpy_gbps;
-          r.roof_gbps = memcpy_gbps * (double)bytes / (double)(bytes + fsize);
-          r.enc_gbps = bytes / (enc_ms * 1e-3) / 1e9;
-          r.dec_gbps = bytes / (dec_ms * 1e-3) / 1e9;
+          r.roof_gbps = szbench::roofline_gbps(memcpy_gbps, bytes, fsize);
+          r.enc_gbps = szbench::gbps(bytes, enc_ms * 1e-3);
+          r.dec_gbps = szbench::gbps(bytes, dec_ms * 1e-3);
           r.memcpy_us = memcpy_us;
           r.enc_us = enc_us;
           r.dec_us = dec_us;
@@ -474,14 +475,13 @@ int main(int argc, char** argv) {
           rows.push_back(r);
           printf("| %s | %.0f | %d | %s | %u | %.4f | %.0f | %.0f | %.0f | %.3f | %.0f | %.3f | %.1f | %.1f | %.1f | %.1f |\n",
                  r.data.c_str(), r.mib, r.cks, r.layout.c_str(), r.k, r.ratio, r.memcpy_gbps, r.roof_gbps, r.enc_gbps,
-                 r.enc_gbps / r.roof_gbps, r.dec_gbps, r.dec_gbps / r.roof_gbps, r.memcpy_us, r.enc_us, r.dec_us,
-                 r.host_us);
+                 r.enc_roof(), r.dec_gbps, r.dec_roof(), r.memcpy_us, r.enc_us, r.dec_us, r.host_us);
           fflush(stdout);
-          if (csv)
-            fprintf(csv, "%s,%s,%u,%.0f,%d,%s,%.5f,%.1f,%.1f,%.1f,%.4f,%.1f,%.4f,%.2f,%.2f,%.2f,%.2f\n",
-                    r.data.c_str(), sz_dtype_name(r.dtype), r.k, r.mib, r.cks, r.layout.c_str(), r.ratio,
-                    r.memcpy_gbps, r.roof_gbps, r.enc_gbps, r.enc_gbps / r.roof_gbps, r.dec_gbps,
-                    r.dec_gbps / r.roof_gbps, r.memcpy_us, r.enc_us, r.dec_us, r.host_us);
+          using szbench::fixed;
+          csv.row({r.data, sz_dtype_name(r.dtype), std::to_string(r.k), fixed(r.mib, 0), std::to_string(r.cks),
+                   r.layout, fixed(r.ratio, 5), fixed(r.memcpy_gbps, 1), fixed(r.roof_gbps, 1), fixed(r.enc_gbps, 1),
+                   fixed(r.enc_roof(), 4), fixed(r.dec_gbps, 1), fixed(r.dec_roof(), 4), fixed(r.memcpy_us, 2),
+                   fixed(r.enc_us, 2), fixed(r.dec_us, 2), fixed(r.host_us, 2)});
         }
         CK(cudaFree(d_ws));
       }
@@ -495,7 +495,10 @@ int main(int argc, char** argv) {
       if (d_bases) CK(cudaFree(d_bases));
     }
   }
-  if (csv) fclose(csv);
+  if (!csv.close()) {
+    fprintf(stderr, "cannot write %s\n", csv_path.c_str());
+    return 1;
+  }
   // Summary: encode / decode over the roofline, checksums on, contiguous (paged in brackets where measured).
   printf("\nsummary (checksums on; enc/roof dec/roof, contiguous [paged]):\n%-10s", "data");
   for (double mib : sizes) printf(" %14.0fMiB", mib);
@@ -516,10 +519,10 @@ int main(int argc, char** argv) {
       }
       char buf[64];
       if (pgr)
-        snprintf(buf, sizeof buf, "%.2f/%.2f[%.2f/%.2f]", c->enc_gbps / c->roof_gbps, c->dec_gbps / c->roof_gbps,
-                 pgr->enc_gbps / pgr->roof_gbps, pgr->dec_gbps / pgr->roof_gbps);
+        snprintf(buf, sizeof buf, "%.2f/%.2f[%.2f/%.2f]", c->enc_roof(), c->dec_roof(), pgr->enc_roof(),
+                 pgr->dec_roof());
       else
-        snprintf(buf, sizeof buf, "%.2f/%.2f", c->enc_gbps / c->roof_gbps, c->dec_gbps / c->roof_gbps);
+        snprintf(buf, sizeof buf, "%.2f/%.2f", c->enc_roof(), c->dec_roof());
       printf(" %17s", buf);
     }
     printf("\n");

@@ -40,6 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu.h"
+#include "harness/harness.h"
 #include "splitzip/splitzip.h"
 #include "splitzip/splitzip_cuda.h"
 #include "splitzip/transfer.hpp"
@@ -48,10 +49,6 @@ namespace tr = splitzip::transfer;
 using json = nlohmann::json;
 
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 std::vector<uint8_t> read_file(const std::string& p) {
   std::ifstream in(p, std::ios::binary);
@@ -187,7 +184,7 @@ bool gpu_codec_rates(const uint8_t* d_data, uint64_t bytes, uint64_t chunk_value
   if (!ok) return false;
   uint64_t* hs = reinterpret_cast<uint64_t*>(h_sizes.get());
   auto run = [&](bool encode) -> double {
-    const double t0 = now_s();
+    const szbench::Timer timer;
     std::vector<std::thread> ts;
     for (unsigned w = 0; w < ns; ++w) {
       ts.emplace_back([&, w] {
@@ -210,7 +207,7 @@ bool gpu_codec_rates(const uint8_t* d_data, uint64_t bytes, uint64_t chunk_value
     }
     for (auto& t : ts)
       if (t.joinable()) t.join();
-    return now_s() - t0;
+    return timer.seconds();
   };
   run(true);  // warm-up (and the frame sizes for the decoder)
   const double te = run(true);
@@ -218,9 +215,9 @@ bool gpu_codec_rates(const uint8_t* d_data, uint64_t bytes, uint64_t chunk_value
   const double td = run(false);
   uint64_t comp = 0;
   for (uint64_t i = 0; i < n_msgs; ++i) comp += hs[i];
-  *enc_gbs = (double)(n_msgs * chunk_bytes) / te / 1e9;
-  *dec_gbs = (double)(n_msgs * chunk_bytes) / td / 1e9;
-  *ratio = (double)(n_msgs * chunk_bytes) / (double)comp;
+  *enc_gbs = szbench::gbps(n_msgs * chunk_bytes, te);
+  *dec_gbs = szbench::gbps(n_msgs * chunk_bytes, td);
+  *ratio = szbench::ratio(n_msgs * chunk_bytes, comp);
   return true;
 }
 
@@ -234,7 +231,7 @@ void codec_rates(const uint8_t* data, uint64_t bytes, uint64_t chunk_values, uns
   p.threads = 1;
   uint64_t comp = 0;
   for (auto& f : frames) f.resize(sz_compress_bound(chunk_values, SZ_DTYPE_BF16));  // not timed: page faults
-  double t0 = now_s();
+  szbench::Timer timer;
   {
     std::vector<std::thread> ts;
     std::vector<uint64_t> sizes(threads, 0);
@@ -252,8 +249,8 @@ void codec_rates(const uint8_t* data, uint64_t bytes, uint64_t chunk_values, uns
     for (auto& t : ts) t.join();
     for (auto s : sizes) comp += s;
   }
-  const double t_enc = now_s() - t0;
-  t0 = now_s();
+  const double t_enc = timer.seconds();
+  timer.restart();
   {
     std::vector<std::thread> ts;
     for (unsigned w = 0; w < threads; ++w) {
@@ -267,9 +264,9 @@ void codec_rates(const uint8_t* data, uint64_t bytes, uint64_t chunk_values, uns
     }
     for (auto& t : ts) t.join();
   }
-  const double t_dec = now_s() - t0;
+  const double t_dec = timer.seconds();
   // memcpy of the same messages by the same threads: the baseline of this run, the machine being shared
-  t0 = now_s();
+  timer.restart();
   {
     std::vector<std::thread> ts;
     for (unsigned w = 0; w < threads; ++w) {
@@ -283,15 +280,15 @@ void codec_rates(const uint8_t* data, uint64_t bytes, uint64_t chunk_values, uns
     }
     for (auto& t : ts) t.join();
   }
-  *memcpy_gbs = (double)(n_msgs * chunk_bytes) / (now_s() - t0) / 1e9;
-  *enc_gbs = (double)(n_msgs * chunk_bytes) / t_enc / 1e9;
-  *dec_gbs = (double)(n_msgs * chunk_bytes) / t_dec / 1e9;
-  *ratio = (double)(n_msgs * chunk_bytes) / (double)comp;
+  *memcpy_gbs = szbench::gbps(n_msgs * chunk_bytes, timer.seconds());
+  *enc_gbs = szbench::gbps(n_msgs * chunk_bytes, t_enc);
+  *dec_gbs = szbench::gbps(n_msgs * chunk_bytes, t_dec);
+  *ratio = szbench::ratio(n_msgs * chunk_bytes, comp);
 }
 
 // Writes `n` bytes to a fresh file `path` in pieces of `piece` bytes and closes it: the baseline of --files.
 double write_file_seconds(const std::string& path, const uint8_t* data, uint64_t n, size_t piece) {
-  const double t0 = now_s();
+  const szbench::Timer timer;
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return -1;
   for (uint64_t off = 0; off < n;) {
@@ -303,7 +300,7 @@ double write_file_seconds(const std::string& path, const uint8_t* data, uint64_t
     off += (uint64_t)w;
   }
   if (close(fd) != 0) return -1;
-  return now_s() - t0;
+  return timer.seconds();
 }
 
 // Is the file at `path` exactly the n bytes at data?
@@ -494,13 +491,13 @@ int main(int argc, char** argv) {
         if (!best_raw.ok || a.seconds < best_raw.seconds) best_raw = a;
         if (!best_comp.ok || b.seconds < best_comp.seconds) best_comp = b;
       }
-      const double ratio = (double)best_raw.wire_bytes / (double)best_comp.wire_bytes;
+      const double ratio = szbench::ratio(best_raw.wire_bytes, best_comp.wire_bytes);
       if (gpu) out["gpu_direct"] = best_comp.gpu_direct;
-      const double speedup = best_raw.seconds / best_comp.seconds;
+      const double speedup = szbench::fraction_of(best_raw.seconds, best_comp.seconds);
       printf("| %s | %u | %llu | %.3f | %.3f | %.3f | %.3f | %.4f | %.3f | %.3f |\n",
              rate > 0 ? std::to_string(rate).substr(0, std::to_string(rate).find('.') + 3).c_str() : "no cap", th,
-             (unsigned long long)bytes, best_raw.seconds, (double)bytes / best_raw.seconds / 1e9, best_comp.seconds,
-             (double)bytes / best_comp.seconds / 1e9, ratio, speedup, speedup / ratio);
+             (unsigned long long)bytes, best_raw.seconds, szbench::gbps(bytes, best_raw.seconds), best_comp.seconds,
+             szbench::gbps(bytes, best_comp.seconds), ratio, speedup, szbench::fraction_of(speedup, ratio));
       fflush(stdout);
       out["transfer"].push_back({{"rate_gbs", rate},
                                  {"threads", th},
@@ -521,7 +518,7 @@ int main(int argc, char** argv) {
     // the codec alone (synced per message, as the pipeline runs it) for comparison.
     for (const auto& row : out["transfer"]) {
       if (row["rate_gbs"].get<double>() != 0) continue;
-      const double pipe = row["bytes"].get<double>() / row["compressed_s"].get<double>() / 1e9;
+      const double pipe = szbench::gbps(row["bytes"].get<uint64_t>(), row["compressed_s"].get<double>());
       printf("\n- %u codec threads/streams: the compressed pipeline runs at %.2f GB/s of KV uncapped (%s); links "
              "slower than that see the full ratio.\n",
              row["threads"].get<unsigned>(), pipe, out.value("gpu_direct", false) ? "direct" : "staged");
@@ -586,14 +583,14 @@ int main(int argc, char** argv) {
                   !d.ok ? d.error.c_str() : !f.ok ? f.error.c_str() : "cannot write the copy");
           return 1;
         }
-        const double dg = (double)buf_bytes / d.seconds / 1e9, fg = (double)buf_bytes / f.seconds / 1e9;
+        const double dg = szbench::gbps(buf_bytes, d.seconds), fg = szbench::gbps(buf_bytes, f.seconds);
         printf("| %u | %s | %.3f | %.3f | %.3f | %.3f | %.3f / %.3f |\n", round, raw ? "raw" : "compressed", dg, fg,
-               fg / dg, (double)buf_bytes / c / 1e9, d.receiver_codec_s, f.receiver_codec_s);
+               szbench::fraction_of(fg, dg), szbench::gbps(buf_bytes, c), d.receiver_codec_s, f.receiver_codec_s);
         fflush(stdout);
         discard_gbs[raw].push_back(dg);
         out_gbs[raw].push_back(fg);
-        ratios[raw].push_back(fg / dg);
-        write_gbs[raw].push_back((double)buf_bytes / c / 1e9);
+        ratios[raw].push_back(szbench::fraction_of(fg, dg));
+        write_gbs[raw].push_back(szbench::gbps(buf_bytes, c));
         out["files"].push_back({{"round", round},
                                 {"raw", raw},
                                 {"memory", files_memory},
@@ -609,16 +606,11 @@ int main(int argc, char** argv) {
                                 {"out_process_cpu_s", f.cpu_s}});
       }
     }
-    auto median = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      const size_t n = v.size();
-      return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    };
     printf("\nMedians of %u rounds:\n\n| mode | discard GB/s | --out GB/s | out / discard (median of rounds) | file write "
            "GB/s |\n|---|---:|---:|---:|---:|\n", files_repeats);
     for (const bool raw : {true, false})
-      printf("| %s | %.3f | %.3f | %.3f | %.3f |\n", raw ? "raw" : "compressed", median(discard_gbs[raw]),
-             median(out_gbs[raw]), median(ratios[raw]), median(write_gbs[raw]));
+      printf("| %s | %.3f | %.3f | %.3f | %.3f |\n", raw ? "raw" : "compressed", szbench::median(discard_gbs[raw]),
+             szbench::median(out_gbs[raw]), szbench::median(ratios[raw]), szbench::median(write_gbs[raw]));
   }
 
   // ---- many GB in one session ----
@@ -645,7 +637,7 @@ int main(int argc, char** argv) {
     printf("| bytes | wire bytes | seconds | GB/s | RSS before (MiB) | RSS after (MiB) | peak RSS before | peak RSS "
            "after (MiB) | KV buffer (MiB) |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     printf("| %llu | %llu | %.2f | %.3f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", (unsigned long long)big.raw_bytes,
-           (unsigned long long)big.wire_bytes, big.seconds, (double)big.raw_bytes / big.seconds / 1e9,
+           (unsigned long long)big.wire_bytes, big.seconds, szbench::gbps(big.raw_bytes, big.seconds),
            rss_before / 1024.0, rss_after / 1024.0, peak_before / 1024.0, peak_after / 1024.0,
            (double)buf_bytes / 1048576.0);
     out["big"] = {{"bytes", big.raw_bytes},       {"wire_bytes", big.wire_bytes}, {"seconds", big.seconds},
