@@ -103,7 +103,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint64_t n = (rsize - 1) / vb;
   sz_params p = sz_params_default();
   p.chunk_log2 = 8 + rest[0] % 9;
-  p.flags = (rest[0] & 0x80) ? 0 : SZ_FLAG_CHECKSUMS;
+  p.flags = (rest[0] & 0x80) ? 0 : (rest[0] & 0x20) ? SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH : SZ_FLAG_CHECKSUMS;
   const uint32_t tensor = (rest[0] >> 6) & 1;
   const uint64_t bound = sz_compress_bound(n, dt);
   std::vector<uint8_t> fa(bound, 0xA5), fb(bound, 0x5A);  // dirty, differently: every byte must be written

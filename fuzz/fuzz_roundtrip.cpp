@@ -33,6 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sz_params params = sz_params_default();
   params.chunk_log2 = 8 + data[1] % 9;
   params.flags = (data[2] & 1) ? SZ_FLAG_CHECKSUMS : 0;
+  if ((data[2] & 0x40) && params.flags) params.flags |= SZ_FLAG_LANE_HASH;  // LH32 rather than H32
   params.threads = (data[2] >> 1) & 7;
   const bool calibrate = (data[2] & 0x80) != 0;
 

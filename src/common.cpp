@@ -33,7 +33,7 @@ sz_status parse_frame_header_only(const uint8_t* src, size_t src_size, FrameHead
   const uint64_t n = load_u64(src + kOffNValues);
   const uint64_t exp_size = load_u64(src + kOffExpSectionSize);
   const bool channels = version == kFormatVersionChannels, entropy = version == kFormatVersionEntropy;
-  if (chunk_log2 < kMinChunkLog2 || chunk_log2 > kMaxChunkLog2) return SZ_ERROR_CORRUPT;
+  if (chunk_log2 < kMinChunkLog2 || chunk_log2 > kMaxChunkLog2 || !flags_consistent(flags)) return SZ_ERROR_CORRUPT;
   if (entropy) {  // §4.10.1
     if (k != 0 || count != 0 || (flags & ~(kKnownFlags | kFlagEntropy)) || !(flags & kFlagEntropy))
       return SZ_ERROR_CORRUPT;
@@ -244,7 +244,8 @@ sz_status check_compress_args(const void* src, uint64_t n, sz_dtype dtype, const
   if (!dtype_known((unsigned)dtype)) return SZ_ERROR_INVALID_ARGUMENT;
   if (n >= kMaxValues) return SZ_ERROR_INVALID_ARGUMENT;
   const sz_params p = params ? *params : sz_params_default();
-  if (p.chunk_log2 < kMinChunkLog2 || p.chunk_log2 > kMaxChunkLog2 || (p.flags & ~kKnownFlags) || p.reserved != 0)
+  if (p.chunk_log2 < kMinChunkLog2 || p.chunk_log2 > kMaxChunkLog2 || (p.flags & ~kKnownFlags) ||
+      !flags_consistent(p.flags) || p.reserved != 0)
     return SZ_ERROR_INVALID_ARGUMENT;
   sz_codebook cb;
   if (codebook) {

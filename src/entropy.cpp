@@ -151,7 +151,8 @@ sz_status resolve_params(const sz_params* params, sz_params* out) {
   sz_params p = sz_params_default();
   p.chunk_log2 = kEntropyChunkLog2;
   if (params) p = *params;
-  if (p.chunk_log2 < kMinChunkLog2 || p.chunk_log2 > kMaxChunkLog2 || (p.flags & ~kKnownFlags) || p.reserved != 0)
+  if (p.chunk_log2 < kMinChunkLog2 || p.chunk_log2 > kMaxChunkLog2 || (p.flags & ~kKnownFlags) ||
+      !flags_consistent(p.flags) || p.reserved != 0)
     return SZ_ERROR_INVALID_ARGUMENT;
   *out = p;
   return SZ_OK;
@@ -416,13 +417,13 @@ void join_chunk(const uint8_t* sym, const uint8_t* rawsec, uint64_t len, uint64_
   for (uint64_t j = done; j < len; ++j) store_value(out, j, vb, join(sym[j], load_field(raw, j, R), t));
 }
 
-// The checksum of a chunk with the XXH3 build of the selected kernels.
-inline uint32_t chunk_h32(bool simd, const void* data, size_t size) {
+// The checksum of a chunk (H32, or LH32 with kFlagLaneHash in flags) with the build of the selected kernels.
+inline uint32_t chunk_h32(bool simd, uint32_t flags, const void* data, size_t size) {
 #if defined(SPLITZIP_HAVE_AVX2_TU)
-  if (simd) return kernels::avx2::h32(data, size);
+  if (simd) return (flags & kFlagLaneHash) ? kernels::avx2::lh32(data, size) : kernels::avx2::h32(data, size);
 #endif
   (void)simd;
-  return detail::h32(data, size);
+  return detail::chunk_checksum(flags, data, size);
 }
 
 // ---- compression (reference and fast share the frame layout; they differ in how they look symbols up) ------------
@@ -517,7 +518,7 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
     }
     pos += size;
     store_u64(dst + off.index + kIndexEntrySize * c, pos | (mode << kIndexModeShift));
-    if (checksums) store_u32(dst + off.checksums + kChecksumEntrySize * c, chunk_h32(simd, values, len * vb));
+    if (checksums) store_u32(dst + off.checksums + kChecksumEntrySize * c, chunk_h32(simd, p.flags, values, len * vb));
   }
   write_header(dst, (unsigned)dtype, p.chunk_log2, p.flags, n, pos, table->id, tensor, P);
   *dst_size = (size_t)(off.exponents + pos);
@@ -625,7 +626,8 @@ sz_status decode_chunk_reference(const Frame& f, uint64_t c) {
     for (unsigned l = 0; l < kRansLanes; ++l)
       if (x[l] != kRansLow) return SZ_ERROR_CORRUPT;
   }
-  if (h.checksums && detail::h32(out, len * vb) != load_u32(f.src + h.off.checksums + kChecksumEntrySize * c))
+  if (h.checksums &&
+      detail::chunk_checksum(h.flags, out, len * vb) != load_u32(f.src + h.off.checksums + kChecksumEntrySize * c))
     return SZ_ERROR_CHECKSUM;
   return SZ_OK;
 }
@@ -696,7 +698,7 @@ sz_status decode_chunk_fast(const Frame& f, uint64_t c) {
     join_chunk(sym, rawsec, len, first, t, sp, f.simd, out);
   }
   if (h.checksums &&
-      chunk_h32(f.simd, out, len * vb) != load_u32(f.src + h.off.checksums + kChecksumEntrySize * c))
+      chunk_h32(f.simd, h.flags, out, len * vb) != load_u32(f.src + h.off.checksums + kChecksumEntrySize * c))
     return SZ_ERROR_CHECKSUM;
   return SZ_OK;
 }

@@ -16,7 +16,7 @@
 //   - Threads (decode): chunk ranges decode independently; the error reported is that of the first failing chunk,
 //     as the reference (which goes chunk by chunk) would report it.
 //   - Threads are only used for at least 1 MiB of input each, at most 256; the calling thread takes a share.
-//     Chunk checksums use XXH3 compiled for the selected ISA.
+//     Chunk checksums use XXH3 or LH32 compiled for the selected ISA.
 //   - Memory and threads: an encoding thread needs escape scratch for one chunk (3 bytes a value). The one-shot calls
 //     allocate it and start their threads per call; a context (sz_cctx / sz_dctx) allocates its scratch and starts
 //     its threads once, parks the threads between calls, and its calls allocate nothing and start nothing.
@@ -181,17 +181,17 @@ inline void store_value(uint8_t* p, uint32_t v) {
 #endif
 }
 
-// H32 of a chunk with the widest XXH3 build the CPU runs.
-inline uint32_t chunk_hash(bool avx2, bool avx512, const void* data, size_t size) {
+// A chunk's checksum (H32, or LH32 with lane) with the widest build of it that the CPU runs.
+inline uint32_t chunk_hash(bool avx2, bool avx512, bool lane, const void* data, size_t size) {
 #if defined(SPLITZIP_HAVE_AVX512_TU)
-  if (avx512) return kernels::avx512::h32(data, size);
+  if (avx512) return lane ? kernels::avx512::lh32(data, size) : kernels::avx512::h32(data, size);
 #endif
 #if defined(SPLITZIP_HAVE_AVX2_TU)
-  if (avx2) return kernels::avx2::h32(data, size);
+  if (avx2) return lane ? kernels::avx2::lh32(data, size) : kernels::avx2::h32(data, size);
 #endif
   (void)avx2;
   (void)avx512;
-  return h32(data, size);
+  return lane ? lh32(data, size) : h32(data, size);
 }
 
 // ---- per-call context ------------------------------------------------------------------------------------------
@@ -200,7 +200,7 @@ struct EncodeCtx {
   uint64_t n;
   DtypeTraits t;
   unsigned dtype, vb, k, chunk_log2;
-  bool checksums;
+  bool checksums, lane_hash;  // lane_hash: the checksums are LH32
   bool avx2;    // AVX2 + BMI2 kernels
   bool avx512;  // AVX-512 BW + VBMI kernels (implies avx2)
   CodeTables tables;
@@ -417,7 +417,7 @@ sz_status encode_range(const EncodeCtx& c, uint64_t c0, uint64_t c1, uint8_t* ou
     store_u64(c.dst + c.off.index + kIndexEntrySize * ci, (uint64_t)(cursor - out) | (mode << kIndexModeShift));
     if (c.checksums) {
       const size_t bytes = len * c.vb;
-      const uint32_t h = chunk_hash(c.avx2, c.avx512, values, bytes);
+      const uint32_t h = chunk_hash(c.avx2, c.avx512, c.lane_hash, values, bytes);
       store_u32(c.dst + c.off.checksums + kChecksumEntrySize * ci, h);
     }
   }
@@ -709,7 +709,7 @@ sz_status decode_chunk(const DecodeCtx& d, uint64_t ci) {
   }
   if (h.checksums) {
     const size_t bytes = len * d.vb;
-    const uint32_t hv = chunk_hash(d.avx2, d.avx512, out, bytes);
+    const uint32_t hv = chunk_hash(d.avx2, d.avx512, (h.flags & kFlagLaneHash) != 0, out, bytes);
     if (hv != load_u32(d.src + h.off.checksums + kChecksumEntrySize * ci)) return SZ_ERROR_CHECKSUM;
   }
   return SZ_OK;
@@ -793,6 +793,7 @@ sz_status compress_impl(const void* src_v, uint64_t n, sz_dtype dtype, const sz_
   c.period = book ? book->period : 0;
   c.chunk_log2 = p.chunk_log2;
   c.checksums = (p.flags & kFlagChecksums) != 0;
+  c.lane_hash = (p.flags & kFlagLaneHash) != 0;
   c.avx2 = isa >= Isa::kAvx2;
   c.avx512 = isa >= Isa::kAvx512;
   build_tables(cb.values, cb.count, cb.code_bits, &c.tables);

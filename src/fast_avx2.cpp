@@ -19,6 +19,7 @@
 
 #include "bf16_avx2.h"
 #include "kernels.h"
+#include "lanehash.h"
 
 namespace splitzip {
 namespace kernels {
@@ -448,6 +449,7 @@ bool decode_fp16(const uint8_t* rest, size_t rest_readable, const uint8_t* codes
 }
 
 uint32_t h32(const void* data, size_t size) { return (uint32_t)XXH3_64bits(data, size); }
+uint32_t lh32(const void* data, size_t size) { return splitzip::lh32::lh32(data, size); }
 
 }  // namespace avx2
 }  // namespace kernels

@@ -26,6 +26,7 @@
 #include <xxhash.h>
 
 #include "kernels.h"
+#include "lanehash.h"
 
 namespace splitzip {
 namespace kernels {
@@ -148,6 +149,7 @@ bool decode_bf16(const uint8_t* rest, const uint8_t* codes, size_t len, const Co
 }
 
 uint32_t h32(const void* data, size_t size) { return (uint32_t)XXH3_64bits(data, size); }
+uint32_t lh32(const void* data, size_t size) { return splitzip::lh32::lh32(data, size); }
 
 }  // namespace avx512
 }  // namespace kernels

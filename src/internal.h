@@ -8,7 +8,7 @@
 #include "splitzip/splitzip.h"
 
 static_assert(splitzip::layout::kFlagChecksums == SZ_FLAG_CHECKSUMS && splitzip::layout::kFlagChannels == SZ_FLAG_CHANNELS &&
-                  splitzip::layout::kFlagEntropy == SZ_FLAG_ENTROPY,
+                  splitzip::layout::kFlagEntropy == SZ_FLAG_ENTROPY && splitzip::layout::kFlagLaneHash == SZ_FLAG_LANE_HASH,
               "the public frame flags are the format's");
 static_assert(splitzip::layout::kFormatVersionEntropy == SZ_FORMAT_VERSION_ENTROPY &&
                   splitzip::layout::kSymbolTableHeader == SZ_SYMBOL_TABLE_HEADER &&
@@ -23,6 +23,9 @@ namespace detail {
 uint64_t h64(const void* data, size_t size);  // XXH3_64bits, seed 0
 uint32_t h32(const void* data, size_t size);  // low 32 bits of h64
 uint64_t h64_pair(const void* a, size_t a_size, const void* b, size_t b_size);  // h64 of the concatenation
+uint32_t lh32(const void* data, size_t size);  // LH32 (§4.6.1), portable build
+// A chunk's checksum (§4.6) as the frame's flags name it: LH32 with kFlagLaneHash, else H32.
+uint32_t chunk_checksum(uint32_t flags, const void* data, size_t size);
 
 // ---- common.cpp: frame header ------------------------------------------------------------------------------------
 struct FrameHeader {

@@ -43,8 +43,9 @@ size_t encode_fp16(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes
                    uint16_t* pos, uint8_t* exps, uint32_t pos_base);
 bool decode_fp16(const uint8_t* rest, size_t rest_readable, const uint8_t* codes, size_t readable, size_t len,
                  const CodeTables& t, uint8_t* out);
-// XXH3-64 (low 32 bits) compiled with AVX2.
+// XXH3-64 (low 32 bits) and LH32 compiled with AVX2.
 uint32_t h32(const void* data, size_t size);
+uint32_t lh32(const void* data, size_t size);
 }  // namespace avx2
 
 namespace avx512 {
@@ -54,6 +55,7 @@ size_t encode_bf16(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes
                    uint16_t* pos, uint8_t* exps, uint32_t pos_base);
 bool decode_bf16(const uint8_t* rest, const uint8_t* codes, size_t len, const CodeTables& t, uint8_t* out);
 uint32_t h32(const void* data, size_t size);
+uint32_t lh32(const void* data, size_t size);
 }  // namespace avx512
 
 }  // namespace kernels

@@ -39,7 +39,12 @@ constexpr size_t kHeaderChecksummed = 60;  // H32 covers bytes [0, 60)
 
 constexpr uint32_t kFlagChecksums = 1u;
 constexpr uint32_t kFlagChannels = 2u;  // set exactly in version 2 frames
-constexpr uint32_t kKnownFlags = kFlagChecksums;  // what a caller may pass in sz_params.flags
+constexpr uint32_t kFlagLaneHash = 8u;  // the chunk checksums are LH32 (§4.6.1), not H32; only with kFlagChecksums
+constexpr uint32_t kKnownFlags = kFlagChecksums | kFlagLaneHash;  // what a caller may pass in sz_params.flags
+// §4.1 step 6 (and a caller's sz_params.flags): LANE_HASH names the kind of the chunk checksums, so it needs them.
+SZ_HD constexpr bool flags_consistent(uint32_t flags) {
+  return (flags & kFlagLaneHash) == 0 || (flags & kFlagChecksums) != 0;
+}
 
 // Version 2: the codebook field holds the channel book reference (§4.1).
 constexpr size_t kOffBookId = 32;

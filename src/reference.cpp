@@ -148,7 +148,7 @@ sz_status compress_reference(const void* src_v, uint64_t n, sz_dtype dtype, cons
       end += raw;
     }
     store_u64(dst + off.index + kIndexEntrySize * c, end | (mode << kIndexModeShift));
-    if (checksums) store_u32(dst + off.checksums + kChecksumEntrySize * c, detail::h32(values, len * value_bytes));
+    if (checksums) store_u32(dst + off.checksums + kChecksumEntrySize * c, detail::chunk_checksum(p.flags, values, len * value_bytes));
   }
   *dst_size = (size_t)off.end;
   return SZ_OK;
@@ -233,7 +233,7 @@ sz_status decompress_reference(const void* src_v, size_t src_size, const sz_chan
     }
     if (h.checksums) {
       const uint32_t expected = load_u32(src + h.off.checksums + kChecksumEntrySize * c);
-      if (detail::h32(out, len * value_bytes) != expected) return SZ_ERROR_CHECKSUM;
+      if (detail::chunk_checksum(h.flags, out, len * value_bytes) != expected) return SZ_ERROR_CHECKSUM;
     }
     begin = end;
   }

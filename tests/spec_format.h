@@ -22,6 +22,42 @@ namespace spec {
 
 inline uint32_t h32(const void* p, size_t n) { return (uint32_t)XXH3_64bits(p, n); }
 
+// LH32 of §4.6.1, word by word as the text states it.
+inline uint64_t lh_sm(uint64_t i) {
+  uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+inline uint64_t lh_av(uint64_t h) {
+  h ^= h >> 37;
+  h *= 0x165667919E3779F9ull;
+  return h ^ (h >> 32);
+}
+inline uint32_t lh32(const void* data, size_t len) {
+  const uint8_t* b = (const uint8_t*)data;
+  std::vector<uint8_t> padded(b, b + len);
+  padded.resize((len + 15) / 16 * 16, 0);
+  auto word = [&](size_t q) {
+    uint64_t w = 0;
+    for (unsigned i = 0; i < 8; ++i) w |= (uint64_t)padded[8 * q + i] << (8 * i);
+    return w;
+  };
+  uint64_t a[64];
+  for (unsigned j = 0; j < 64; ++j) a[j] = lh_sm(64 + j);
+  for (size_t q = 0; q < padded.size() / 8; ++q) {
+    const size_t j = q % 64, t = (q % 256) / 64, r = q / 256;
+    const uint64_t u = (uint32_t)(r * 0x9E3779B1ull);
+    const uint64_t x = word(q) ^ lh_sm(j) ^ lh_sm(128 + t) ^ (u | (u << 32));
+    a[j] += (x & 0xFFFFFFFFull) * (x >> 32) + word(q ^ 1);
+  }
+  uint64_t S = 0;
+  for (unsigned l = 0; l < 32; ++l) S += lh_av(a[2 * l] ^ ((a[2 * l + 1] << 32) | (a[2 * l + 1] >> 32)));
+  return (uint32_t)lh_av(S ^ (len * 0x9E3779B185EBCA87ull));
+}
+// A chunk's checksum entry by the frame's flags (§4.6: bit 3, LANE_HASH).
+inline uint32_t chunk_sum(uint32_t flags, const void* p, size_t n) { return (flags & 8u) ? lh32(p, n) : h32(p, n); }
+
 inline void put_le(uint8_t* p, uint64_t v, unsigned bytes) {
   for (unsigned i = 0; i < bytes; ++i) p[i] = (uint8_t)(v >> (8 * i));
 }
@@ -179,7 +215,7 @@ inline std::vector<uint8_t> encode(const uint8_t* src, uint64_t n, unsigned dtyp
       ++st.raw_chunks;
     }
     put_le(index.data() + 8 * c, (uint64_t)exps.size() | ((uint64_t)mode << 62), 8);
-    put_le(sums.data() + 4 * c, h32(src + b * vb, L * vb), 4);
+    put_le(sums.data() + 4 * c, chunk_sum(opt.flags, src + b * vb, L * vb), 4);
   }
   if (stats) *stats = st;
 

@@ -93,7 +93,7 @@ std::vector<SmallFrame> small_frames(uint32_t flags) {
 }  // namespace
 
 TEST(BadInputSmallFrames, AreValidAndDecodeBeforeBeingDamaged) {
-  for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+  for (uint32_t flags : sztest::kFlagSets) {
     for (const SmallFrame& s : small_frames(flags)) {
       for (bool ref : {true, false}) {
         std::vector<uint8_t> out;
@@ -113,7 +113,7 @@ TEST(BadInputSmallFrames, AreValidAndDecodeBeforeBeingDamaged) {
 }
 
 TEST(Truncation, EveryPrefixOfSmallFramesIsSrcTruncated) {
-  for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+  for (uint32_t flags : sztest::kFlagSets) {
     for (const SmallFrame& s : small_frames(flags)) {
       for (size_t len = 0; len < s.frame.size(); ++len) {
         const std::vector<uint8_t> p = prefix(s.frame, len);
@@ -308,6 +308,20 @@ TEST(HeaderChecks, VersionThreeFieldsAndEntropyFlagGoTogether) {
   g[8] |= 4;
   spec::reseal_header(g);
   expect_all_decoders(g, SZ_ERROR_CORRUPT, "ENTROPY flag in a version 1 frame");
+}
+
+// LANE_HASH names the kind of the chunk checksums (§4.6): without CHECKSUMS it is corrupt; set on a frame whose sums
+// are H32 it makes every chunk fail its check.
+TEST(HeaderChecks, LaneHashNeedsChecksumsAndSelectsTheirKind) {
+  std::vector<uint8_t> f = base_frame();
+  expect_all_decoders(f, SZ_OK, "the H32 base frame");
+  f[8] = SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH;
+  spec::reseal_header(f);
+  expect_all_decoders(f, SZ_ERROR_CHECKSUM, "H32 sums read as LH32", false);  // info does not verify chunks
+  std::vector<uint8_t> g = base_frame();
+  g[8] = SZ_FLAG_LANE_HASH;
+  spec::reseal_header(g);
+  expect_all_decoders(g, SZ_ERROR_CORRUPT, "LANE_HASH without CHECKSUMS");
 }
 
 // Version 2 is known (channel windows, §4.9), and must come with the CHANNELS flag, and that flag with version 2.

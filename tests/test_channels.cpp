@@ -114,7 +114,7 @@ TEST(Channels, FastEqualsReferenceEveryDtypeWidthShape) {
         for (uint32_t tensor : {0u, 2u}) {
           for (uint64_t n : {(uint64_t)0, (uint64_t)1, (uint64_t)tokens * period / 2 + 3, (uint64_t)tokens * period}) {
             for (unsigned log2 : {8u, 12u}) {
-              for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+              for (uint32_t flags : sztest::kFlagSets) {
                 const sz_params p = sztest::make_params(log2, flags, 2);
                 const uint8_t* src = all.data() + tensor * tensor_bytes;
                 sz_status s1, s2;
@@ -190,7 +190,7 @@ TEST(Channels, CorruptFramesRejectedLikeReference) {
   ASSERT_EQ(sz_channel_book_init(&b.book, SZ_DTYPE_FP16, 2, 64, 1, b.bases.data()), SZ_OK);
   const uint64_t n = 120 * 64;
   sz_status s;
-  for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+  for (uint32_t flags : sztest::kFlagSets) {
     const std::vector<uint8_t> frame =
         compress_ch(true, all.data(), n, SZ_DTYPE_FP16, b.book, 0, sztest::make_params(8, flags), &s);
     ASSERT_EQ(s, SZ_OK);

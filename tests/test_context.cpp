@@ -108,7 +108,7 @@ TEST(Context, SameFramesAsOneShotCallsForEveryDtypeChunkSizeAndThreadCount) {
       for (size_t n : {(size_t)0, (size_t)1, (size_t)4097, (size_t)3 << 20}) {
         const std::vector<uint8_t> src = skewed_values(d, n, 7 * n + d, d == SZ_DTYPE_FP16 ? 14 : 7, 0.5, 0.02);
         for (unsigned log2 : {8u, 12u, 16u}) {
-          for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+          for (uint32_t flags : sztest::kFlagSets) {
             const std::string what = "threads " + std::to_string(threads) + " dtype " + std::to_string(d) + " n " +
                                      std::to_string(n) + " chunk_log2 " + std::to_string(log2) + " flags " +
                                      std::to_string(flags);

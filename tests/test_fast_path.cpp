@@ -29,24 +29,24 @@ std::vector<Input> inputs() {
   add("bf16_k4", SZ_DTYPE_BF16, skewed_values(SZ_DTYPE_BF16, 1000003, 1, 120, 0.55, 0.002), 4, 16, 120, 12,
       SZ_FLAG_CHECKSUMS);
   add("bf16_k3_chunk8", SZ_DTYPE_BF16, skewed_values(SZ_DTYPE_BF16, 300001, 2, 120, 0.55, 0.02), 3, 8, 120, 8, 0);
+  // LH32 checksums on some inputs (the others H32) so that every ISA build of both is checked.
+  const uint32_t lane = SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH;
   add("bf16_k1_mostly_raw", SZ_DTYPE_BF16, skewed_values(SZ_DTYPE_BF16, 200005, 3, 120, 0.7, 0.2), 1, 2, 120, 10,
-      SZ_FLAG_CHECKSUMS);
+      lane);
   add("fp16_k4", SZ_DTYPE_FP16, skewed_values(SZ_DTYPE_FP16, 500009, 4, 14, 0.5, 0.01), 4, 15, 14, 12,
       SZ_FLAG_CHECKSUMS);
-  add("fp32_k4", SZ_DTYPE_FP32, skewed_values(SZ_DTYPE_FP32, 400017, 5, 125, 0.5, 0.005), 4, 16, 125, 16,
-      SZ_FLAG_CHECKSUMS);
+  add("fp32_k4", SZ_DTYPE_FP32, skewed_values(SZ_DTYPE_FP32, 400017, 5, 125, 0.5, 0.005), 4, 16, 125, 16, lane);
   add("fp32_k2", SZ_DTYPE_FP32, skewed_values(SZ_DTYPE_FP32, 100003, 6, 125, 0.3, 0.01), 2, 3, 125, 9, 0);
   add("e4m3_k3", SZ_DTYPE_FP8_E4M3, skewed_values(SZ_DTYPE_FP8_E4M3, 1000001, 7, 7, 0.5, 0.01), 3, 8, 7, 12,
       SZ_FLAG_CHECKSUMS);
   add("e4m3_k2", SZ_DTYPE_FP8_E4M3, skewed_values(SZ_DTYPE_FP8_E4M3, 77777, 8, 7, 0.3, 0.0), 2, 4, 7, 8, 0);
   add("e5m2_k4", SZ_DTYPE_FP8_E5M2, skewed_values(SZ_DTYPE_FP8_E5M2, 1000001, 9, 15, 0.5, 0.01), 4, 16, 15, 14,
       SZ_FLAG_CHECKSUMS);
-  add("e5m2_k1", SZ_DTYPE_FP8_E5M2, skewed_values(SZ_DTYPE_FP8_E5M2, 33333, 10, 15, 0.3, 0.05), 1, 1, 15, 8,
-      SZ_FLAG_CHECKSUMS);
+  add("e5m2_k1", SZ_DTYPE_FP8_E5M2, skewed_values(SZ_DTYPE_FP8_E5M2, 33333, 10, 15, 0.3, 0.05), 1, 1, 15, 8, lane);
   // Large enough (9 MB) that the fast path really spreads it over 8 threads.
   add("bf16_k4_large", SZ_DTYPE_BF16, skewed_values(SZ_DTYPE_BF16, 4500007, 12, 121, 0.55, 0.001), 4, 16, 121, 12,
       SZ_FLAG_CHECKSUMS);
-  add("bf16_random", SZ_DTYPE_BF16, random_bytes(2 * 123457, 11), 4, 16, 120, 12, SZ_FLAG_CHECKSUMS);
+  add("bf16_random", SZ_DTYPE_BF16, random_bytes(2 * 123457, 11), 4, 16, 120, 12, lane);
   std::vector<uint8_t> kv;
   if (read_file(repo_path("data/kv_code_bf16_slice.bin"), &kv)) {
     sz_codebook cb;

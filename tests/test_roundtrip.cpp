@@ -163,7 +163,7 @@ TEST_P(Sizes, BoundarySizesRoundTripAndMatchSpec) {
   const sz_codebook cb = centered_codebook(c.dtype, E > 4 ? 4 : 3, E > 4 ? 16 : 8, center);
   for (uint64_t n : sizes) {
     const std::vector<uint8_t> src = skewed_values(c.dtype, (size_t)n, 1000 + n, center, 0.6, 0.02);
-    for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+    for (uint32_t flags : sztest::kFlagSets) {
       const std::vector<uint8_t> f =
           roundtrip_and_spec(src, c.dtype, cb, make_params(c.chunk_log2, flags),
                              std::string(sz_dtype_name(c.dtype)) + " n=" + std::to_string(n) +

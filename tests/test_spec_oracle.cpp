@@ -1,6 +1,8 @@
 // Checks of the test oracle itself and of the library against bytes written by hand from docs/FORMAT.md: a tiny
 // BF16 frame assembled byte by byte must be what both the spec encoder (tests/spec_format.h) and the library's
 // encoders write, and it must decode. So the spec encoder is not only compared with the library it tests.
+#include <algorithm>
+
 #include "spec_format.h"
 #include "test_util.h"
 
@@ -122,4 +124,72 @@ TEST(SpecOracle, SplitOfEachDtypeFollowsTheFormatTable) {
     EXPECT_EQ(rest, r.rest) << sz_dtype_name(r.d);
     EXPECT_EQ(make_value(rest >> f.M, r.exponent, rest, f), r.x) << sz_dtype_name(r.d);
   }
+}
+
+namespace {
+
+// LH32 (docs/FORMAT.md §4.6.1) of the pattern byte i = 7 i + 3 for some lengths, as computed by two implementations
+// written from the text alone (tests/spec_format.h and python/tests/format_oracle.py).
+struct LhVector {
+  size_t len;
+  uint32_t lh32;
+};
+const LhVector kLhVectors[] = {{0, 0x438986ee},    {1, 0x3139221b},    {15, 0xbe97d999},   {16, 0x2f67f415},
+                               {17, 0x1ed555c6},   {240, 0x1ba58e19},  {2047, 0xa40193ee}, {2048, 0xb6be3b7b},
+                               {2049, 0xeb6007c4}, {5000, 0x58e56618}, {8192, 0x6f883356}};
+
+std::vector<uint8_t> lh_pattern(size_t n) {
+  std::vector<uint8_t> b(n);
+  for (size_t i = 0; i < n; ++i) b[i] = (uint8_t)(7 * i + 3);
+  return b;
+}
+
+// The checksum entry of a one-chunk FP8 frame of `bytes` with LH32 checksums (reference or fast codec).
+uint32_t lh_entry(const std::vector<uint8_t>& bytes, bool reference) {
+  const sz_params p = make_params(16, SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH);
+  std::vector<uint8_t> f;
+  EXPECT_EQ(compress_vec(reference, bytes.data(), bytes.size(), SZ_DTYPE_FP8_E4M3, nullptr, &p, &f), SZ_OK);
+  return f.size() >= 76 ? (uint32_t)spec::get_le(f.data() + 72, 4) : 0;  // header 64, one index entry, the sum
+}
+
+}  // namespace
+
+TEST(SpecOracle, LaneHashOfTheSpecTextMatchesItsKnownAnswers) {
+  for (const LhVector& v : kLhVectors) EXPECT_EQ(spec::lh32(lh_pattern(v.len).data(), v.len), v.lh32) << v.len;
+}
+
+TEST(SpecOracle, LibraryLaneHashChecksumsAreTheKnownAnswers) {
+  for (const LhVector& v : kLhVectors) {
+    if (v.len == 0) continue;  // a frame of no values has no chunk
+    for (bool reference : {true, false})
+      EXPECT_EQ(lh_entry(lh_pattern(v.len), reference), v.lh32) << v.len << (reference ? " reference" : " fast");
+  }
+}
+
+// Every single-bit change of a 4 KiB chunk, and swaps of its 16-byte pieces or of its two 2 KiB rounds, change the
+// LH32 entry: the lanes' keys depend on the word's place in its row, the row and the round.
+TEST(SpecOracle, LaneHashSeesEveryBitFlipAndEveryPieceOrRoundSwap) {
+  std::vector<uint8_t> b = lh_pattern(4096);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = (uint8_t)(b[i] ^ (i * 2654435761u >> 11));
+  const uint32_t base = lh_entry(b, false);
+  int same = 0;
+  for (size_t bit = 0; bit < 8 * b.size(); ++bit) {
+    b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+    same += lh_entry(b, false) == base;
+    b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+  }
+  EXPECT_EQ(same, 0) << "bit flips that left the checksum unchanged";
+  auto swapped = [&](size_t x, size_t y, size_t len) {
+    std::vector<uint8_t> c = b;
+    std::swap_ranges(c.begin() + x, c.begin() + x + len, c.begin() + y);
+    return lh_entry(c, false);
+  };
+  for (size_t x = 0; x < 256; x += 7) {
+    for (size_t y : {x + 1, x + 32, x + 64, x + 128}) {
+      if (y < 256) {
+        EXPECT_NE(swapped(16 * x, 16 * y, 16), base) << "pieces " << x << ", " << y;
+      }
+    }
+  }
+  EXPECT_NE(swapped(0, 2048, 2048), base) << "rounds";
 }

@@ -304,6 +304,9 @@ class ScopedIsa {
 };
 
 // ---- small conveniences around the C API ----------------------------------------------------------------------
+// Every kind of frame a caller can ask for: no checksums, H32 (XXH3) checksums, LH32 checksums (docs/FORMAT.md §4.6).
+constexpr uint32_t kFlagSets[] = {0u, SZ_FLAG_CHECKSUMS, SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH};
+
 inline sz_params make_params(unsigned chunk_log2, uint32_t flags, unsigned threads = 1) {
   sz_params p = sz_params_default();
   p.chunk_log2 = chunk_log2;

@@ -227,8 +227,12 @@ SZ_API sz_status sz_channel_calibrate(const uint32_t* counts, sz_dtype dtype, ui
 #define SZ_MAX_CHUNK_LOG2 16
 #define SZ_FRAME_HEADER_SIZE 64
 
-/** Frame flag: per-chunk XXH3 checksums of the uncompressed data (docs/FORMAT.md §4.6). */
+/** Frame flag: per-chunk checksums of the uncompressed data (docs/FORMAT.md §4.6): H32 (XXH3), or LH32 with
+ *  SZ_FLAG_LANE_HASH. */
 #define SZ_FLAG_CHECKSUMS 1u
+/** Frame flag, only with SZ_FLAG_CHECKSUMS: the chunk checksums are LH32 (§4.6.1), a lane-parallel hash that the GPU
+ *  computes from the registers its kernels hold anyway, instead of H32. */
+#define SZ_FLAG_LANE_HASH 8u
 /** Frame flag set in exactly the version 2 frames (channel windows, §4.9); written by the codec, never passed in
  *  sz_params.flags. */
 #define SZ_FLAG_CHANNELS 2u

@@ -124,7 +124,7 @@ TEST(CudaCodec, FramesEqualReferenceEveryDtypeSizeWidthFlags) {
       unsigned center = 0;
       const std::vector<uint8_t> data = test_values(dtype, n, 1000 + n + dtype, &center);
       for (unsigned chunk_log2 : {8u, 12u, 16u}) {
-        for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+        for (uint32_t flags : sztest::kFlagSets) {
           for (unsigned k = 1; k <= 4 && k < f.E; ++k) {
             const unsigned count = (k == 3) ? 7 : (1u << k);  // one width with an unused code
             const sz_codebook cb = sztest::centered_codebook(dtype, k, count, center);
@@ -187,7 +187,7 @@ TEST(CudaCodec, RealKvSliceEqualsReference) {
   ASSERT_EQ(sz_histogram_add(&hist, data.data(), n), SZ_OK);
   sz_codebook cb;
   ASSERT_EQ(sz_calibrate(&hist, &cb, nullptr), SZ_OK);
-  for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+  for (uint32_t flags : sztest::kFlagSets) {
     sz_params p = sz_params_default();
     p.flags = flags;
     sz_status s;
@@ -348,7 +348,7 @@ TEST(CudaCodec, CorruptFramesRejectedLikeReference) {
   // Chunks of 256 (the general kernel) and 4096 (the pipelined one), 4 chunks with a short last one.
   for (unsigned chunk_log2 : {8u, 12u})
   for (sz_dtype dtype : {SZ_DTYPE_BF16, SZ_DTYPE_FP16, SZ_DTYPE_FP8_E4M3}) {
-    for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+    for (uint32_t flags : sztest::kFlagSets) {
       const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
       const size_t n = 3 * ((size_t)1 << chunk_log2) + 9;
       unsigned center = 0;
@@ -418,7 +418,7 @@ TEST(CudaCodec, RandomGarbageNeverCrashes) {
 TEST(CudaCodec, OversizeCodedRecordDecodesLikeReference) {
   SZ_SKIP_WITHOUT_GPU();
   for (sz_dtype dtype : sztest::kAllDtypes) {
-    for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+    for (uint32_t flags : sztest::kFlagSets) {
       const size_t n = 5 * 4096 + 3;
       unsigned center = 0;
       const std::vector<uint8_t> data = test_values(dtype, n, 71 + dtype, &center);
@@ -498,7 +498,7 @@ TEST(CudaCodec, LargeFrameEqualsFastCpuCodec) {
     std::copy(slice.begin(), slice.begin() + (ptrdiff_t)len, data.begin() + (ptrdiff_t)o);
     data[o + rng.below(len)] ^= 0x40;  // a different exponent somewhere in every tile
   }
-  for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+  for (uint32_t flags : sztest::kFlagSets) {
     sz_params p = sztest::make_params(12, flags, 8);
     std::vector<uint8_t> ref(sz_compress_bound(n, SZ_DTYPE_BF16));
     size_t ref_size = 0;
@@ -744,7 +744,7 @@ TEST(CudaCodec, ChannelFramesEqualReference) {
     sz_channel_book dbook = book;
     dbook.bases = d_bases.p;
     for (uint32_t tensor = 0; tensor < tensors; tensor += 3) {
-      for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+      for (uint32_t flags : sztest::kFlagSets) {
         const uint64_t n = tokens * period - (flags ? 0 : 77);
         const sz_params p = sztest::make_params(12, flags);
         const uint8_t* src = all.data() + (size_t)tensor * tokens * period * vb;

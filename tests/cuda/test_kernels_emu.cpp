@@ -209,7 +209,7 @@ TEST(CudaKernelsEmu, FramesEqualReferenceEveryDtypeWidthFlags) {
       unsigned center = 0;
       const std::vector<uint8_t> data = test_values(dtype, n, 1000 + n + dtype, &center);
       for (unsigned log2 : {8u, 12u}) {
-        for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+        for (uint32_t flags : sztest::kFlagSets) {
           for (unsigned k = 1; k <= 4 && k < f.E; ++k) {
             const unsigned count = (k == 3) ? 7 : (1u << k);  // one width with an unused code
             const sz_codebook cb = sztest::centered_codebook(dtype, k, count, center);
@@ -235,7 +235,7 @@ TEST(CudaKernelsEmu, LargeChunksAndManyEscapes) {
       const std::vector<uint8_t> noisy = sztest::skewed_values(dtype, n, 8, center, 0.45, 0.25);
       std::copy(noisy.begin(), noisy.begin() + (ptrdiff_t)(noisy.size() / 2), data.begin());
       const sz_codebook cb = sztest::centered_codebook(dtype, 3, 8, center);
-      for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+      for (uint32_t flags : sztest::kFlagSets) {
         check_case(data, n, dtype, cb, sztest::make_params(log2, flags), describe(dtype, n, log2, flags, 3));
         if (HasFatalFailure()) return;
       }
@@ -254,7 +254,7 @@ TEST(CudaKernelsEmu, RealKvSliceEqualsReference) {
   ASSERT_EQ(sz_histogram_add(&hist, data.data(), n), SZ_OK);
   sz_codebook cb;
   ASSERT_EQ(sz_calibrate(&hist, &cb, nullptr), SZ_OK);
-  for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS})
+  for (uint32_t flags : sztest::kFlagSets)
     check_case(data, n, SZ_DTYPE_BF16, cb, sztest::make_params(12, flags), "real KV, flags " + std::to_string(flags));
 }
 
@@ -406,7 +406,7 @@ void check_like_reference(const std::vector<uint8_t>& frame, size_t out_bytes, c
 // dtype keeps each within the sanitizer build's per-test time limit.
 void corrupt_frames_rejected_like_reference(sz_dtype dtype) {
   for (unsigned log2 : {8u, 12u}) {
-    for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+    for (uint32_t flags : sztest::kFlagSets) {
       const sztest::DtypeFacts f = sztest::dtype_facts(dtype);
       const size_t n = 3 * ((size_t)1 << log2) + 9;
       unsigned center = 0;
@@ -501,7 +501,7 @@ TEST(CudaKernelsEmu, RandomGarbageNeverCrashes) {
 // A coded record larger than the raw one (more escapes than any encoder writes): decoded like the reference.
 TEST(CudaKernelsEmu, OversizeCodedRecordDecodesLikeReference) {
   for (sz_dtype dtype : sztest::kAllDtypes) {
-    for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+    for (uint32_t flags : sztest::kFlagSets) {
       const size_t n = 5 * 4096 + 3;
       unsigned center = 0;
       const std::vector<uint8_t> data = test_values(dtype, n, 71 + dtype, &center);
@@ -565,7 +565,7 @@ TEST(CudaKernelsEmu, ChannelFramesEqualReference) {
         const EmuBook b = sztest::calibrated_book(all, dtype, tensors, tokens, period, k);
         const size_t tensor_bytes = (size_t)tokens * period * (f.W / 8);
         for (uint64_t n : {(uint64_t)tokens * period, (uint64_t)tokens * period / 3 + 5}) {
-          for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+          for (uint32_t flags : sztest::kFlagSets) {
             // 2^13 values: more than a chunk whose record is staged, so the encoder's second pass runs
             const sz_params p = sztest::make_params(period == 48 ? 8 : period == 1000 ? 13 : 12, flags);
             const std::vector<uint8_t> data(all.begin() + (ptrdiff_t)tensor_bytes,

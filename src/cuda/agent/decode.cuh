@@ -14,7 +14,7 @@
 // Nothing outside [src, src + src_size) is read and nothing outside the output is written, whatever the frame says.
 #pragma once
 
-#include "cuda/agent/encode.cuh"  // SpanFetch, lane_pieces, chunk_hash
+#include "cuda/agent/encode.cuh"  // SpanFetch, lane_pieces, chunk_checksum
 
 namespace splitzip {
 namespace cuda {
@@ -55,10 +55,13 @@ struct DecodeShared {
   uint32_t pair[256];
   // The lanes' checksum keys: read from here in each round rather than held in registers for the whole call (14
   // registers a lane that the decoder's round loop needs; 56-byte entries, so a warp's 8-byte reads are conflict-free).
-  XxhKeys keys[32];
-  // A team's checksum sums of its chunk's rounds, chained once the team has met (by chunk parity, team of the CTA,
-  // round and accumulator).
-  XxhSums sums[2][DecodePolicy::kWarps / 2][DecodePolicy::kTeamRounds][8];
+  ChunkKeys keys[32];
+  // A team's checksum sums of its chunk's rounds, combined once the team has met: XXH3's by chunk parity, team of the
+  // CTA, round and accumulator (then chained); LH32's by chunk parity, warp and lane (then added).
+  union {
+    XxhSums sums[2][DecodePolicy::kWarps / 2][DecodePolicy::kTeamRounds][8];
+    LhState lh[2][DecodePolicy::kWarps][32];
+  };
 };
 
 // A ring slot: a round's rest fields, then its codes or raw exponent fields, each at the phase of its source, with
@@ -195,12 +198,12 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
   auto exp_base = [&] { return sh.src + h.exp_off; };
   auto idx_base = [&] { return sh.src + h.index_off; };
   const uint32_t S = 1u << h.chunk_log2;
-  const bool cks = (h.flags & layout::kFlagChecksums) != 0;
+  const bool cks = (h.flags & layout::kFlagChecksums) != 0, lh = lane_hash(h.flags);
   const uint32_t cb0 = h.codebook[0];
   const Channels ch = sh.ch;
   const uint32_t NC = kCh ? ch.period : 1;  // channels
   const uint8_t* const pair = reinterpret_cast<const uint8_t*>(sh.pair);
-  const XxhKeys& keys = sh.keys[lane];
+  const ChunkKeys& keys = sh.keys[lane];
   ChunkInfo* const infos = reinterpret_cast<ChunkInfo*>(ostage + kRoundBytes);  // of the producer's chunks j, by j & 1
   StageSrc* const psrc = reinterpret_cast<StageSrc*>(ostage + kRoundBytes + 2 * sizeof(ChunkInfo));
   static_assert(2 * sizeof(ChunkInfo) + sizeof(StageSrc) <= kDecInfoBytes, "two chunk infos and a source fit");
@@ -314,7 +317,8 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
     bool bad = false;
     uint32_t cursor = 0;
     XxhState hs = xxh_begin();
-    const bool hash_rounds = cks && hashed_in_rounds(CB);
+    LhState ls = lh && NT == 1 ? lh_begin(keys.l) : lh_zero();  // a team adds its warps' sums to the initial values
+    const bool hash_rounds = cks && hash_in_rounds(lh, CB);
     XxhSums(*const sums)[8] = sh.sums[cj & 1][NT > 1 ? tl : 0];
     for (uint32_t r = m; r < ci.NR; r += NT) {
       simt::mbar_wait(bars + cslot, cphase);
@@ -446,10 +450,12 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
       uint64_t plo[4], phi[4];
       lane_pieces<true>(ostage, plo, phi);
       if (hash_rounds) {
-        if (NT == 1) {
-          xxh_add_round(hs, plo, phi, keys, r, ci.NR, CB);
+        if (lh) {
+          lh_add_round(ls, plo, phi, keys.l, r, CB);
+        } else if (NT == 1) {
+          xxh_add_round(hs, plo, phi, keys.x, r, ci.NR, CB);
         } else {
-          const XxhSums su = xxh_sums(plo, phi, keys, r, ci.NR, CB);
+          const XxhSums su = xxh_sums(plo, phi, keys.x, r, ci.NR, CB);
           if ((lane & 0x14u) == 0) sums[r][xxh_acc_index(lane)] = su;  // one lane per accumulator
         }
       }
@@ -478,16 +484,22 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
       produce(cj);
     }
     // A team meets: its warps' outcomes, and their rounds' output and checksum sums visible to each other.
+    if (NT > 1 && lh && hash_rounds) sh.lh[cj & 1][simt::warp_id()][lane] = ls;
     bad = NT == 1 ? simt::any(bad) : simt::barrier_or(1 + tl, 32 * NT, bad);
     if (bad) {
       report(a.ws, SZ_ERROR_CORRUPT);
       break;
     }
     if (cks) {
-      if (NT > 1 && hash_rounds)  // every warp of the team chains the sums, so that all reach the same verdict
-        for (uint32_t r = 0; r < ci.NR; ++r) xxh_chain(hs, sums[r][xxh_acc_index(lane)], keys, r, CB);
-      const uint64_t hv = chunk_hash(hs, keys, sh.dst, first * VB, CB);
-      if ((uint32_t)hv != layout::load_u32(sh.src + h.checksum_off + 4 * c)) {
+      // Every warp of a team combines the sums, so that all reach the same verdict.
+      if (NT > 1 && hash_rounds && lh) {
+        ls = lh_begin(keys.l);
+        for (uint32_t q = 0; q < NT; ++q) lh_add(ls, sh.lh[cj & 1][tl * NT + q][lane]);
+      } else if (NT > 1 && hash_rounds) {
+        for (uint32_t r = 0; r < ci.NR; ++r) xxh_chain(hs, sums[r][xxh_acc_index(lane)], keys.x, r, CB);
+      }
+      const uint32_t hv = chunk_checksum(lh, lh ? ls.a0 : hs.acc, ls.a1, keys, sh.dst, first * VB, CB);
+      if (hv != layout::load_u32(sh.src + h.checksum_off + 4 * c)) {
         report(a.ws, SZ_ERROR_CHECKSUM);
         break;
       }
@@ -581,7 +593,7 @@ SZ_DEV void decode_warps(const DecodeArgs& a) {
       for (uint32_t j = 0; j < sh.h.count; ++j) in |= sh.h.codebook[j] == i;
       sh.in_cb[i] = in;
     }
-    if (simt::thread_id() < 32) sh.keys[simt::thread_id()] = xxh_keys();
+    if (simt::thread_id() < 32) sh.keys[simt::thread_id()] = chunk_keys(lane_hash(sh.h.flags));
     if ((sh.h.dtype == 4 || sh.h.dtype == 5) && sh.h.k <= 3 && simt::thread_id() == 0) {
       const uint2 l = sh.h.dtype == 4 ? fp8_decode_lut<4>(sh.h.codebook, sh.h.count)
                                       : fp8_decode_lut<5>(sh.h.codebook, sh.h.count);

@@ -22,6 +22,7 @@
 #include "cuda/policy.cuh"
 #include "cuda/warp/io.cuh"
 #include "cuda/warp/workspace.cuh"
+#include "cuda/warp/lh32_rounds.cuh"
 #include "cuda/warp/xxh3_rounds.cuh"
 
 namespace splitzip {
@@ -124,6 +125,19 @@ SZ_DEV uint64_t chunk_hash(XxhState hs, const XxhKeys& keys, const Span& s, uint
   if (!hashed_in_rounds(CB)) return hash_span(s, base, CB);
   if (CB % 64 != 0) xxh_final_stripe(hs, keys, SpanFetch{&s, base}, CB);
   return xxh_finish(hs, keys, CB);
+}
+
+// Whether a frame's chunk checksums are LH32 (§4.6.1) rather than H32.
+SZ_DEV bool lane_hash(uint32_t flags) { return (flags & layout::kFlagLaneHash) != 0; }
+// Whether a chunk's checksum is computed from its rounds as they pass: always for LH32, above 240 bytes for H32.
+SZ_DEV bool hash_in_rounds(bool lane, uint32_t CB) { return lane || hashed_in_rounds(CB); }
+
+// A chunk's checksum entry from the state its rounds left: LH32 from the lanes' accumulators (acc, acc1), or H32
+// from XXH3's (acc; chunk_hash).
+SZ_DEV uint32_t chunk_checksum(bool lane, uint64_t acc, uint64_t acc1, const ChunkKeys& keys, const Span& s,
+                               uint64_t base, uint32_t CB) {
+  if (lane) return lh_finish(LhState{acc, acc1}, CB);
+  return (uint32_t)chunk_hash(XxhState{acc}, keys.x, s, base, CB);
 }
 
 SZ_DEV void cp_wait_pending(uint32_t pending) {
@@ -282,7 +296,7 @@ SZ_NOINLINE void emit_record(const EncodeArgs& a, uint8_t* ring, uint8_t* rec, c
 // A chunk whose rounds are done and whose record size is published, but whose record is not placed yet.
 struct Pending {
   uint64_t c;
-  uint64_t acc;  // the lane's checksum accumulator after the chunk's rounds
+  uint64_t acc, acc1;  // the lane's checksum accumulators after the chunk's rounds (XXH3: acc; LH32: both)
   uint32_t X;    // escapes
   uint32_t rec;  // its record area (0 or 1)
 };
@@ -395,13 +409,14 @@ SZ_DEV void put_escapes(uint64_t esc, uint32_t idx, uint32_t r, const uint8_t* s
 // bars: the ring slots' mbarriers; bit s of *parity: the parity of slot s's next phase (kept across chunks).
 template <int DT, int K, bool kCh>
 SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint8_t* area, uint32_t rec_i,
-                             const uint8_t* tab, const XxhKeys& keys, uint64_t* bars, uint32_t* parity) {
+                             const uint8_t* tab, const ChunkKeys& keys, uint64_t* bars, uint32_t* parity) {
   using P = EncodePolicy;
   const ChunkShape<DT, K> shape(a, c);
   const uint64_t in0 = shape.in0;
   const uint32_t CB = shape.CB, NR = shape.NR, G = shape.G, scap = shape.scap;
   const bool staged = shape.staged;
-  const bool cks = (a.flags & layout::kFlagChecksums) != 0, hash_rounds = cks && hashed_in_rounds(CB);
+  const bool lh = lane_hash(a.flags);
+  const bool cks = (a.flags & layout::kFlagChecksums) != 0, hash_rounds = cks && hash_in_rounds(lh, CB);
   uint8_t* const ring = area;
   uint8_t* const rstage = ring + P::kRing * kRoundBytes;
   uint8_t* const rec = shape.record(area, rec_i);
@@ -418,6 +433,7 @@ SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint
 
   uint32_t X = 0;
   XxhState hs = xxh_begin();
+  LhState ls = lh ? lh_begin(keys.l) : lh_zero();
   for (uint32_t r = 0; r < NR; ++r) {
     const uint32_t left = NR - 1 - r;
     const uint32_t si = r % P::kRing;
@@ -429,7 +445,8 @@ SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint
     if (hash_rounds) {
       uint64_t lo[4], hi[4];
       lane_pieces<false>(slot, lo, hi);
-      xxh_add_round(hs, lo, hi, keys, r, NR, CB);
+      if (lh) lh_add_round(ls, lo, hi, keys.l, r, CB);
+      else xxh_add_round(hs, lo, hi, keys.x, r, NR, CB);
     }
     const uint64_t esc = encode_round<DT, K, kCh>(a, shape, slot, r, rec, rstage, ro, tab);
     // Escapes of the round in position order: a warp scan of the lanes' counts. Past cap the chunk is raw.
@@ -448,14 +465,14 @@ SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint
 
   // ---- mode, size, publish ----
   publish(state, c, tag, c == 0 ? kFlagInclusive : kFlagAggregate, shape.size(X));
-  return Pending{c, hs.acc, X, rec_i};
+  return Pending{c, lh ? ls.a0 : hs.acc, ls.a1, X, rec_i};
 }
 
 // The rest of chunk p.c: its offset (the look-back), its record out (from its record area, or by the second pass,
 // which reuses the ring), its index entry, checksum and, for the last chunk, the header.
 template <int DT, int K, bool kCh>
 SZ_DEV void finish_chunk(const EncodeArgs& a, const Pending& p, uint64_t tag, uint8_t* area, const uint8_t* tab,
-                         const XxhKeys& keys) {
+                         const ChunkKeys& keys) {
   const unsigned lane = simt::lane_id();
   const uint64_t c = p.c;
   const uint32_t X = p.X;
@@ -489,8 +506,8 @@ SZ_DEV void finish_chunk(const EncodeArgs& a, const Pending& p, uint64_t tag, ui
     put_u64(a.dst + a.index_off + 8 * c, (prefix + size) | (mode << layout::kIndexModeShift));
   }
   if (cks) {
-    const uint64_t h = chunk_hash(XxhState{p.acc}, keys, a.src, shape.in0, CB);
-    if (lane == 0) put_u32(a.dst + a.checksum_off + 4 * c, (uint32_t)h);
+    const uint32_t h = chunk_checksum(lane_hash(a.flags), p.acc, p.acc1, keys, a.src, shape.in0, CB);
+    if (lane == 0) put_u32(a.dst + a.checksum_off + 4 * c, h);
   }
   if (c == a.n_chunks - 1 && lane == 0) {
     write_frame_header(a, a.n, prefix + size);
@@ -514,11 +531,14 @@ SZ_HD uint32_t encode_team(uint64_t n_chunks, uint32_t chunk_log2, uint32_t vb, 
 
 // A team's shared state, in its lead warp's second record area (a team finishes each chunk before the next, so it
 // needs one record area): the chunk tickets (by chunk parity), the escape counts of the chunk's rounds and their
-// checksum sums.
+// checksum sums (XXH3: per round and accumulator; LH32: per warp and lane, of the warp's rounds).
 struct TeamScratch {
   uint64_t ticket[2];
   uint32_t count[EncodePolicy::kTeamRounds];
-  XxhSums sums[EncodePolicy::kTeamRounds][8];
+  union {
+    XxhSums sums[EncodePolicy::kTeamRounds][8];
+    LhState lh[EncodePolicy::kMaxTeam][32];
+  };
 };
 static_assert(sizeof(TeamScratch) <= EncodePolicy::kRecordBytes, "a team's scratch fits a record area");
 
@@ -530,7 +550,7 @@ static_assert(sizeof(TeamScratch) <= EncodePolicy::kRecordBytes, "a team's scrat
 // wait for its next ticket.
 template <int DT, int K, bool kCh>
 SZ_DEV void encode_teams(const EncodeArgs& a, uint64_t tag, uint32_t NT, uint8_t* area, const uint8_t* tab,
-                              const XxhKeys& keys, uint64_t* bars) {
+                              const ChunkKeys& keys, uint64_t* bars) {
   using P = EncodePolicy;
   const unsigned lane = simt::lane_id();
   const uint32_t m = simt::warp_id() % NT, bar_id = 1 + simt::warp_id() / NT;
@@ -538,7 +558,7 @@ SZ_DEV void encode_teams(const EncodeArgs& a, uint64_t tag, uint32_t NT, uint8_t
   TeamScratch* const ts = reinterpret_cast<TeamScratch*>(ChunkShape<DT, K>::record(lead, 1));
   uint8_t* const ring = area;
   uint8_t* const rstage = ring + P::kRing * kRoundBytes;
-  const bool cks = (a.flags & layout::kFlagChecksums) != 0;
+  const bool cks = (a.flags & layout::kFlagChecksums) != 0, lh = lane_hash(a.flags);
   uint32_t parity = 0;
   for (uint32_t cj = 0;; ++cj) {
     if (m == 0 && lane == 0) ts->ticket[cj & 1] = simt::atomic_add(&a.ws->tickets, 1);
@@ -547,9 +567,10 @@ SZ_DEV void encode_teams(const EncodeArgs& a, uint64_t tag, uint32_t NT, uint8_t
     if (c >= a.n_chunks) break;
     const ChunkShape<DT, K> shape(a, c);
     const uint32_t CB = shape.CB, NR = shape.NR;
-    const bool hash_rounds = cks && hashed_in_rounds(CB);
+    const bool hash_rounds = cks && hash_in_rounds(lh, CB);
     uint8_t* const rec = shape.record(lead, 0);
     const RestOut ro = rest_out(a, shape);
+    LhState ls = lh && m == 0 ? lh_begin(keys.l) : lh_zero();  // the lead's holds the initial values
     const uint32_t mine = m < NR ? (NR - m + NT - 1) / NT : 0;  // this warp's rounds: m + NT i, i < mine
     for (uint32_t i = 0; i < mine; ++i) {
       const uint32_t r = m + NT * i, rb = CB - r * kRoundBytes < kRoundBytes ? CB - r * kRoundBytes : kRoundBytes;
@@ -572,14 +593,19 @@ SZ_DEV void encode_teams(const EncodeArgs& a, uint64_t tag, uint32_t NT, uint8_t
         if (hash_rounds) {
           uint64_t lo[4], hi[4];
           lane_pieces<false>(slot, lo, hi);
-          const XxhSums su = xxh_sums(lo, hi, keys, r, NR, CB);
-          if ((lane & 0x14u) == 0) ts->sums[r][xxh_acc_index(lane)] = su;  // one lane per accumulator
+          if (lh) {
+            lh_add_round(ls, lo, hi, keys.l, r, CB);
+          } else {
+            const XxhSums su = xxh_sums(lo, hi, keys.x, r, NR, CB);
+            if ((lane & 0x14u) == 0) ts->sums[r][xxh_acc_index(lane)] = su;  // one lane per accumulator
+          }
         }
         esc[i] = encode_round<DT, K, kCh>(a, shape, slot, r, rec, rstage, ro, tab);
         incl[i] = simt::warp_inclusive_sum((uint32_t)simt::popc64(esc[i]));
         if (lane == 31) ts->count[r] = incl[i];
       }
     }
+    if (lh && hash_rounds && m > 0) ts->lh[m][lane] = ls;
     simt::barrier_or(bar_id, 32 * NT, false);  // every round's escape count
     uint32_t X = 0;
     for (uint32_t r = 0; r < NR; ++r) X += ts->count[r];
@@ -597,9 +623,11 @@ SZ_DEV void encode_teams(const EncodeArgs& a, uint64_t tag, uint32_t NT, uint8_t
     if (m == 0) {
       publish(ws_states(a.ws), c, tag, c == 0 ? kFlagInclusive : kFlagAggregate, shape.size(X));
       XxhState hs = xxh_begin();
-      if (hash_rounds)
-        for (uint32_t r = 0; r < NR; ++r) xxh_chain(hs, ts->sums[r][xxh_acc_index(lane)], keys, r, CB);
-      finish_chunk<DT, K, kCh>(a, Pending{c, hs.acc, X, 0}, tag, lead, tab, keys);
+      if (hash_rounds && lh)
+        for (uint32_t q = 1; q < NT; ++q) lh_add(ls, ts->lh[q][lane]);
+      else if (hash_rounds)
+        for (uint32_t r = 0; r < NR; ++r) xxh_chain(hs, ts->sums[r][xxh_acc_index(lane)], keys.x, r, CB);
+      finish_chunk<DT, K, kCh>(a, Pending{c, lh ? ls.a0 : hs.acc, ls.a1, X, 0}, tag, lead, tab, keys);
     }
   }
   // Each lead warp draws one ticket past the chunks to leave its loop and one more once its last record is out.
@@ -634,7 +662,7 @@ SZ_DEV void encode_warps(const EncodeArgs& a) {
     if (simt::block_id() == 0 && simt::thread_id() == 0) *a.frame_size = 0;
     return;
   }
-  const XxhKeys my_keys = xxh_keys();
+  const ChunkKeys my_keys = chunk_keys(lane_hash(a.flags));
   uint64_t* const bars = reinterpret_cast<uint64_t*>(area + EncodeShape<DT>::kWarpBytes - EncodeShape<DT>::kBarBytes);
   init_ring_bars(bars, EncodePolicy::kRing);
   if constexpr (kTeams) {

@@ -47,7 +47,8 @@ SZ_NOINLINE sz_status parse_header(const uint8_t* src, uint64_t src_size, Header
   if (h->k < 1 || h->k > 4 || h->k >= t.exponent_bits) return SZ_ERROR_CORRUPT;
   if (h->chunk_log2 < layout::kMinChunkLog2 || h->chunk_log2 > layout::kMaxChunkLog2) return SZ_ERROR_CORRUPT;
   h->channels = version == layout::kFormatVersionChannels;
-  if (h->flags & ~(layout::kKnownFlags | layout::kFlagChannels)) return SZ_ERROR_CORRUPT;
+  if ((h->flags & ~(layout::kKnownFlags | layout::kFlagChannels)) || !layout::flags_consistent(h->flags))
+    return SZ_ERROR_CORRUPT;
   if (((h->flags & layout::kFlagChannels) != 0) != h->channels) return SZ_ERROR_CORRUPT;
   if (h->count < 1 || h->count > (1u << h->k) || (h->channels && h->count != (1u << h->k))) return SZ_ERROR_CORRUPT;
   if (b[13] | b[14] | b[15]) return SZ_ERROR_CORRUPT;
