@@ -37,6 +37,7 @@ struct BenchOptions {
   unsigned iters = 5;
   unsigned chunk_log2 = SZ_DEFAULT_CHUNK_LOG2;
   bool no_checksum = false;
+  std::string checksum;
   bool gpu = false;
   bool cpu_only = false;
 };
@@ -381,6 +382,7 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("--chunk-log2", o->chunk_log2, "Chunk size as log2 of values, 8..16")
       ->default_val(SZ_DEFAULT_CHUNK_LOG2);
   sub->add_flag("--no-checksum", o->no_checksum, "Frames without chunk checksums");
+  sub->add_option("--checksum", o->checksum, kChecksumHelp);
   auto* gpu = sub->add_flag("--gpu", o->gpu, "Run the CUDA path too (default: when a GPU is available)");
   sub->add_flag("--cpu", o->cpu_only, "Run the CPU path only")->excludes(gpu);
 
@@ -406,7 +408,7 @@ Command add_bench_command(CLI::App& app) {
     if (!o->codebook.empty()) codebooks.user = load_codebook_file(o->codebook);
     sz_params params = sz_params_default();
     params.chunk_log2 = o->chunk_log2;
-    if (o->no_checksum) params.flags &= ~SZ_FLAG_CHECKSUMS;
+    params.flags = checksum_flags(o->checksum, o->no_checksum);
 
     bool gpu = false;
     if (!o->cpu_only) {
@@ -425,7 +427,10 @@ Command add_bench_command(CLI::App& app) {
       header_printed = true;
       std::string book = o->codebook.empty() ? "default (" + o->kind + ")" : o->codebook;
       std::printf("splitzip %s bench: median of %u runs after 1 warm-up; chunk %u values; checksums %s; codebook %s\n",
-                  sz_version_string(), o->iters, 1u << o->chunk_log2, o->no_checksum ? "off" : "on", book.c_str());
+                  sz_version_string(), o->iters, 1u << o->chunk_log2, !(params.flags & SZ_FLAG_CHECKSUMS)              ? "off"
+                  : (params.flags & SZ_FLAG_LANE_HASH) ? "lh32"
+                                                        : "h32",
+                  book.c_str());
       std::printf("GB/s = uncompressed bytes / median time; ideal = ratio if only rest bits, k-bit codes and 3 bytes "
                   "per escape were stored\n");
       print_header();

@@ -121,6 +121,7 @@ Command add_compress_command(CLI::App& app) {
     std::string dtype, codebook, kind = "generic", format = "auto", kv_shape, mode = "fast";
     unsigned chunk_log2 = 0;
     bool no_checksum = false;
+    std::string checksum;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -145,6 +146,7 @@ Command add_compress_command(CLI::App& app) {
   sub->add_option("--chunk-log2", o->chunk_log2,
                   "Chunk size as log2 of values, 8..16 (default 12; 16 with --mode max)");
   sub->add_flag("--no-checksum", o->no_checksum, "Omit the per-chunk checksums");
+  sub->add_option("--checksum", o->checksum, kChecksumHelp);
 
   auto run = [o]() -> int {
     check_common(*o);
@@ -187,7 +189,7 @@ Command add_compress_command(CLI::App& app) {
     sz_params params = sz_params_default();
     params.chunk_log2 = o->chunk_log2;
     params.threads = o->threads;
-    if (o->no_checksum) params.flags &= ~SZ_FLAG_CHECKSUMS;
+    params.flags = checksum_flags(o->checksum, o->no_checksum);
 
     bool ok = true;
     for (const std::string& input : o->inputs) {

@@ -91,10 +91,10 @@ ordered_json codebook_json(const sz_codebook& cb) {
 
 std::string flags_text(uint32_t flags) {
   std::string s;
-  if (flags & SZ_FLAG_CHECKSUMS) s = "checksums";
+  if (flags & SZ_FLAG_CHECKSUMS) s = (flags & SZ_FLAG_LANE_HASH) ? "checksums (lh32)" : "checksums (h32)";
   if (flags & SZ_FLAG_CHANNELS) s += (s.empty() ? "" : ", ") + std::string("channels");
   if (flags & SZ_FLAG_ENTROPY) s += (s.empty() ? "" : ", ") + std::string("entropy");
-  if (flags & ~(SZ_FLAG_CHECKSUMS | SZ_FLAG_CHANNELS | SZ_FLAG_ENTROPY))
+  if (flags & ~(SZ_FLAG_CHECKSUMS | SZ_FLAG_CHANNELS | SZ_FLAG_ENTROPY | SZ_FLAG_LANE_HASH))
     s += (s.empty() ? "" : ", ") + std::string("unknown bits");
   return s.empty() ? "none" : s;
 }
@@ -115,6 +115,7 @@ ordered_json frame_json(const sz_frame_info& f) {
   j["coded_chunks"] = f.coded_chunks;
   j["raw_chunks"] = f.raw_chunks;
   j["checksums"] = (f.flags & SZ_FLAG_CHECKSUMS) != 0;
+  if (f.flags & SZ_FLAG_CHECKSUMS) j["checksum_kind"] = (f.flags & SZ_FLAG_LANE_HASH) ? "lh32" : "h32";
   if (f.version == SZ_FORMAT_VERSION_ENTROPY) {
     j["entropy_coded"] = true;
   } else if (f.version >= SZ_FORMAT_VERSION_CHANNELS) {

@@ -518,6 +518,20 @@ sz_dtype parse_dtype(const std::string& name) {
   return dtype;
 }
 
+const char* const kChecksumHelp =
+    "Chunk checksum kind: lh32 (the default: lane-parallel, fast on GPUs) or h32 (XXH3, what older readers know)";
+
+uint32_t checksum_flags(const std::string& kind, bool none) {
+  if (none) {
+    if (!kind.empty()) throw CliError("--checksum and --no-checksum exclude each other");
+    return 0;
+  }
+  if (kind.empty()) return sz_params_default().flags & (SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH);
+  if (kind == "lh32") return SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH;
+  if (kind == "h32") return SZ_FLAG_CHECKSUMS;
+  throw CliError("--checksum must be lh32 or h32, not '" + kind + "'");
+}
+
 void check_chunk_log2(unsigned chunk_log2) {
   if (chunk_log2 < SZ_MIN_CHUNK_LOG2 || chunk_log2 > SZ_MAX_CHUNK_LOG2)
     throw CliError("--chunk-log2 " + std::to_string(chunk_log2) + " is out of range (" +

@@ -172,4 +172,9 @@ sz_dtype parse_dtype(const std::string& name);
 // Throws CliError unless SZ_MIN_CHUNK_LOG2 <= chunk_log2 <= SZ_MAX_CHUNK_LOG2.
 void check_chunk_log2(unsigned chunk_log2);
 
+// The frame flags of --checksum KIND (lh32 or h32; empty: the library's default) and --no-checksum.
+uint32_t checksum_flags(const std::string& kind, bool none);
+// Help text of --checksum.
+extern const char* const kChecksumHelp;
+
 }  // namespace splitzip_cli

@@ -373,7 +373,7 @@ SZ_API uint64_t sz_compress_bound(uint64_t n_values, sz_dtype dtype) {
 SZ_API sz_params sz_params_default(void) {
   sz_params p;
   p.chunk_log2 = SZ_DEFAULT_CHUNK_LOG2;
-  p.flags = SZ_FLAG_CHECKSUMS;
+  p.flags = SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH;
   p.threads = 1;
   p.reserved = 0;
   return p;

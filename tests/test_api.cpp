@@ -157,7 +157,7 @@ TEST(CompressBound, IsZeroForCountsNoFrameHolds) {
 TEST(Params, DefaultsAreDocumented) {
   const sz_params p = sz_params_default();
   EXPECT_EQ(p.chunk_log2, (uint32_t)SZ_DEFAULT_CHUNK_LOG2);
-  EXPECT_EQ(p.flags, SZ_FLAG_CHECKSUMS);
+  EXPECT_EQ(p.flags, SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH);
   EXPECT_EQ(p.threads, 1u);
   EXPECT_EQ(p.reserved, 0u);
 }
@@ -251,6 +251,8 @@ TEST(InvalidParams, OutOfRangeChunkUnknownFlagsReservedAndDtypeAreInvalidArgumen
     p = sz_params_default();
     p.flags = 2;
     EXPECT_EQ(call(SZ_DTYPE_BF16, p), SZ_ERROR_INVALID_ARGUMENT) << "flags 2, ref=" << ref;
+    p.flags = SZ_FLAG_LANE_HASH;  // a checksum kind without checksums
+    EXPECT_EQ(call(SZ_DTYPE_BF16, p), SZ_ERROR_INVALID_ARGUMENT) << "LANE_HASH alone, ref=" << ref;
     p = sz_params_default();
     p.reserved = 1;
     EXPECT_EQ(call(SZ_DTYPE_BF16, p), SZ_ERROR_INVALID_ARGUMENT) << "reserved, ref=" << ref;

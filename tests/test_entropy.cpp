@@ -123,7 +123,7 @@ TEST(EntropyFrames, EveryBitPatternRoundTripsAndFastEqualsReference) {
     sz_frame_info info;
     ASSERT_EQ(sz_frame_info_get(fr.data(), fr.size(), &info), SZ_OK);
     EXPECT_EQ(info.version, SZ_FORMAT_VERSION_ENTROPY);
-    EXPECT_EQ(info.flags, SZ_FLAG_CHECKSUMS | SZ_FLAG_ENTROPY);
+    EXPECT_EQ(info.flags, SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH | SZ_FLAG_ENTROPY);
     EXPECT_EQ(info.chunk_log2, SZ_ENTROPY_CHUNK_LOG2);
     EXPECT_EQ(info.raw_chunks, 0u);
     EXPECT_LT(fr.size(), t0.size());
@@ -509,7 +509,7 @@ TEST_P(EntropyKernels, DamagedFramesGetTheReferenceStatus) {
   if (!isa_supported(isa)) GTEST_SKIP() << "this CPU lacks " << isa << ": variant not testable here";
   ScopedIsa scoped(isa);
   for (sz_dtype dt : {SZ_DTYPE_BF16, SZ_DTYPE_FP16, SZ_DTYPE_FP32, SZ_DTYPE_FP8_E4M3}) {
-    for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS}) {
+    for (uint32_t flags : sztest::kFlagSets) {
       SCOPED_TRACE(std::string(sz_dtype_name(dt)) + (flags ? " with checksums" : " without checksums"));
       auto h = hand_table(dt, 1, 33, 6, 7);
       const std::vector<uint8_t> v = hand_values(*h, dt, 0, 6000, 0.02, 8);
@@ -697,5 +697,6 @@ TEST(EntropyFrames, GoldenFrameAndTable) {
   ASSERT_EQ(sz_frame_table_ref(frame.data(), frame.size(), nullptr, &tensor, nullptr), SZ_OK);
   sz_params p = sz_params_default();
   p.chunk_log2 = frame[7];
+  p.flags = (uint32_t)frame[8] & ~(uint32_t)SZ_FLAG_ENTROPY;  // the golden frame's checksum kind
   EXPECT_EQ(compress(raw, SZ_DTYPE_BF16, t, tensor, &p), frame);
 }

@@ -249,7 +249,7 @@ SZ_API uint64_t sz_compress_bound(uint64_t n_values, sz_dtype dtype);
 /** Parameters of sz_compress(). Start from sz_params_default(): a zeroed struct is not valid. */
 typedef struct sz_params {
   uint32_t chunk_log2; /* SZ_MIN_CHUNK_LOG2..SZ_MAX_CHUNK_LOG2; default SZ_DEFAULT_CHUNK_LOG2 */
-  uint32_t flags;      /* SZ_FLAG_*; default SZ_FLAG_CHECKSUMS */
+  uint32_t flags;      /* SZ_FLAG_*; default SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH */
   uint32_t threads;    /* CPU threads; 0 = one per hardware thread; default 1. Never changes the output bytes. */
   uint32_t reserved;   /* must be 0 */
 } sz_params;

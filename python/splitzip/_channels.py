@@ -171,7 +171,7 @@ def _book_arg(book: object) -> ChannelBook:
 
 
 def compress_channels(tensor: BufferLike, book: Union[ChannelBook, str, "os.PathLike[str]"], book_tensor: int,
-                      chunk: Optional[int] = None, threads: Optional[int] = None, checksum: bool = True,
+                      chunk: Optional[int] = None, threads: Optional[int] = None, checksum: Union[bool, str] = True,
                       dtype: Optional[DTypeLike] = None, *, reference: bool = False) -> np.ndarray:
     """A version 2 frame of one tensor (tensor ``book_tensor`` of the book: 2 * layer + 0 for K, + 1 for V): value i
     is coded against the window of channel i mod book.period. Host tensors (as a 1-D uint8 numpy array)."""
@@ -211,7 +211,7 @@ def frame_book_id(frame: np.ndarray) -> Optional[Tuple[int, int]]:
 
 def compress_kv(kv: Tensor, book: Union[ChannelBook, str, "os.PathLike[str]"],
                 kv_shape: Optional[Sequence[int]] = None, chunk: Optional[int] = None,
-                threads: Optional[int] = None, checksum: bool = True, dtype: Optional[DTypeLike] = None) -> np.ndarray:
+                threads: Optional[int] = None, checksum: Union[bool, str] = True, dtype: Optional[DTypeLike] = None) -> np.ndarray:
     """A KV cache [layers, 2, tokens, kv_heads, head_dim] as a container (docs/FORMAT.md §6): the book (item
     "channel_book", kind 3), then one version 2 frame per tensor ("layer<l>.k", "layer<l>.v", shape [tokens,
     kv_heads, head_dim]) that together restore its bytes. Byte-identical to ``splitzip compress --kv-shape

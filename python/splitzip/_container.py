@@ -295,7 +295,7 @@ def _entries(items: Union[Mapping[str, ItemValue], Iterable[Tuple[str, ItemValue
 
 def compress_container(items: Union[Mapping[str, ItemValue], Iterable[Tuple[str, ItemValue]]], *,
                        codebook: CodebookLike = None, chunk: Optional[int] = None, threads: Optional[int] = None,
-                       checksum: bool = True) -> np.ndarray:
+                       checksum: Union[bool, str] = True) -> np.ndarray:
     """A container of named items, in the given order, as one uint8 array (docs/FORMAT.md §6).
 
     items: a mapping (or (name, value) pairs) of item names to: a host tensor of bf16 / fp16 / fp32 / fp8 elements

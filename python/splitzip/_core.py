@@ -356,15 +356,22 @@ def _threads(threads: Optional[int]) -> int:
     return 1 if threads is None else _int_arg(threads, "threads", 0, _U32_MAX)
 
 
-def _flags(checksum: bool) -> int:
+def _flags(checksum: Union[bool, str]) -> int:
+    """Frame flags of a checksum argument: True (the default kind, "lh32"), "lh32", "h32" (XXH3) or False."""
+    if isinstance(checksum, str):
+        if checksum == "lh32":
+            return _ext.FLAG_CHECKSUMS | _ext.FLAG_LANE_HASH
+        if checksum == "h32":
+            return _ext.FLAG_CHECKSUMS
+        raise ValueError(f"checksum must be True, False, 'lh32' or 'h32', not {checksum!r}")
     if not isinstance(checksum, (bool, np.bool_)):
-        raise TypeError(f"checksum must be True or False, got {type(checksum).__name__}")
-    return _ext.FLAG_CHECKSUMS if checksum else 0
+        raise TypeError(f"checksum must be True, False, 'lh32' or 'h32', got {type(checksum).__name__}")
+    return _ext.FLAG_CHECKSUMS | _ext.FLAG_LANE_HASH if checksum else 0
 
 
 def compress(tensor: BufferLike, codebook: Union[CodebookLike, "ChannelBook", "SymbolTable"] = None,
              chunk: Optional[int] = None,
-             threads: Optional[int] = None, checksum: bool = True, dtype: Optional[DTypeLike] = None, *,
+             threads: Optional[int] = None, checksum: Union[bool, str] = True, dtype: Optional[DTypeLike] = None, *,
              keep_shape: bool = False, book_tensor: Optional[int] = None) -> Tensor:
     """Compresses one tensor into a SplitZip frame (docs/FORMAT.md §4).
 
@@ -379,7 +386,8 @@ def compress(tensor: BufferLike, codebook: Union[CodebookLike, "ChannelBook", "S
     chunk: values per chunk, a power of two from 256 to 65536 (default 4096).
     threads: CPU threads (default 1, as in the C API and the CLI; 0: one per hardware thread); never changes the
         bytes.
-    checksum: store per-chunk XXH3 checksums (flag CHECKSUMS).
+    checksum: store per-chunk checksums (flag CHECKSUMS): True or "lh32" for LH32 (the default kind, fast on GPUs),
+        "h32" for XXH3 (what readers older than LH32 know), False for none.
     keep_shape: return a container (docs/FORMAT.md §6) of one frame item named "tensor" that records the tensor's
         shape, so that :func:`decompress` gives the tensor back in its shape (host tensors, at most 8 dimensions).
         A frame itself records only the number of values.
@@ -435,7 +443,7 @@ def _compress_host(src: np.ndarray, n: int, did: int, cb: Optional[tuple], log2:
 
 
 def compress_reference(tensor: BufferLike, codebook: CodebookLike = None, chunk: Optional[int] = None,
-                       checksum: bool = True, dtype: Optional[DTypeLike] = None) -> np.ndarray:
+                       checksum: Union[bool, str] = True, dtype: Optional[DTypeLike] = None) -> np.ndarray:
     """The frame of the library's scalar reference encoder (the oracle; slow). Host tensors only."""
     t = _Tensor(tensor, "tensor")
     if t.device != "cpu":
@@ -466,6 +474,8 @@ def _info_dict(raw: dict, frame: Optional[np.ndarray] = None) -> dict:
         "n_chunks": raw["n_chunks"],
         "flags": raw["flags"],
         "checksums": bool(raw["flags"] & _ext.FLAG_CHECKSUMS),
+        "checksum_kind": (None if not raw["flags"] & _ext.FLAG_CHECKSUMS
+                          else "lh32" if raw["flags"] & _ext.FLAG_LANE_HASH else "h32"),
         "codebook": None if channels or entropy else Codebook._from_tuple(cb),
         "stats_valid": raw["stats_valid"],
     }
@@ -649,7 +659,7 @@ def _pages(pages: Sequence[Tensor], what: str, writable: bool) -> list[_Tensor]:
 
 
 def compress_pages(pages: Sequence[Tensor], codebook: CodebookLike = None, chunk: Optional[int] = None,
-                   threads: Optional[int] = None, checksum: bool = True,
+                   threads: Optional[int] = None, checksum: Union[bool, str] = True,
                    dtype: Optional[DTypeLike] = None) -> Tensor:
     """Compresses equal-size pages (for example the KV blocks of one request, ``cache[kv, block]``) into one frame:
     exactly the frame of their concatenation in list order. GPU pages go to the library's batched kernel through a

@@ -277,7 +277,7 @@ def _plan(data: bytes, file: str, fmt: str, user: Optional[int]) -> Tuple[str, L
 
 def compress_bytes(data: Union[bytes, bytearray, memoryview], name: str = "", *, format: str = "auto",
                    dtype: Optional[DTypeLike] = None, codebook: CodebookLike = None, chunk: Optional[int] = None,
-                   threads: Optional[int] = None, checksum: bool = True) -> np.ndarray:
+                   threads: Optional[int] = None, checksum: Union[bool, str] = True) -> np.ndarray:
     """What `splitzip compress` writes for a file's bytes: a bare frame for raw data (needs ``dtype``), a container
     for .npy and .safetensors data. ``name`` is the file name used for detection by extension and in messages;
     ``format``: "auto" (extension, then magic), "raw", "npy" or "safetensors". ``codebook`` as in
@@ -372,7 +372,7 @@ def _write_new(path: str, data: Union[bytes, np.ndarray], force: bool) -> None:
 
 def compress_file(src: PathLike, dst: Optional[PathLike] = None, *, format: str = "auto",
                   dtype: Optional[DTypeLike] = None, codebook: CodebookLike = None, chunk: Optional[int] = None,
-                  threads: Optional[int] = None, checksum: bool = True, force: bool = False) -> str:
+                  threads: Optional[int] = None, checksum: Union[bool, str] = True, force: bool = False) -> str:
     """`splitzip compress SRC -o DST`: writes DST (default SRC + ".spz") and returns its path. See
     :func:`compress_bytes` for the arguments; an existing DST is replaced only with ``force=True``."""
     src = os.fspath(src)

@@ -237,7 +237,7 @@ def _encode(src: np.ndarray, n: int, did: int, table: SymbolTable, tensor: int, 
 
 
 def compress_entropy(tensor: BufferLike, table: Union[SymbolTable, str, "os.PathLike[str]"], book_tensor: int,
-                     chunk: Optional[int] = None, checksum: bool = True, dtype: Optional[DTypeLike] = None, *,
+                     chunk: Optional[int] = None, checksum: Union[bool, str] = True, dtype: Optional[DTypeLike] = None, *,
                      reference: bool = False) -> np.ndarray:
     """A version 3 frame of one tensor (tensor ``book_tensor`` of the table: 2 * layer for K, + 1 for V): value i
     belongs to channel i mod table.period. Host tensors; a 1-D uint8 numpy array. ``reference=True``: the
@@ -274,7 +274,7 @@ def decompress_entropy_into(frame: np.ndarray, table: SymbolTable, out: np.ndarr
 
 def compress_kv_max(kv: Tensor, table: Union[SymbolTable, str, "os.PathLike[str]"],
                     kv_shape: Optional[Sequence[int]] = None, chunk: Optional[int] = None,
-                    threads: Optional[int] = None, checksum: bool = True,
+                    threads: Optional[int] = None, checksum: Union[bool, str] = True,
                     dtype: Optional[DTypeLike] = None) -> np.ndarray:
     """A KV cache [layers, 2, tokens, kv_heads, head_dim] as a container (docs/FORMAT.md §6): the table (item
     "symbol_table", kind 4), then one version 3 frame per tensor ("layer<l>.k", "layer<l>.v", shape [tokens,

@@ -655,6 +655,7 @@ NB_MODULE(_splitzip, m) {
   m.attr("MIN_CHUNK_LOG2") = SZ_MIN_CHUNK_LOG2;
   m.attr("MAX_CHUNK_LOG2") = SZ_MAX_CHUNK_LOG2;
   m.attr("FLAG_CHECKSUMS") = SZ_FLAG_CHECKSUMS;
+  m.attr("FLAG_LANE_HASH") = SZ_FLAG_LANE_HASH;
   m.attr("FRAME_HEADER_SIZE") = SZ_FRAME_HEADER_SIZE;
 
   m.def("version", [] { return std::string(sz_version_string()); });

@@ -20,6 +20,40 @@ def h32(data: bytes):
     return xxhash.xxh3_64_intdigest(data) & 0xFFFFFFFF
 
 
+M64 = (1 << 64) - 1
+
+
+def _sm(i: int) -> int:
+    z = ((i + 1) * 0x9E3779B97F4A7C15) & M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def _av(h: int) -> int:
+    h ^= h >> 37
+    h = (h * 0x165667919E3779F9) & M64
+    return h ^ (h >> 32)
+
+
+def lh32(data: bytes) -> int:
+    """LH32 of docs/FORMAT.md §4.6.1, word by word as the text states it."""
+    n = len(data)
+    padded = data + bytes(-(-n // 16) * 16 - n)
+    words = [int.from_bytes(padded[8 * q: 8 * q + 8], "little") for q in range(len(padded) // 8)]
+    a = [_sm(64 + j) for j in range(64)]
+    for q, w in enumerate(words):
+        j, t, r = q % 64, (q % 256) // 64, q // 256
+        u = (r * 0x9E3779B1) & 0xFFFFFFFF
+        x = w ^ _sm(j) ^ _sm(128 + t) ^ (u | (u << 32))
+        a[j] = (a[j] + (x & 0xFFFFFFFF) * (x >> 32) + words[q ^ 1]) & M64
+    s = 0
+    for lane in range(32):
+        b = a[2 * lane + 1]
+        s = (s + _av(a[2 * lane] ^ (((b << 32) | (b >> 32)) & M64))) & M64
+    return _av(s ^ ((n * 0x9E3779B185EBCA87) & M64)) & 0xFFFFFFFF
+
+
 def split(bits: np.ndarray, did: int):
     w, e, m = TRAITS[did]
     x = bits.astype(np.uint64)
@@ -39,8 +73,11 @@ def pack(fields: np.ndarray, b: int) -> bytes:
     return np.packbits(bitplanes.astype(np.uint8).reshape(-1), bitorder="little").tobytes()
 
 
-def encode(bits: np.ndarray, did: int, code_bits: int, codebook, chunk_log2: int = 12, checksums: bool = True):
-    """Returns (frame bytes, mask) where mask[i] is False for checksum bytes this oracle could not compute."""
+def encode(bits: np.ndarray, did: int, code_bits: int, codebook, chunk_log2: int = 12, checksums="lh32"):
+    """Returns (frame bytes, mask) where mask[i] is False for checksum bytes this oracle could not compute.
+    checksums: "lh32" (flag LANE_HASH, the library's default), "h32" or False."""
+    assert checksums in ("lh32", "h32", False)
+    lane = checksums == "lh32"
     w, e, m = TRAITS[did]
     r = w - e
     bits = np.asarray(bits).reshape(-1)
@@ -71,7 +108,8 @@ def encode(bits: np.ndarray, did: int, code_bits: int, codebook, chunk_log2: int
         end += len(rec)
         records.append(rec)
         index.append((end | (mode << 62)).to_bytes(8, "little"))
-        sums.append(h32(raw_bytes[lo * w // 8: hi * w // 8]))
+        chunk = raw_bytes[lo * w // 8: hi * w // 8]
+        sums.append(lh32(chunk) if lane else h32(chunk))
     exp_section = b"".join(records)
     header = bytearray(64)
     header[0:4] = (0x465A5053).to_bytes(4, "little")
@@ -79,7 +117,7 @@ def encode(bits: np.ndarray, did: int, code_bits: int, codebook, chunk_log2: int
     header[5] = did
     header[6] = code_bits
     header[7] = chunk_log2
-    header[8:12] = (1 if checksums else 0).to_bytes(4, "little")
+    header[8:12] = ((9 if lane else 1) if checksums else 0).to_bytes(4, "little")
     header[12] = len(codebook)
     header[16:24] = n.to_bytes(8, "little")
     header[24:32] = len(exp_section).to_bytes(8, "little")

@@ -362,7 +362,7 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
     if (!raw) {
       sz_params p = sz_params_default();
       p.chunk_log2 = opt.frame_chunk_log2;
-      p.flags = SZ_FLAG_CHECKSUMS;
+      p.flags = SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH;  // the receiver verifies every chunk
       for (const Tensor& t : tensors) {
         size_t w = 0;
         st = sz_cuda_compress_workspace_size(opt.chunk_values, t.dtype, &p, &w);
@@ -388,7 +388,7 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   sz_params params = sz_params_default();
   params.threads = 1;
   params.chunk_log2 = opt.frame_chunk_log2;
-  params.flags = SZ_FLAG_CHECKSUMS;
+  params.flags = SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH;  // the receiver verifies every chunk
 
   // One message of device data, on codec thread `worker`'s stream. Leaves s.msg / s.payload_size or an error.
   auto encode_gpu = [&](unsigned worker, Slot& s) {
