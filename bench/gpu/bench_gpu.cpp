@@ -7,9 +7,9 @@
 // call is the batch time / R, median of --reps batches after a warm-up batch. The baseline is the same batch of
 // cudaMemcpyAsync D2D calls of S bytes, counted as bytes read + written (B). A codec call's roofline is
 // B * raw / (raw + frame) GB/s of uncompressed data, each way; "/roof" is speed over it. Each (dataset, size, flags,
-// layout) runs encode and decode with checksums off and on, contiguous and paged (--page-values values per page,
-// pages in shuffled order), and every first frame is compared byte for byte with the CPU codec and every first decode
-// with its input. Also per call: the GPU time of one isolated call (events around it, idle GPU before: launch and
+// layout) runs encode and decode without checksums, with H32 and with LH32 ones (--checksums), contiguous and paged
+// (--page-values values per page, pages in shuffled order), and every first frame is compared byte for byte with the
+// CPU codec and every first decode with its input. Also per call: the GPU time of one isolated call (events around it, idle GPU before: launch and
 // kernel) for memcpy, encode and decode.
 //
 // Datasets (from --data, the files carried into .devdata/ for the GPU machine):
@@ -224,7 +224,9 @@ int main(int argc, char** argv) {
   uint64_t page_values = 4096;
   unsigned chunk_log2 = 12;
   bool paged = true;
-  int cks_lo = 0, cks_hi = 1;  // --checksums off|on|both
+  // Checksum kinds, column "checksums": 0 none, 1 H32 (XXH3), 2 LH32 (SZ_FLAG_LANE_HASH).
+  // --checksums off|on (H32)|lh32|both (none, H32)|all (default)
+  int cks_lo = 0, cks_hi = 2;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -239,12 +241,12 @@ int main(int argc, char** argv) {
     else if (a == "--chunk-log2") chunk_log2 = (unsigned)atoi(next().c_str());
     else if (a == "--checksums") {
       const std::string v = next();
-      cks_lo = v == "on" ? 1 : 0;
-      cks_hi = v == "off" ? 0 : 1;
+      cks_lo = v == "on" ? 1 : v == "lh32" ? 2 : 0;
+      cks_hi = v == "off" ? 0 : v == "on" || v == "both" ? 1 : 2;
     } else {
       fprintf(stderr,
               "usage: %s [--data DIR] [--sizes MiB,...] [--reps N] [--pool MiB] [--csv FILE] [--only NAME[,NAME]]"
-              " [--page-values N] [--no-paged] [--chunk-log2 L] [--checksums off|on|both]\n",
+              " [--page-values N] [--no-paged] [--chunk-log2 L] [--checksums off|on|lh32|both|all]\n",
               argv[0]);
       return 2;
     }
@@ -359,7 +361,7 @@ int main(int argc, char** argv) {
       }
       for (int cks = cks_lo; cks <= cks_hi; ++cks) {
         sz_params p = sz_params_default();
-        p.flags = cks ? SZ_FLAG_CHECKSUMS : 0u;
+        p.flags = cks == 0 ? 0u : cks == 1 ? SZ_FLAG_CHECKSUMS : SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH;
         p.chunk_log2 = chunk_log2;
         size_t ws = 0, dws = 0;
         SZ(sz_cuda_compress_workspace_size(n, ds.dtype, &p, &ws));

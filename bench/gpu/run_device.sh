@@ -17,8 +17,9 @@
 #   duration   Nsight Compute: the GPU time of single encode / decode kernels on BF16 at 1 MiB (no launch overhead)
 #   profile    Nsight Compute (stalls, occupancy, memory) of one encode and one decode kernel on BF16 at 64 MiB
 #   sass       Nsight Compute per-instruction counts and stall samples (SourceCounters, SASS) of one encode and one
-#              decode kernel on BF16 at SASS_MIB (default 64) MiB with checksums, SASS_INTERVAL the sampling interval
-#              (2^(5+i) cycles); $OUT/sass_*_MIB.csv.gz (bench/gpu/sass_hot.py reads them)
+#              decode kernel (SASS_KERNELS) on BF16 at SASS_MIB (default 64) MiB with checksums SASS_CKS (a --checksums
+#              value of the bench, default on), SASS_INTERVAL the sampling interval (2^(5+i) cycles);
+#              $OUT/sass_*_MIB_CKS.csv.gz (bench/gpu/sass_hot.py reads them)
 #   disasm     the library's machine code with its line table (nvdisasm; build with CMAKE_CUDA_FLAGS=-lineinfo):
 #              $OUT/disasm.txt.gz, which bench/gpu/sass_lines.py uses to sum a sass profile per source line
 #   ab         the bench for BIN (A) and BIN_B (B) alternately, AB_RUNS times each (default 2), contiguous only;
@@ -75,12 +76,12 @@ for step in "$@"; do
         --reps 1 --no-paged > "$OUT/ncu_small.log" 2>&1; echo "ncu rc=$?"
       grep -E "encode_kernel|decode_kernel|gpu__time_duration|warps_active" "$OUT/ncu_small.log" | cut -c1-120 | head -24 ;;
     sass)  # per-instruction profile of one encode and one decode kernel (SASS_MIB per call, default 64)
-      M=${SASS_MIB:-64}; SI=${SASS_INTERVAL:+--warp-sampling-interval $SASS_INTERVAL}
-      for k in encode_kernel decode_kernel; do
-        f="$OUT/sass_${k}_${M}.csv"
+      M=${SASS_MIB:-64}; SI=${SASS_INTERVAL:+--warp-sampling-interval $SASS_INTERVAL}; CK=${SASS_CKS:-on}
+      for k in ${SASS_KERNELS:-encode_kernel decode_kernel}; do
+        f="$OUT/sass_${k}_${M}_${CK}.csv"
         timeout 240 ncu --clock-control none --kernel-name regex:$k --launch-skip 5 --launch-count 1 $SI \
           --section SourceCounters --page source --print-source sass --csv $B/splitzip_gpu_bench \
-          --data .devcarry/data --only d512_bf16 --sizes $M --reps 2 --no-paged --checksums on \
+          --data .devcarry/data --only d512_bf16 --sizes $M --reps 2 --no-paged --checksums $CK \
           > "$f" 2> "${f%.csv}.err"
         echo "ncu sass $k $M MiB rc=$?"; gzip -f "$f"
       done ;;
