@@ -164,3 +164,31 @@ def test_torch_cpu_tensors_when_torch_is_installed(kv_slice):
     out = torch.empty_like(t)
     splitzip.decompress(frame, out=out)
     assert torch.equal(out.view(torch.int16), t.view(torch.int16))
+
+
+@pytest.mark.parametrize("checksum,kind", [(True, "lh32"), ("lh32", "lh32"), ("h32", "h32"), (False, None)])
+def test_checksum_kinds_round_trip_and_match_the_spec_oracle(checksum, kind):
+    """checksum= picks the kind of the chunk checksums (docs/FORMAT.md §4.6): LH32 by default, H32 on request; the
+    frame equals the independent oracle's, checksums included, and info() names the kind."""
+    bits = kv_like_bits("bf16", 5000, seed=3)
+    frame = splitzip.compress(bits, dtype="bf16", chunk=1 << 10, checksum=checksum)
+    meta = splitzip.info(frame)
+    assert meta["checksum_kind"] == kind and meta["checksums"] == (kind is not None)
+    np.testing.assert_array_equal(splitzip.decompress(frame, out=np.empty_like(bits)), bits)
+    cb = splitzip.Codebook.default("bf16")
+    want, mask = format_oracle.encode(bits, 1, cb.code_bits, cb.values, 10, checksums=kind or False)
+    g, w = np.frombuffer(frame.tobytes(), np.uint8), np.frombuffer(want, np.uint8)
+    assert len(g) == len(w) and (g[mask] == w[mask]).all()
+    damaged = bytearray(frame.tobytes())
+    damaged[-1] ^= 1  # a code or escape byte of the last chunk
+    if kind is not None:
+        with pytest.raises(splitzip.Error):
+            splitzip.decompress(bytes(damaged), out=np.empty_like(bits))
+
+
+def test_checksum_kind_is_checked():
+    bits = kv_like_bits("bf16", 100, seed=4)
+    with pytest.raises(ValueError, match="checksum"):
+        splitzip.compress(bits, dtype="bf16", checksum="crc32")
+    with pytest.raises(TypeError, match="checksum"):
+        splitzip.compress(bits, dtype="bf16", checksum=1)
