@@ -49,9 +49,12 @@ SZ_HD constexpr uint64_t avalanche(uint64_t h) {
   return h ^ (h >> 32);
 }
 
-// What word w (key k = K_j ^ T_t ^ U_r) and its piece's other word add to accumulator j.
-SZ_HD constexpr uint64_t step(uint64_t w, uint64_t other, uint64_t k) {
-  return ((w ^ k) & 0xFFFFFFFFull) * ((w ^ k) >> 32) + other;
+// What word w and its piece's other word add to accumulator j (k = K_j, rk = T_t ^ U_r). On 32-bit halves, so that
+// a GPU forms each half's xor as one three-input LOP3 and the product and sum as one IMAD.WIDE and one 64-bit add.
+SZ_HD constexpr uint64_t step(uint64_t w, uint64_t other, uint64_t k, uint64_t rk) {
+  const uint32_t x_lo = (uint32_t)w ^ (uint32_t)k ^ (uint32_t)rk;
+  const uint32_t x_hi = (uint32_t)(w >> 32) ^ (uint32_t)(k >> 32) ^ (uint32_t)(rk >> 32);
+  return (uint64_t)x_lo * x_hi + other;
 }
 // The finish: lane l's mix of accumulators 2l and 2l + 1; the checksum folds their sum over the 32 lanes.
 SZ_HD constexpr uint64_t lane_mix(uint64_t a0, uint64_t a1) { return avalanche(a0 ^ rotl(a1, 32)); }
@@ -87,8 +90,8 @@ inline void add_row(uint64_t a[kAccs], const uint8_t* p, uint64_t rk) {
 #else
   for (uint32_t j = 0; j < kAccs; j += 2) {
     const uint64_t w0 = layout::load_u64(p + 8 * j), w1 = layout::load_u64(p + 8 * j + 8);
-    a[j] += step(w0, w1, kKeys.k[j] ^ rk);
-    a[j + 1] += step(w1, w0, kKeys.k[j + 1] ^ rk);
+    a[j] += step(w0, w1, kKeys.k[j], rk);
+    a[j + 1] += step(w1, w0, kKeys.k[j + 1], rk);
   }
 #endif
 }
@@ -108,7 +111,7 @@ inline uint32_t lh32(const void* data, size_t len) {
     const uint64_t rk = row_key((uint32_t)(rows % 4)) ^ round_key(rows / 4);
     const uint32_t nw = (uint32_t)((len - done + 15) / 16 * 2);
     for (uint32_t j = 0; j < nw; ++j)
-      a[j] += step(layout::load_u64(tail + 8 * j), layout::load_u64(tail + 8 * (j ^ 1u)), kKeys.k[j] ^ rk);
+      a[j] += step(layout::load_u64(tail + 8 * j), layout::load_u64(tail + 8 * (j ^ 1u)), kKeys.k[j], rk);
   }
   uint64_t sum = 0;
   for (uint32_t l = 0; l < kAccs / 2; ++l) sum += lane_mix(a[2 * l], a[2 * l + 1]);

@@ -54,14 +54,6 @@ struct LhState {
 SZ_DEV LhState lh_begin(const LhKeys& k) { return LhState{k.i0, k.i1}; }
 SZ_DEV LhState lh_zero() { return LhState{0, 0}; }
 
-// What word w adds to an accumulator with key k (K_j) in a round and row whose key halves are rk_lo, rk_hi
-// (T_t ^ U_r): lanehash.h's step, written on 32-bit halves so that each half's xor is one three-input LOP3 and the
-// product and sum one IMAD.WIDE and one 64-bit add.
-SZ_DEV uint64_t lh_step(uint64_t w, uint64_t other, uint64_t k, uint32_t rk_lo, uint32_t rk_hi) {
-  const uint32_t x_lo = (uint32_t)w ^ (uint32_t)k ^ rk_lo, x_hi = (uint32_t)(w >> 32) ^ (uint32_t)(k >> 32) ^ rk_hi;
-  return (uint64_t)x_lo * x_hi + other;
-}
-
 // Round r of a chunk of chunk_bytes from the lane's pieces (piece t: bytes [16 (l + 32 t), +16) of the round, as
 // words lo[t] and hi[t]). kEdge: a round that the chunk's end cuts, where pieces at or past the end add nothing and
 // the one that straddles it counts its bytes past the end as zeros (what the buffer holds there is never read).
@@ -89,9 +81,9 @@ SZ_DEV void lh_round(LhState& st, const uint64_t lo[4], const uint64_t hi[4], co
                                   (uint32_t)lh32::row_key(3)};
     constexpr uint32_t kThi[4] = {(uint32_t)(lh32::row_key(0) >> 32), (uint32_t)(lh32::row_key(1) >> 32),
                                   (uint32_t)(lh32::row_key(2) >> 32), (uint32_t)(lh32::row_key(3) >> 32)};
-    const uint32_t rk_lo = kTlo[t] ^ u, rk_hi = kThi[t] ^ u;
-    st.a0 += lh_step(w0, w1, k.k0, rk_lo, rk_hi);
-    st.a1 += lh_step(w1, w0, k.k1, rk_lo, rk_hi);
+    const uint64_t rk = ((uint64_t)(kThi[t] ^ u) << 32) | (kTlo[t] ^ u);  // T_t ^ U_r: two 32-bit xors
+    st.a0 += lh32::step(w0, w1, k.k0, rk);
+    st.a1 += lh32::step(w1, w0, k.k1, rk);
   }
 }
 // Round r of a chunk: the edge logic only where the chunk's end cuts the round.
