@@ -2,7 +2,7 @@
 // byte for byte, for every input and thread count; only faster.
 //
 // Structure
-//   - Per-chunk kernels, picked at run time (selected_isa; sz_set_cpu_isa limits the choice): BF16
+//   - Per-chunk kernels, picked at run time (selected_isa: the best set for the CPU, or the one sz_set_cpu_isa names): BF16
 //     has AVX-512 BW+VBMI kernels (fast_avx512.cpp) and AVX2+BMI2 kernels (fast_avx2.cpp), FP16 and FP8 have
 //     AVX2+BMI2 kernels, and every dtype has portable loops templated on dtype and code width (also used for the
 //     tail of a chunk that is not a multiple of the vector width, and for FP32). Values whose exponent is not in the codebook
@@ -32,6 +32,9 @@
 #include <type_traits>
 
 #include "internal.h"
+#if defined(SPLITZIP_HAVE_AVX2_TU) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
 #include "kernels.h"
 
 namespace splitzip {
@@ -40,7 +43,24 @@ namespace detail {
 using namespace layout;
 using kernels::CodeTables;
 
-Isa best_isa() {
+namespace {
+#if defined(SPLITZIP_HAVE_AVX2_TU) && (defined(__GNUC__) || defined(__clang__))
+// AMD's family 17h (Zen 1 and 2, and Hygon's family 18h built on it) runs pdep and pext, on which the AVX2 kernels'
+// code packing rests, as microcode of some hundred cycles: measured there, the AVX2 kernels ran at half the speed
+// of the portable ones (bench/NOTES.md). Zen 3 and later run them in one cycle.
+bool slow_bmi2() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+  const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;    // "AuthenticAMD"
+  const bool hygon = b == 0x6f677948u && d == 0x6e65476eu && c == 0x656e6975u;  // "HygonGenuine"
+  if ((!amd && !hygon) || !__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const unsigned family = ((a >> 8) & 15u) + ((a >> 8 & 15u) == 15u ? (a >> 20) & 255u : 0u);
+  return family == 0x17 || family == 0x18;
+}
+#endif
+
+// The richest set the CPU can run, among those compiled in.
+Isa supported_isa() {
 #if defined(__GNUC__) || defined(__clang__)
 #if defined(SPLITZIP_HAVE_AVX2_TU)
   __builtin_cpu_init();
@@ -54,15 +74,23 @@ Isa best_isa() {
   return Isa::kPortable;
 }
 
-namespace {
-// The limit sz_set_cpu_isa sets (an Isa value); kAvx512, the highest, is no limit.
-std::atomic<int> g_isa_limit{(int)Isa::kAvx512};
+// sz_set_cpu_isa's choice (an Isa value), or -1: none, the best set.
+std::atomic<int> g_isa_choice{-1};
 }  // namespace
 
+Isa best_isa() {
+  const Isa s = supported_isa();
+#if defined(SPLITZIP_HAVE_AVX2_TU) && (defined(__GNUC__) || defined(__clang__))
+  if (s == Isa::kAvx2 && slow_bmi2()) return Isa::kPortable;
+#endif
+  return s;
+}
+
 Isa selected_isa() {
-  static const Isa best = best_isa();
-  const int limit = g_isa_limit.load(std::memory_order_relaxed);
-  return limit < (int)best ? (Isa)limit : best;
+  static const Isa best = best_isa(), supported = supported_isa();
+  const int choice = g_isa_choice.load(std::memory_order_relaxed);
+  if (choice < 0) return best;
+  return choice < (int)supported ? (Isa)choice : supported;
 }
 
 const char* isa_name(Isa isa) {
@@ -978,12 +1006,13 @@ SZ_API const char* sz_cpu_isa(void) { return splitzip::detail::isa_name(splitzip
 
 SZ_API sz_status sz_set_cpu_isa(const char* name) {
   using splitzip::detail::Isa;
-  int limit = (int)Isa::kAvx512;  // NULL or "best": no limit
+  int choice = -1;  // NULL or "best": the best set for this CPU
   if (name != nullptr && strcmp(name, "best") != 0) {
-    while (limit >= 0 && strcmp(name, splitzip::detail::isa_name((Isa)limit)) != 0) --limit;
-    if (limit < 0) return SZ_ERROR_INVALID_ARGUMENT;
+    choice = (int)Isa::kAvx512;
+    while (choice >= 0 && strcmp(name, splitzip::detail::isa_name((Isa)choice)) != 0) --choice;
+    if (choice < 0) return SZ_ERROR_INVALID_ARGUMENT;
   }
-  splitzip::detail::g_isa_limit.store(limit, std::memory_order_relaxed);
+  splitzip::detail::g_isa_choice.store(choice, std::memory_order_relaxed);
   return SZ_OK;
 }
 

@@ -409,16 +409,18 @@ typedef struct sz_frame_info {
 SZ_API sz_status sz_frame_info_get(const void* src, size_t src_size, sz_frame_info* info);
 
 /* ---------------------------------------------------------------------------------------------------------------
- * CPU kernel sets. The fast codec picks, at each one-shot call and at each context's creation, the best kernel set
- * this CPU supports among those compiled in: "avx512" (BF16), "avx2" or "portable". Every set writes the same
- * frames; limiting the set is for tests and benchmarks that compare them.
+ * CPU kernel sets. The fast codec picks, at each one-shot call and at each context's creation, the fastest kernel set
+ * for this CPU among those compiled in: "avx512" (BF16), "avx2" or "portable" (the richest set the CPU runs, except
+ * that AMD Zen 1 and 2, where pdep/pext are microcode, get "portable"). Every set writes the same frames; naming a
+ * set is for tests and benchmarks that compare them.
  * ------------------------------------------------------------------------------------------------------------- */
 
 /** The kernel set calls made now use: "portable", "avx2" or "avx512". */
 SZ_API const char* sz_cpu_isa(void);
-/** Limits the kernel sets of this process to `name` ("portable", "avx2", "avx512"; on a CPU without it, the best
- *  set below it); NULL or "best" lifts the limit. Thread-safe; calls already running and existing contexts keep
- *  their set. SZ_ERROR_INVALID_ARGUMENT for another name (the limit is then unchanged). */
+/** Makes this process use the kernel set `name` ("portable", "avx2", "avx512"; on a CPU without it, the richest set
+ *  below it that the CPU runs); NULL or "best" returns to the fastest set for this CPU. Thread-safe; calls already
+ *  running and existing contexts keep their set. SZ_ERROR_INVALID_ARGUMENT for another name (the choice is then
+ *  unchanged). */
 SZ_API sz_status sz_set_cpu_isa(const char* name);
 
 /* ---------------------------------------------------------------------------------------------------------------
