@@ -211,6 +211,9 @@ TEST(CudaKernelsEmu, FramesEqualReferenceEveryDtypeWidthFlags) {
       for (unsigned log2 : {8u, 12u}) {
         for (uint32_t flags : sztest::kFlagSets) {
           for (unsigned k = 1; k <= 4 && k < f.E; ++k) {
+            // H32 frames at one width per case (the hash does not depend on it; the other flag sets run every width),
+            // which keeps the sanitizer build's run of this loop short.
+            if (flags == SZ_FLAG_CHECKSUMS && k != 2) continue;
             const unsigned count = (k == 3) ? 7 : (1u << k);  // one width with an unused code
             const sz_codebook cb = sztest::centered_codebook(dtype, k, count, center);
             check_case(data, n, dtype, cb, sztest::make_params(log2, flags), describe(dtype, n, log2, flags, k));
