@@ -166,168 +166,6 @@ SZ_DEV uint32_t bits_at(const uint8_t* p, uint32_t bit, uint32_t width) {
   return (v >> (bit % 8)) & ((1u << width) - 1u);
 }
 
-// ---- the round loop's cold paths, out of line ----
-// The decoder's round loop is issue- and fetch-bound: at 1-64 MiB per call most warps run through it only a few times,
-// so its code is fetched cold, and every cold branch inlined into it (raw records, a chunk's partial last lane, list
-// checks, lists read in place, H32) lengthens the instruction stream that each round walks. These take their
-// arguments by value or from shared memory, so that calling them costs the hot path no registers.
-
-// Whether the bits of a lane's values nv .. 8 gl past a chunk's end are not all zero: codes (or raw exponent fields)
-// of cbits each at cp and rest fields of rbits at rp (staged bytes).
-SZ_NOINLINE bool padding_bad(const uint8_t* cp, const uint8_t* rp, uint32_t nv, uint32_t gl, uint32_t cbits,
-                             uint32_t rbits) {
-  bool bad = false;
-  for (uint32_t j = nv; j < gl * 8; ++j)
-    if (bits_at(cp, j * cbits, cbits) != 0 || bits_at(rp, j * rbits, rbits) != 0) bad = true;
-  return bad;
-}
-
-// A lane of a raw record (§4.7): its exponent fields at code_p and rest fields at rest_p (staged), nv of its values
-// inside the chunk, into the output stage. Returns whether the padding past the chunk's end is not zero.
-template <int DT>
-SZ_NOINLINE bool decode_raw_lane(const uint8_t* rest_p, const uint8_t* code_p, uint32_t nv, const uint8_t* pair,
-                                 uint32_t k, uint8_t* ostage) {
-  using T = Dt<DT>;
-  using L = Lane<DT>;
-  constexpr uint32_t VL = L::kValues, kRawWords = VL * T::E / 32;
-  const unsigned lane = simt::lane_id();
-  uint32_t rest[L::kRestWords], ew[kRawWords];
-  smem_words<L::kRestWords>(rest_p, rest);
-  smem_words<kRawWords>(code_p, ew);
-  bool bad = false;
-  if (nv < VL) {  // keep the fields of the lane's groups inside the chunk, clear the others
-    const uint32_t gl = (nv + 7) / 8, lim = gl * 8 * T::E;
-#pragma unroll
-    for (uint32_t i = 0; i < kRawWords; ++i)
-      if (32 * i >= lim) ew[i] = 0;
-      else if (32 * (i + 1) > lim) ew[i] &= (1u << (lim - 32 * i)) - 1u;
-    bad = padding_bad(code_p, rest_p, nv, gl, T::E, T::R);
-  }
-  auto put = [&](int t, uint4 v) { *reinterpret_cast<uint4*>(ostage + swz(4 * lane + t)) = v; };
-  decode_lane<DT, true>(ew, rest, pair, k, put);
-  return bad;
-}
-
-// §4.5 on a chunk's escape lists (positions strictly increasing and inside the chunk's L values, exponents in range
-// and outside the codebook or the value's window; the code-0 check is in the patch), read by list(i) (byte i of the
-// lists). Every lane's verdict on its entries.
-template <int DT, int K, bool kCh, class List>
-SZ_DEV bool lists_bad(const List& list, uint32_t X, uint32_t L, const DecodeShared& sh, uint32_t cs) {
-  const unsigned lane = simt::lane_id();
-  bool bad = false;
-  uint32_t carry = 0;
-  for (uint32_t b0 = 0; b0 < X; b0 += 32) {
-    const uint32_t i = b0 + lane;
-    const bool valid = i < X;
-    uint32_t p = 0, e = 0;
-    if (valid) {
-      p = list(2 * i) | (list(2 * i + 1) << 8);
-      e = list(2 * X + i);
-    }
-    uint32_t pp = simt::shfl_up(p, 1);
-    if (lane == 0) pp = carry;
-    const bool in_book = kCh ? valid && p < L && e - sh.ch.base((cs + p) % sh.ch.period) < (1u << K) : sh.in_cb[e];
-    if (valid && (p >= L || (i > 0 && pp >= p) || e >= (1u << Dt<DT>::E) || in_book)) bad = true;
-    carry = simt::shfl(p, 31);
-  }
-  return bad;
-}
-struct SmemList {  // lists staged in shared memory
-  const uint8_t* p;
-  SZ_DEV uint32_t operator()(uint32_t i) const { return p[i]; }
-};
-struct FrameList {  // lists too long to stage, read in place
-  const uint8_t* p;
-  SZ_DEV uint32_t operator()(uint32_t i) const { return frame_byte(p + i); }
-};
-template <int DT, int K, bool kCh>
-SZ_NOINLINE bool lists_bad_smem(const uint8_t* es, uint32_t X, uint32_t L, const DecodeShared& sh, uint32_t cs) {
-  return lists_bad<DT, K, kCh>(SmemList{es}, X, L, sh, cs);
-}
-template <int DT, int K, bool kCh>
-SZ_NOINLINE bool lists_bad_frame(const uint8_t* eg, uint32_t X, uint32_t L, const DecodeShared& sh, uint32_t cs) {
-  return lists_bad<DT, K, kCh>(FrameList{eg}, X, L, sh, cs);
-}
-
-// Patches round r's escapes (rvals values from value r VR of the chunk) into the output stage: a prefix of the list
-// from *cursor on (positions are sorted), 32 at a time, after those of the rounds that other warps of a team (NT
-// warps) take. Each must have had code 0 (e0: what code 0 decodes to there). Returns whether one had not.
-template <int DT, bool kCh, class List>
-SZ_DEV bool patch_escapes(const List& list, uint32_t X, uint32_t r, uint32_t rvals, uint32_t NT, uint32_t* cursor,
-                          uint8_t* ostage, const Channels& ch, uint32_t cs, uint32_t cb0) {
-  using T = Dt<DT>;
-  constexpr uint32_t VB = T::W / 8, VR = Lane<DT>::kRoundValues;
-  const unsigned lane = simt::lane_id();
-  bool bad = false;
-  uint32_t cur = *cursor;
-  if (NT > 1) {
-    for (;;) {
-      const uint32_t i = cur + lane;
-      const bool before = i < X && (list(2 * i) | (list(2 * i + 1) << 8)) < r * VR;
-      const unsigned sk = simt::ballot(before);
-      cur += (uint32_t)simt::popc(sk);
-      if (sk != simt::kFull) break;
-    }
-  }
-  const uint32_t bound = r * VR + rvals;
-  for (;;) {
-    const uint32_t i = cur + lane;
-    uint32_t p = 0;
-    if (i < X) p = list(2 * i) | (list(2 * i + 1) << 8);
-    const bool in = i < X && p < bound;
-    const unsigned m = simt::ballot(in);
-    if (in) {
-      const uint32_t o = (p - r * VR) * VB;
-      uint8_t* const v = ostage + swz(o / 16) + o % 16;  // value-aligned: pieces are whole values
-      uint32_t x = stage_value<VB>(v);
-      const uint32_t e0 = kCh ? channel_base_at(ch, cs, p) : cb0;  // what code 0 decodes to there
-      if (exp_of<DT>(x) != e0) bad = true;  // the escape's code was not 0
-      x = (x & ~(((1u << T::E) - 1u) << T::M)) | (list(2 * X + i) << T::M);
-      set_stage_value<VB>(v, x);
-    }
-    cur += (uint32_t)simt::popc(m);
-    if (m != simt::kFull) break;
-  }
-  *cursor = cur;
-  return bad;
-}
-// The same for lists read in place; returns the new cursor << 1 | bad (no address of the caller's cursor is taken).
-template <int DT, bool kCh>
-SZ_NOINLINE uint64_t patch_escapes_frame(const uint8_t* eg, uint32_t X, uint32_t r, uint32_t rvals, uint32_t NT,
-                                         uint32_t cursor, uint8_t* ostage, const Channels& ch, uint32_t cs,
-                                         uint32_t cb0) {
-  const bool bad = patch_escapes<DT, kCh>(FrameList{eg}, X, r, rvals, NT, &cursor, ostage, ch, cs, cb0);
-  return (uint64_t)cursor << 1 | (bad ? 1u : 0u);
-}
-
-// A round's pieces by value, for the out-of-line H32 steps.
-struct Pieces {
-  uint64_t lo[4], hi[4];
-};
-// H32 (XXH3) of a round: chained into hs (one warp per chunk) or, for a team, its sums stored for the chain.
-SZ_NOINLINE XxhState h32_round(XxhState hs, Pieces q, const XxhKeys& keys, uint32_t r, uint32_t NR, uint32_t CB,
-                               XxhSums* team_sums) {
-  if (team_sums == nullptr) {
-    xxh_add_round(hs, q.lo, q.hi, keys, r, NR, CB);
-  } else {
-    const unsigned lane = simt::lane_id();
-    const XxhSums su = xxh_sums(q.lo, q.hi, keys, r, NR, CB);
-    if ((lane & 0x14u) == 0) team_sums[xxh_acc_index(lane)] = su;  // one lane per accumulator
-  }
-  return hs;
-}
-// A chunk's H32 entry from its rounds' state (keys and dst in shared memory).
-SZ_NOINLINE uint32_t h32_chunk(uint64_t acc, const ChunkKeys& keys, const Span& dst, uint64_t base, uint32_t CB) {
-  return chunk_checksum(false, acc, 0, keys, dst, base, CB);
-}
-// A team's H32 chain over its chunk's round sums (in shared memory).
-SZ_NOINLINE XxhState h32_team_chain(XxhState hs, const XxhSums (*sums)[8], const XxhKeys& keys, uint32_t NR,
-                                    uint32_t CB) {
-  const uint32_t i = xxh_acc_index(simt::lane_id());
-  for (uint32_t r = 0; r < NR; ++r) xxh_chain(hs, sums[r][i], keys, r, CB);
-  return hs;
-}
-
 // Out of line: each (dtype, k) gets its own register allocation rather than the union of all of them. kTeams: the
 // call gives chunks teams of warps (sh.team > 1); the other instance is the one-warp-per-chunk code of large calls,
 // with no trace of the teams. kCh: the frame maps exponents by channel windows (sh.ch.bases is set); likewise an
@@ -338,7 +176,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
   using L = Lane<DT>;
   using P = DecodePolicy;
   constexpr uint32_t VB = T::W / 8, VL = L::kValues, NG = L::kGroups, VR = L::kRoundValues;
-  constexpr uint32_t kCodeWords = (NG * K + 3) / 4 + 1;
+  constexpr uint32_t kCodeWords = (NG * K + 3) / 4 + 1, kRawWords = VL * T::E / 32;
   const Header& h = sh.h;
   const unsigned lane = simt::lane_id();
   // Teams of NT warps of a CTA (decode_warps chose NT): team tm takes chunks tm, tm + teams, ...; its warp m takes
@@ -472,6 +310,8 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
     // the loops below are instantiated for each, so that the common one reads shared memory by 32-bit addresses.
     const bool staged_lists = X <= P::kEscapeCap;
     const uint8_t* const es = escb + (cj & 1) * kDecEscBytes + ((uintptr_t)eg & 15u);
+    auto in_smem = [&](uint32_t i) { return (uint32_t)es[i]; };
+    auto in_frame = [&](uint32_t i) { return frame_byte(eg + i); };
     const uint32_t B = ci.raw ? (uint32_t)T::E : (uint32_t)K;
     const uint32_t cs = kCh ? (uint32_t)(first % NC) : 0;  // the channel of the chunk's value 0
     bool bad = false;
@@ -484,10 +324,27 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
       simt::mbar_wait(bars + cslot, cphase);
       simt::syncwarp();  // and the lanes' own staging
       const uint8_t* const slot = ring + cslot * kDecSlot;
+      // §4.5 on the lists (the code-0 check is in the patch below)
+      auto check_lists = [&](const auto& list) {
+        uint32_t carry = 0;
+        for (uint32_t b0 = 0; b0 < X; b0 += 32) {
+          const uint32_t i = b0 + lane;
+          const bool valid = i < X;
+          uint32_t p = 0, e = 0;
+          if (valid) {
+            p = list(2 * i) | (list(2 * i + 1) << 8);
+            e = list(2 * X + i);
+          }
+          uint32_t pp = simt::shfl_up(p, 1);
+          if (lane == 0) pp = carry;
+          const bool in_book = kCh ? valid && p < ci.L && e - ch.base((cs + p) % NC) < (1u << K) : sh.in_cb[e];
+          if (valid && (p >= ci.L || (i > 0 && pp >= p) || e >= (1u << T::E) || in_book)) bad = true;
+          carry = simt::shfl(p, 31);
+        }
+      };
       if (r == m && X > 0) {  // every warp of a team checks the lists it patches from
-        if (staged_lists ? lists_bad_smem<DT, K, kCh>(es, X, ci.L, sh, cs)
-                         : lists_bad_frame<DT, K, kCh>(eg, X, ci.L, sh, cs))
-          bad = true;
+        if (staged_lists) check_lists(in_smem);
+        else check_lists(in_frame);
         if (simt::any(bad)) {
           bad = true;
           break;
@@ -501,14 +358,26 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
       const uint32_t v0 = r * VR + lane * VL;
       const uint32_t nv = v0 >= ci.L ? 0 : (ci.L - v0 < VL ? ci.L - v0 : VL);
       auto put = [&](int t, uint4 v) { *reinterpret_cast<uint4*>(ostage + swz(4 * lane + t)) = v; };
-      if (nv > 0 && ci.raw) {
-        if (decode_raw_lane<DT>(rest_p + lane * L::kRestBytes, code_p + lane * (VL * T::E / 8), nv, pair, K, ostage))
-          bad = true;
-      } else if (nv > 0) {
+      if (nv > 0) {
         uint32_t rest[L::kRestWords];
         smem_words<L::kRestWords>(rest_p + lane * L::kRestBytes, rest);
         const uint32_t gl = (nv + 7) / 8;  // groups of the lane inside the chunk
-        {
+        if (ci.raw) {
+          uint32_t ew[kRawWords];
+          smem_words<kRawWords>(code_p + lane * (VL * T::E / 8), ew);
+          if (nv < VL) {  // keep the fields of the lane's groups inside the chunk, clear the others
+            const uint32_t lim = gl * 8 * T::E;
+#pragma unroll
+            for (uint32_t i = 0; i < kRawWords; ++i)
+              if (32 * i >= lim) ew[i] = 0;
+              else if (32 * (i + 1) > lim) ew[i] &= (1u << (lim - 32 * i)) - 1u;
+            const uint8_t* cp = code_p + lane * (VL * T::E / 8);
+            const uint8_t* rp = rest_p + lane * L::kRestBytes;
+            for (uint32_t j = nv; j < gl * 8; ++j)
+              if (bits_at(cp, j * T::E, T::E) != 0 || bits_at(rp, j * T::R, T::R) != 0) bad = true;
+          }
+          decode_lane<DT, true>(ew, rest, pair, K, put);
+        } else {
           uint32_t cwb[kCodeWords], cw[NG];
           smem_words<kCodeWords>(code_p + lane * NG * K, cwb);
 #pragma unroll
@@ -522,7 +391,10 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
 #pragma unroll
             for (uint32_t g = 0; g < NG; ++g)
               if (g >= gl) cw[g] = 0;
-            if (padding_bad(code_p + lane * NG * K, rest_p + lane * L::kRestBytes, nv, gl, K, T::R)) bad = true;
+            const uint8_t* cp = code_p + lane * NG * K;
+            const uint8_t* rp = rest_p + lane * L::kRestBytes;
+            for (uint32_t j = nv; j < gl * 8; ++j)
+              if (bits_at(cp, j * K, K) != 0 || bits_at(rp, j * T::R, T::R) != 0) bad = true;
           }
           if constexpr (kCh) {
             if constexpr (DT == 1) {
@@ -538,24 +410,54 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
         }
       }
       simt::syncwarp();
-      if (X > 0) {  // the round's escapes
-        if (staged_lists) {
-          if (patch_escapes<DT, kCh>(SmemList{es}, X, r, rvals, NT, &cursor, ostage, ch, cs, cb0)) bad = true;
-        } else {
-          const uint64_t pc = patch_escapes_frame<DT, kCh>(eg, X, r, rvals, NT, cursor, ostage, ch, cs, cb0);
-          cursor = (uint32_t)(pc >> 1);
-          if (pc & 1u) bad = true;
+      // The round's escapes: a prefix of the remaining list (positions are sorted), 32 at a time, after those of the
+      // rounds that other warps of the team take.
+      auto patch = [&](const auto& list) {
+        if (NT > 1) {
+          for (;;) {
+            const uint32_t i = cursor + lane;
+            const bool before = i < X && (list(2 * i) | (list(2 * i + 1) << 8)) < r * VR;
+            const unsigned sk = simt::ballot(before);
+            cursor += (uint32_t)simt::popc(sk);
+            if (sk != simt::kFull) break;
+          }
         }
+        const uint32_t bound = r * VR + rvals;
+        for (;;) {
+          const uint32_t i = cursor + lane;
+          uint32_t p = 0;
+          if (i < X) p = list(2 * i) | (list(2 * i + 1) << 8);
+          const bool in = i < X && p < bound;
+          const unsigned m = simt::ballot(in);
+          if (in) {
+            const uint32_t o = (p - r * VR) * VB;
+            uint8_t* const v = ostage + swz(o / 16) + o % 16;  // value-aligned: pieces are whole values
+            uint32_t x = stage_value<VB>(v);
+            const uint32_t e0 = kCh ? channel_base_at(ch, cs, p) : cb0;  // what code 0 decodes to there
+            if (exp_of<DT>(x) != e0) bad = true;  // the escape's code was not 0
+            x = (x & ~(((1u << T::E) - 1u) << T::M)) | (list(2 * X + i) << T::M);
+            set_stage_value<VB>(v, x);
+          }
+          cursor += (uint32_t)simt::popc(m);
+          if (m != simt::kFull) break;
+        }
+      };
+      if (X > 0) {
+        if (staged_lists) patch(in_smem);
+        else patch(in_frame);
         simt::syncwarp();
       }
       uint64_t plo[4], phi[4];
       lane_pieces<true>(ostage, plo, phi);
       if (hash_rounds) {
-        if (lh)
+        if (lh) {
           lh_add_round(ls, plo, phi, keys.l, r, CB);
-        else
-          hs = h32_round(hs, Pieces{{plo[0], plo[1], plo[2], plo[3]}, {phi[0], phi[1], phi[2], phi[3]}}, keys.x, r,
-                         ci.NR, CB, NT > 1 ? sums[r] : nullptr);
+        } else if (NT == 1) {
+          xxh_add_round(hs, plo, phi, keys.x, r, ci.NR, CB);
+        } else {
+          const XxhSums su = xxh_sums(plo, phi, keys.x, r, ci.NR, CB);
+          if ((lane & 0x14u) == 0) sums[r][xxh_acc_index(lane)] = su;  // one lane per accumulator
+        }
       }
       const uint64_t ob = first * VB + (uint64_t)r * kRoundBytes;
       uint8_t* g;
@@ -594,9 +496,9 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
         ls = lh_begin(keys.l);
         for (uint32_t q = 0; q < NT; ++q) lh_add(ls, sh.lh[cj & 1][tl * NT + q][lane]);
       } else if (NT > 1 && hash_rounds) {
-        hs = h32_team_chain(hs, sums, keys.x, ci.NR, CB);
+        for (uint32_t r = 0; r < ci.NR; ++r) xxh_chain(hs, sums[r][xxh_acc_index(lane)], keys.x, r, CB);
       }
-      const uint32_t hv = lh ? lh_finish(ls, CB) : h32_chunk(hs.acc, keys, sh.dst, first * VB, CB);
+      const uint32_t hv = chunk_checksum(lh, lh ? ls.a0 : hs.acc, ls.a1, keys, sh.dst, first * VB, CB);
       if (hv != layout::load_u32(sh.src + h.checksum_off + 4 * c)) {
         report(a.ws, SZ_ERROR_CHECKSUM);
         break;
