@@ -44,20 +44,22 @@ using namespace layout;
 using kernels::CodeTables;
 
 namespace {
-#if defined(SPLITZIP_HAVE_AVX2_TU) && (defined(__GNUC__) || defined(__clang__))
 // AMD's family 17h (Zen 1 and 2, and Hygon's family 18h built on it) runs pdep and pext, on which the AVX2 kernels'
 // code packing rests, as microcode of some hundred cycles: measured there, the AVX2 kernels ran at half the speed
 // of the portable ones (bench/NOTES.md). Zen 3 and later run them in one cycle.
 bool slow_bmi2() {
+#if defined(SPLITZIP_HAVE_AVX2_TU) && (defined(__GNUC__) || defined(__clang__))
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
   const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;    // "AuthenticAMD"
   const bool hygon = b == 0x6f677948u && d == 0x6e65476eu && c == 0x656e6975u;  // "HygonGenuine"
   if ((!amd && !hygon) || !__get_cpuid(1, &a, &b, &c, &d)) return false;
-  const unsigned family = ((a >> 8) & 15u) + ((a >> 8 & 15u) == 15u ? (a >> 20) & 255u : 0u);
+  const unsigned base = (a >> 8) & 15u, family = base + (base == 15u ? (a >> 20) & 255u : 0u);
   return family == 0x17 || family == 0x18;
-}
+#else
+  return false;
 #endif
+}
 
 // The richest set the CPU can run, among those compiled in.
 Isa supported_isa() {
@@ -74,20 +76,13 @@ Isa supported_isa() {
   return Isa::kPortable;
 }
 
-// sz_set_cpu_isa's choice (an Isa value), or -1: none, the best set.
+// sz_set_cpu_isa's choice (an Isa value), or -1: none, the fastest set for this CPU.
 std::atomic<int> g_isa_choice{-1};
 }  // namespace
 
-Isa best_isa() {
-  const Isa s = supported_isa();
-#if defined(SPLITZIP_HAVE_AVX2_TU) && (defined(__GNUC__) || defined(__clang__))
-  if (s == Isa::kAvx2 && slow_bmi2()) return Isa::kPortable;
-#endif
-  return s;
-}
-
 Isa selected_isa() {
-  static const Isa best = best_isa(), supported = supported_isa();
+  static const Isa supported = supported_isa();
+  static const Isa best = supported == Isa::kAvx2 && slow_bmi2() ? Isa::kPortable : supported;
   const int choice = g_isa_choice.load(std::memory_order_relaxed);
   if (choice < 0) return best;
   return choice < (int)supported ? (Isa)choice : supported;

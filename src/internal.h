@@ -93,12 +93,11 @@ void build_encode_table(const sz_codebook& cb, uint8_t table[256]);
 
 // ---- fast.cpp: ISA selection -------------------------------------------------------------------------------------
 enum class Isa { kPortable = 0, kAvx2 = 1, kAvx512 = 2 };
-// The ISA the fast codec uses: best_isa(), or the one sz_set_cpu_isa named (the richest set at most that one which
-// the CPU runs). Read at every one-shot call and at the creation of a context (sz_cctx, sz_dctx), so tests can run
-// each compiled variant.
+// The ISA the fast codec uses: the fastest for this CPU among those compiled in (the richest it runs, except AVX2
+// where BMI2 is microcode), or the one sz_set_cpu_isa named (the richest set at most that one which the CPU runs).
+// Read at every one-shot call and at the creation of a context (sz_cctx, sz_dctx), so tests can run each compiled
+// variant.
 Isa selected_isa();
-// The fastest ISA for this CPU among those compiled in: the richest it runs, except AVX2 where BMI2 is microcode.
-Isa best_isa();
 const char* isa_name(Isa isa);
 
 }  // namespace detail
