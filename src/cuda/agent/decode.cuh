@@ -604,7 +604,7 @@ SZ_DEV void decode_warps(const DecodeArgs& a) {
     else build_decode_tables<2>(sh.pair, sh.h.codebook, sh.h.k, sh.h.count);
   }
   simt::syncthreads();
-  const uint64_t tag = ws_begin(a.ws);
+  const uint64_t tag = ws_begin(ws_read(a.ws));
   if (tag == 0) {  // the workspace was never zero-filled: report, change nothing
     if (simt::block_id() == 0 && simt::thread_id() == 0) {
       *a.status = SZ_ERROR_INVALID_ARGUMENT;

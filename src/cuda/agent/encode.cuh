@@ -648,6 +648,8 @@ SZ_DEV void encode_warps(const EncodeArgs& a) {
   uint8_t* smem = simt::dyn_smem();
   uint8_t* tab = smem;
   uint8_t* area = smem + EncEntry<DT, K>::kTableBytes + simt::warp_id() * EncodeShape<DT>::kWarpBytes;
+  WsWords ws{0, 0};
+  if (simt::lane_id() == 0) ws = ws_read(a.ws);  // in flight while the tables are built
   if constexpr (!kCh) build_encode_tables<DT, K>(tab, a.codebook, a.count, a.k);
   simt::syncthreads();
   if (a.n_chunks == 0) {  // the header is the whole frame
@@ -657,7 +659,7 @@ SZ_DEV void encode_warps(const EncodeArgs& a) {
     }
     return;
   }
-  const uint64_t tag = ws_begin(a.ws);
+  const uint64_t tag = ws_begin(ws);
   if (tag == 0) {  // the workspace was never zero-filled: report through the frame size, change nothing
     if (simt::block_id() == 0 && simt::thread_id() == 0) *a.frame_size = 0;
     return;

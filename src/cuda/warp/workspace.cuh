@@ -6,9 +6,9 @@
 // can be captured in a CUDA graph and replayed:
 //   - epoch counts the calls made with the workspace; check = ws_check(epoch) guards against a workspace that was
 //     never zero-filled (such a call reports an error and changes nothing);
-//   - tickets hands out chunks in order (encoder) or counts finished warps (decoder); the warp that draws the last
-//     ticket of a call resets it and advances epoch: every warp read epoch before drawing its first ticket, and the
-//     last ticket is drawn after all others;
+//   - tickets hands out chunks in order (encoder warps) or counts finished CTAs (decoder); whoever draws the last
+//     ticket of a call resets it and advances epoch: every drawer read epoch before drawing its first ticket, and
+//     the last ticket is drawn after all others;
 //   - err holds the decoder's first error (0: none); the last warp to finish reads it and clears it.
 // A state word is {tag, value} with tag = (epoch + 1) << 2 | flag, so words left by earlier calls never match: no
 // clearing between calls. flag 1: value is the chunk's record size (aggregate); 2: the end of its record in the
@@ -42,16 +42,18 @@ constexpr size_t kDecodeWorkspaceBytes = 256;
 
 constexpr uint64_t kFlagAggregate = 1, kFlagInclusive = 2;
 
-// Reads the header at the start of a call (every warp, before its first ticket): the call's tag base, or 0 when the
-// workspace is not valid.
-SZ_DEV uint64_t ws_begin(WsHeader* h) {
-  uint64_t tag = 0;
-  if (simt::lane_id() == 0) {
-    const uint64_t e = simt::ld_relaxed(&h->epoch), c = simt::ld_relaxed(&h->check);
-    tag = c == ws_check(e) ? (e + 1) << 2 : 0;
-  }
-  tag = simt::shfl(tag, 0);
-  simt::fence();  // the reads above come before this warp's first ticket
+// A call starts by reading the header's epoch and check words (every ticket drawer, before its first ticket; issued
+// early, so that the round trip overlaps the call's set-up) and derives its tag base from them: 0 when the workspace
+// is not valid.
+struct WsWords {
+  uint64_t epoch, check;
+};
+SZ_DEV WsWords ws_read(WsHeader* h) { return WsWords{simt::ld_relaxed(&h->epoch), simt::ld_relaxed(&h->check)}; }
+SZ_HD uint64_t ws_tag(WsWords w) { return w.check == ws_check(w.epoch) ? (w.epoch + 1) << 2 : 0; }
+// A warp's tag from its lane 0's words; the reads come before the warp's first ticket.
+SZ_DEV uint64_t ws_begin(WsWords w) {
+  const uint64_t tag = simt::shfl(simt::lane_id() == 0 ? ws_tag(w) : 0, 0);
+  simt::fence();
   return tag;
 }
 // By the warp that drew a call's last ticket.
