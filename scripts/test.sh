@@ -4,7 +4,7 @@
 #      GPU tests run only where a GPU is visible and say so when skipped)
 #   2. Install check: the release build and a shared build installed into a prefix that is then moved, with
 #      find_package and pkg-config consumers built and run against it (tests/install/run.sh)
-#   3. ASan + UBSan build of the library and tests + ctest
+#   3. ASan + UBSan build of the library and tests + ctest (without the SIMT emulator suite, which step 1 runs)
 #   4. libFuzzer runs of the decode, round-trip (portable, AVX2 and best kernels) and input-parser targets
 #      (SPLITZIP_FUZZ_SECONDS, default 60, total)
 #   5. Python module: pip install into a virtual environment + pytest

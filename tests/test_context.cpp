@@ -100,6 +100,7 @@ TEST(Context, CreateGivesTheThreadsAskedForAndNullIsHarmless) {
 // Sizes from empty to several MiB (several threads' worth), every dtype, chunk sizes 2^8 / 2^12 / 2^16, with and
 // without checksums, on contexts of 1, 2 and 3 threads: the one-shot frame, and the input back.
 TEST(Context, SameFramesAsOneShotCallsForEveryDtypeChunkSizeAndThreadCount) {
+  unsigned pick = 0;
   for (unsigned threads : {1u, 2u, 3u}) {
     Contexts ctx(threads);
     ASSERT_NE(ctx.c, nullptr);
@@ -109,6 +110,7 @@ TEST(Context, SameFramesAsOneShotCallsForEveryDtypeChunkSizeAndThreadCount) {
         const std::vector<uint8_t> src = skewed_values(d, n, 7 * n + d, d == SZ_DTYPE_FP16 ? 14 : 7, 0.5, 0.02);
         for (unsigned log2 : {8u, 12u, 16u}) {
           for (uint32_t flags : sztest::kFlagSets) {
+            if (!sztest::thin(&pick)) continue;
             const std::string what = "threads " + std::to_string(threads) + " dtype " + std::to_string(d) + " n " +
                                      std::to_string(n) + " chunk_log2 " + std::to_string(log2) + " flags " +
                                      std::to_string(flags);

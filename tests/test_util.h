@@ -303,6 +303,16 @@ class ScopedIsa {
   ScopedIsa& operator=(const ScopedIsa&) = delete;
 };
 
+// The sanitizer build runs the broadest loops on every kSanitizerThin-th case (thin() picks them, in a fixed pattern);
+// the release build runs them all.
+#ifdef SZ_TEST_SANITIZER_BUILD
+constexpr unsigned kSanitizerThin = 3;
+#else
+constexpr unsigned kSanitizerThin = 1;
+#endif
+// Whether the next case of a loop (counter: the loop's own) runs in this build.
+inline bool thin(unsigned* counter) { return (*counter)++ % kSanitizerThin == 0; }
+
 // ---- small conveniences around the C API ----------------------------------------------------------------------
 // Every kind of frame a caller can ask for: no checksums, H32 (XXH3) checksums, LH32 checksums (docs/FORMAT.md §4.6).
 constexpr uint32_t kFlagSets[] = {0u, SZ_FLAG_CHECKSUMS, SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH};
