@@ -61,6 +61,7 @@ struct DecodeShared {
   union {
     XxhSums sums[2][DecodePolicy::kWarps / 2][DecodePolicy::kTeamRounds][8];
     LhState lh[2][DecodePolicy::kWarps][32];
+    uint8_t hdr[layout::kHeaderSize];  // before the chunks: the frame's header bytes, which warp 0 loads at once
   };
 };
 
@@ -538,8 +539,22 @@ SZ_DEV void decode_warps(const DecodeArgs& a) {
   uint8_t* smem = simt::dyn_smem();
   DecodeShared& sh = *reinterpret_cast<DecodeShared*>(smem);
   uint8_t* area = smem + kDecSharedBytes + simt::warp_id() * kDecWarpBytes;
+  // Warp 0 loads the header, two bytes a lane, while every warp's lane 0 reads the workspace words: one round trip
+  // for both, before thread 0 parses and checks the header from shared memory.
+  WsWords ws{0, 0};
+  if (simt::lane_id() == 0) ws = ws_read(a.ws);
+  if (simt::warp_id() == 0) {
+    const unsigned l = simt::lane_id();
+    static_assert(layout::kHeaderSize == 64, "a warp loads the header two bytes a lane");
+    if (a.src_size >= layout::kHeaderSize) {
+      const uint8_t b0 = a.src[2 * l], b1 = a.src[2 * l + 1];
+      sh.hdr[2 * l] = b0;
+      sh.hdr[2 * l + 1] = b1;
+    }
+    simt::syncwarp();
+  }
   if (simt::thread_id() == 0) {
-    sz_status st = parse_header(a.src, a.src_size, &sh.h);
+    sz_status st = parse_header(sh.hdr, a.src_size, &sh.h);
     sh.src = a.src;
     sh.src_size = a.src_size;
     sh.ch = Channels{nullptr, 1};
@@ -604,7 +619,7 @@ SZ_DEV void decode_warps(const DecodeArgs& a) {
     else build_decode_tables<2>(sh.pair, sh.h.codebook, sh.h.k, sh.h.count);
   }
   simt::syncthreads();
-  const uint64_t tag = ws_begin(ws_read(a.ws));
+  const uint64_t tag = ws_begin(ws);
   if (tag == 0) {  // the workspace was never zero-filled: report, change nothing
     if (simt::block_id() == 0 && simt::thread_id() == 0) {
       *a.status = SZ_ERROR_INVALID_ARGUMENT;
