@@ -23,14 +23,13 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 import torch
 
-from . import _splitzip as _ext
-from ._core import DTYPE_IDS, _DTYPE_SIZES, _chunk_log2, _codebook_arg, _flags
+from ._core import DTYPE_IDS, _chunk_log2, _codebook_arg, _flags
 from ._errors import CorruptError, error_for
-from ._torch_ops import compress_op, decompress_op, pack_codebook
+from ._torch_ops import _bound_for, compress_op, decompress_op, pack_codebook
 
 __all__ = ["TorchLink", "LoopbackLink", "Sender", "Receiver"]
 
@@ -132,10 +131,10 @@ def _on(stream):
 
 
 class _Side:
-    def __init__(self, link, compress: bool, device: Optional[torch.device]):
+    def __init__(self, link, compress: bool):
         self.link = link
         self.compress = bool(compress)
-        self._device = device
+        self._device: Optional[torch.device] = None  # the first tensor's; every later one must live there too
         self._stream = None  # the codec's stream (CUDA tensors)
         self._link_stream = None  # where link calls are posted, so that they wait only for what they carry
         self.raw_bytes = 0
@@ -157,9 +156,10 @@ class Sender(_Side):
     :meth:`finish` returns."""
 
     def __init__(self, link, codebook=None, chunk: Optional[int] = None, checksum=True, compress: bool = True,
-                 depth: int = 2, device: Optional[torch.device] = None):
-        super().__init__(link, compress, device)
+                 depth: int = 2):
+        super().__init__(link, compress)
         self._codebook = codebook
+        self._packed: Dict[int, List[int]] = {}  # the codebook as the op takes it, resolved once per dtype
         self._log2 = _chunk_log2(chunk)
         self._flags = _flags(checksum)
         if depth < 1:
@@ -179,7 +179,9 @@ class Sender(_Side):
             self.sent_bytes += src.numel()
             return
         did = _did(t)
-        cb = pack_codebook(_codebook_arg(self._codebook, did))
+        cb = self._packed.get(did)
+        if cb is None:
+            cb = self._packed[did] = pack_codebook(_codebook_arg(self._codebook, did))
         if self._stream is not None:
             self._stream.wait_stream(torch.cuda.current_stream(t.device))  # t is ready where the caller made it
         with _on(self._stream):
@@ -225,11 +227,10 @@ class Receiver(_Side):
     Frames are decoded on the receiver's stream; :meth:`finish` waits for the decodes and raises the first error
     (splitzip.CorruptError, ChecksumError, ...) of a bad frame."""
 
-    def __init__(self, link, compress: bool = True, device: Optional[torch.device] = None):
-        super().__init__(link, compress, device)
+    def __init__(self, link, compress: bool = True):
+        super().__init__(link, compress)
         self._statuses: List[torch.Tensor] = []
         self._held: List[Any] = []
-        self._size = None
 
     def recv(self, out: torch.Tensor) -> None:
         self._bind(out)
@@ -240,8 +241,7 @@ class Receiver(_Side):
                 self.link.recv(dst).wait()
             self.sent_bytes += dst.numel()
             return
-        did = _did(out)
-        bound = int(_ext.compress_bound(dst.numel() // _DTYPE_SIZES[did], did))
+        bound = _bound_for(dst.numel(), _did(out))
         with _on(self._link_stream):  # not behind the decodes of earlier layers
             size = torch.empty(1, dtype=torch.int64, device=out.device)
             self.link.recv(size).wait()
