@@ -45,6 +45,7 @@ def codec_times(layers, reps):
     frame, size = compress_op(src, 1, [], 12, _flags(True))
     n = int(size.item())
     out = torch.empty_like(src)
+    decompress_op(frame[:n], out)  # the first calls (allocations, workspaces) are not timed
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     enc, dec = [], []
     for _ in range(reps):
