@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Compares two builds measured in the same call (run_device.sh step `ab`): per (data, MiB, checksums, layout) the
-median over runs of encode and decode speed / same-run roofline for build A and build B, and B / A.
+median over runs of encode and decode speed / same-run roofline for build A and build B, and B / A; then the
+microseconds of one isolated decode call, warm and (where both benches measured it) cold, for A and B.
 
     python3 bench/gpu/ab_table.py A_run1.csv A_run2.csv ... -- B_run1.csv B_run2.csv ...
 """
@@ -8,28 +9,45 @@ import csv
 import statistics
 import sys
 
+FIELDS = ("enc_roof", "dec_roof", "enc_us", "dec_us", "enc_cold_us", "dec_cold_us")
+
 
 def load(paths):
     by = {}
     for p in paths:
         for r in csv.DictReader(open(p)):
             k = (r["data"], float(r["MiB"]), r["checksums"], r["layout"])
-            by.setdefault(k, []).append((float(r["enc_roof"]), float(r["dec_roof"]), float(r["dec_us"])))
-    return {k: tuple(statistics.median(v[i] for v in vs) for i in range(3)) for k, vs in by.items()}
+            by.setdefault(k, []).append(tuple(float(r[f]) if r.get(f) else None for f in FIELDS))
+    out = {}
+    for k, vs in by.items():
+        cols = []
+        for i in range(len(FIELDS)):
+            got = [v[i] for v in vs if v[i] is not None]
+            cols.append(statistics.median(got) if got else None)
+        out[k] = dict(zip(FIELDS, cols))
+    return out
+
+
+def us(x):
+    return "–" if x is None else f"{x:.1f}"
 
 
 def main():
     args = sys.argv[1:]
     cut = args.index("--")
     a, b = load(args[:cut]), load(args[cut + 1:])
-    print("| data | MiB | cks | layout | enc A | enc B | B/A | dec A | dec B | B/A | dec us A | dec us B |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| data | MiB | cks | layout | enc A | enc B | B/A | dec A | dec B | B/A | enc us A / B | dec us A / B "
+          "| cold enc us A / B | cold dec us A / B |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for k in sorted(a, key=lambda k: (k[0], k[1], k[2], k[3])):
         if k not in b:
             continue
-        (ea, da, ua), (eb, db, ub) = a[k], b[k]
-        print(f"| {k[0]} | {k[1]:g} | {k[2]} | {k[3]} | {ea:.3f} | {eb:.3f} | {eb / ea:.3f} | {da:.3f} | {db:.3f} | "
-              f"{db / da:.3f} | {ua:.1f} | {ub:.1f} |")
+        x, y = a[k], b[k]
+        print(f"| {k[0]} | {k[1]:g} | {k[2]} | {k[3]} | {x['enc_roof']:.3f} | {y['enc_roof']:.3f} | "
+              f"{y['enc_roof'] / x['enc_roof']:.3f} | {x['dec_roof']:.3f} | {y['dec_roof']:.3f} | "
+              f"{y['dec_roof'] / x['dec_roof']:.3f} | {us(x['enc_us'])} / {us(y['enc_us'])} | "
+              f"{us(x['dec_us'])} / {us(y['dec_us'])} | {us(x['enc_cold_us'])} / {us(y['enc_cold_us'])} | "
+              f"{us(x['dec_cold_us'])} / {us(y['dec_cold_us'])} |")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,10 @@
 // B * raw / (raw + frame) GB/s of uncompressed data, each way; "/roof" is speed over it. Each (dataset, size, flags,
 // layout) runs encode and decode without checksums, with H32 and with LH32 ones (--checksums), contiguous and paged
 // (--page-values values per page, pages in shuffled order), and every first frame is compared byte for byte with the
-// CPU codec and every first decode with its input. Also per call: the GPU time of one isolated call (events around it, idle GPU before: launch and
-// kernel) for memcpy, encode and decode.
+// CPU codec and every first decode with its input. Also per call: the GPU time of one isolated call (events around
+// it, idle GPU before: launch and kernel) for memcpy, encode and decode, warm (the same buffers call after call, so
+// that data and machine code sit in L2) and cold (L2 overwritten by a 256 MiB memset before each call, as a serving
+// engine's codec call finds it after the model's kernels).
 //
 // Datasets (from --data, the files carried into .devdata/ for the GPU machine):
 //   d512_*    trained-d512 KV (kv_{code,prose}_{bf16,e4m3,e5m2}.bin), codebook calibrated on the data itself; fp16 /
@@ -188,10 +190,12 @@ struct Events {
     cudaEventDestroy(a);
     cudaEventDestroy(b);
   }
-  // Median over reps of the GPU time of f(stream) (after one warm-up), in ms.
-  template <class F>
-  double median_ms(cudaStream_t s, int reps, F&& f) {
+  // Median over reps of the GPU time of f(stream) (after one warm-up), in ms; before each, before() on the stream
+  // outside the timed part.
+  template <class F, class G>
+  double median_ms(cudaStream_t s, int reps, F&& f, G&& before) {
     return szbench::median_of((unsigned)std::max(reps, 0), [&] {
+      before();
       CK(cudaEventRecord(a, s));
       f();
       CK(cudaEventRecord(b, s));
@@ -200,6 +204,10 @@ struct Events {
       CK(cudaEventElapsedTime(&ms, a, b));
       return (double)ms;
     });
+  }
+  template <class F>
+  double median_ms(cudaStream_t s, int reps, F&& f) {
+    return median_ms(s, reps, f, [] {});
   }
 };
 
@@ -210,6 +218,7 @@ struct Row {
   double mib;
   int cks;
   double ratio, memcpy_gbps, roof_gbps, enc_gbps, dec_gbps, memcpy_us, enc_us, dec_us, host_us;
+  double memcpy_cold_us, enc_cold_us, dec_cold_us;
   // Speed over the same-run roofline.
   double enc_roof() const { return szbench::fraction_of(enc_gbps, roof_gbps); }
   double dec_roof() const { return szbench::fraction_of(dec_gbps, roof_gbps); }
@@ -271,19 +280,25 @@ int main(int argc, char** argv) {
   }
   szbench::CsvWriter csv(csv_path, {"data", "dtype", "k", "MiB", "checksums", "layout", "ratio", "memcpy_GBps",
                                     "roofline_GBps", "enc_GBps", "enc_roof", "dec_GBps", "dec_roof", "memcpy_us",
-                                    "enc_us", "dec_us", "host_enc_us"});
+                                    "enc_us", "dec_us", "host_enc_us", "memcpy_cold_us", "enc_cold_us",
+                                    "dec_cold_us"});
   if (!csv_path.empty() && !csv.ok()) {
     fprintf(stderr, "cannot write %s\n", csv_path.c_str());
     return 1;
   }
   printf("\n| data | MiB | cks | layout | k | ratio | memcpy GB/s | roof GB/s | enc GB/s | /roof | dec GB/s | /roof |"
-         " memcpy us | enc us | dec us | host us |\n|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-         "---:|---:|\n");
+         " memcpy us | enc us | dec us | host us | cold: memcpy us | enc us | dec us |\n"
+         "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   std::vector<Row> rows;
   cudaStream_t stream;
   CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const sz_cuda_stream zs = reinterpret_cast<sz_cuda_stream>(stream);
   Events ev;
+  const size_t flush_bytes = (size_t)256 << 20;  // > the 60 MB L2 of an H200 several times over
+  uint8_t* d_flush;
+  CK(cudaMalloc(&d_flush, flush_bytes));
+  unsigned flushes = 0;
+  auto flush_l2 = [&] { CK(cudaMemsetAsync(d_flush, (int)(++flushes & 0xFF), flush_bytes, stream)); };
   for (const Dataset& ds : sets) {
     if (!only.empty() && ("," + only + ",").find("," + ds.name + ",") == std::string::npos) continue;
     const size_t vb = sz_dtype_size(ds.dtype);
@@ -331,9 +346,9 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i < R; ++i)
           CK(cudaMemcpyAsync(d_out + i * bstride, d_in + i * bstride, bytes, cudaMemcpyDeviceToDevice, stream));
       }) / (double)R;
-      const double memcpy_us = 1e3 * ev.median_ms(stream, reps, [&] {
-        CK(cudaMemcpyAsync(d_out, d_in, bytes, cudaMemcpyDeviceToDevice, stream));
-      });
+      auto memcpy_one = [&] { CK(cudaMemcpyAsync(d_out, d_in, bytes, cudaMemcpyDeviceToDevice, stream)); };
+      const double memcpy_us = 1e3 * ev.median_ms(stream, reps, memcpy_one);
+      const double memcpy_cold_us = 1e3 * ev.median_ms(stream, reps, memcpy_one, flush_l2);
       const double memcpy_gbps = szbench::gbps(2 * bytes, memcpy_ms * 1e-3);  // bytes read + written
       // Page lists: every buffer split into pages of page_values values, listed in a shuffled order.
       const uint64_t pv = std::min<uint64_t>(page_values / unit * unit, n);
@@ -407,6 +422,7 @@ int main(int argc, char** argv) {
             for (size_t i = 0; i < R; ++i) enc_one(i);
           }) / (double)R;
           const double enc_us = 1e3 * ev.median_ms(stream, reps, [&] { enc_one(0); });
+          const double enc_cold_us = 1e3 * ev.median_ms(stream, reps, [&] { enc_one(0); }, flush_l2);
           {  // host time to enqueue one call (argument checks and the launch), over a batch
             CK(cudaStreamSynchronize(stream));
             const szbench::Timer timer;
@@ -421,6 +437,7 @@ int main(int argc, char** argv) {
             for (size_t i = 0; i < R; ++i) dec_one(i);
           }) / (double)R;
           const double dec_us = 1e3 * ev.median_ms(stream, reps, [&] { dec_one(0); });
+          const double dec_cold_us = 1e3 * ev.median_ms(stream, reps, [&] { dec_one(0); }, flush_l2);
           CK(cudaStreamSynchronize(stream));
           // Check buffer 0 (and the last): frame = CPU frame of the values in list order, decode = input.
           uint64_t fsize = 0;
@@ -474,16 +491,22 @@ int main(int argc, char** argv) {
           r.enc_us = enc_us;
           r.dec_us = dec_us;
           r.host_us = host_us;
+          r.memcpy_cold_us = memcpy_cold_us;
+          r.enc_cold_us = enc_cold_us;
+          r.dec_cold_us = dec_cold_us;
           rows.push_back(r);
-          printf("| %s | %.0f | %d | %s | %u | %.4f | %.0f | %.0f | %.0f | %.3f | %.0f | %.3f | %.1f | %.1f | %.1f | %.1f |\n",
+          printf("| %s | %.0f | %d | %s | %u | %.4f | %.0f | %.0f | %.0f | %.3f | %.0f | %.3f | %.1f | %.1f | %.1f | %.1f |"
+                 " %.1f | %.1f | %.1f |\n",
                  r.data.c_str(), r.mib, r.cks, r.layout.c_str(), r.k, r.ratio, r.memcpy_gbps, r.roof_gbps, r.enc_gbps,
-                 r.enc_roof(), r.dec_gbps, r.dec_roof(), r.memcpy_us, r.enc_us, r.dec_us, r.host_us);
+                 r.enc_roof(), r.dec_gbps, r.dec_roof(), r.memcpy_us, r.enc_us, r.dec_us, r.host_us, r.memcpy_cold_us,
+                 r.enc_cold_us, r.dec_cold_us);
           fflush(stdout);
           using szbench::fixed;
           csv.row({r.data, sz_dtype_name(r.dtype), std::to_string(r.k), fixed(r.mib, 0), std::to_string(r.cks),
                    r.layout, fixed(r.ratio, 5), fixed(r.memcpy_gbps, 1), fixed(r.roof_gbps, 1), fixed(r.enc_gbps, 1),
                    fixed(r.enc_roof(), 4), fixed(r.dec_gbps, 1), fixed(r.dec_roof(), 4), fixed(r.memcpy_us, 2),
-                   fixed(r.enc_us, 2), fixed(r.dec_us, 2), fixed(r.host_us, 2)});
+                   fixed(r.enc_us, 2), fixed(r.dec_us, 2), fixed(r.host_us, 2), fixed(r.memcpy_cold_us, 2),
+                   fixed(r.enc_cold_us, 2), fixed(r.dec_cold_us, 2)});
         }
         CK(cudaFree(d_ws));
       }
@@ -497,6 +520,7 @@ int main(int argc, char** argv) {
       if (d_bases) CK(cudaFree(d_bases));
     }
   }
+  CK(cudaFree(d_flush));
   if (!csv.close()) {
     fprintf(stderr, "cannot write %s\n", csv_path.c_str());
     return 1;
