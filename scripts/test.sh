@@ -46,6 +46,7 @@ stamp "python"
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q pytest numpy ml_dtypes xxhash
+.venv/bin/pip install -q --no-deps nixl-cu13  # the NIXL store's tests (host memory: NIXL needs torch only for tensors)
 .venv/bin/pip install -q . -Ccmake.define.SPLITZIP_ENABLE_CUDA=OFF
 SPLITZIP_CLI="$PWD/build/cli/splitzip" .venv/bin/pytest -q python/tests
 

@@ -210,7 +210,9 @@ class FileTransport:
 def make_transport(spec: object) -> Union[Transport, "UcxTransport"]:
     """A transport from a configuration value: a Transport or UcxTransport object as is; ``{"transport":
     "inprocess", "name": N}``; ``{"transport": "file", "path": P}``; ``{"transport": "ucx", "address": "host:port"}``
-    (a sender) and / or ``"port": P`` (a receiver), with the options of :class:`UcxTransport`."""
+    (a sender) and / or ``"port": P`` (a receiver), with the options of :class:`UcxTransport`; ``{"transport":
+    "nixl", "port": P}`` (the holder) or ``"address": "host:port"`` (a client), with the options of
+    :class:`~splitzip.integrations.nixl.NixlStore`."""
     if isinstance(spec, UcxTransport):
         return spec
     if isinstance(spec, Transport) and not isinstance(spec, dict):
@@ -231,7 +233,10 @@ def make_transport(spec: object) -> Union[Transport, "UcxTransport"]:
         if unknown:
             raise ValueError(f"transport 'ucx': unknown options {unknown} (known: {sorted(UCX_OPTIONS)})")
         return UcxTransport(**options)
-    raise ValueError(f"transport must be 'inprocess', 'file' or 'ucx', got {kind!r}")
+    if kind == "nixl":
+        from .nixl import NixlStore
+        return NixlStore.from_config(spec)
+    raise ValueError(f"transport must be 'inprocess', 'file', 'ucx' or 'nixl', got {kind!r}")
 
 
 # ---- streams over splitzip.transfer ----------------------------------------------------------------------------

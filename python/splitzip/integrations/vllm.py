@@ -43,7 +43,9 @@ with ``address`` on a producer and ``port`` on a consumer; see :mod:`splitzip.in
 ``namespace``, ``layout`` ("kv_first", "blocks_first": for a cache whose first axes are ambiguous); with "ucx" not
 ``codebook``, ``chunk`` or ``checksum`` (the transfer codes its messages itself) but ``host``, ``token``, ``raw``,
 ``rate``, ``timeout``, ``max_pending_bytes``, ``pending_seconds``, ``arrival_wait``, ``max_sessions``
-(:class:`~splitzip.integrations.transport.UcxTransport`) and ``max_send_bytes``.
+(:class:`~splitzip.integrations.transport.UcxTransport`) and ``max_send_bytes``; "nixl" with ``port`` on the
+instance that holds the objects (the consumer) and ``address`` on the other, and the options of
+:class:`~splitzip.integrations.nixl.NixlStore`.
 
 Without vLLM installed the module still loads: ``KVConnectorBase_V1``, ``KVConnectorMetadata`` and
 ``KVConnectorRole`` are then minimal local definitions of vLLM's, and the connector reads from vLLM's objects only
@@ -68,6 +70,7 @@ from .._core import _FLOAT_ELEMENTS, _Tensor, _int_arg, dtype_name
 from .._errors import Error, check
 from . import _pagetable
 from ._codec import Codec
+from .nixl import NIXL_OPTIONS
 from .transport import UCX_OPTIONS, UcxTransport, make_transport
 
 _log = logging.getLogger(__name__)
@@ -155,7 +158,8 @@ except ImportError:
 _STORE_KEYS = {"name", "path"}
 _CODEC_KEYS = {"codebook", "chunk", "checksum"}
 _UCX_KEYS = set(UCX_OPTIONS) - {"threads"} | {"max_send_bytes"}
-_EXTRA_KEYS = {"transport", "threads", "namespace", "layout"} | _STORE_KEYS | _CODEC_KEYS | _UCX_KEYS
+_NIXL_KEYS = set(NIXL_OPTIONS)
+_EXTRA_KEYS = {"transport", "threads", "namespace", "layout"} | _STORE_KEYS | _CODEC_KEYS | _UCX_KEYS | _NIXL_KEYS
 _LAYOUTS = ("kv_first", "blocks_first")
 
 
@@ -210,15 +214,16 @@ class SplitZipConnector(KVConnectorBase_V1):
         self._block_size = _int_arg(vllm_config.cache_config.block_size, "cache_config.block_size", 1, 1 << 20)
         spec = extra.get("transport", "inprocess")
         ucx = spec == "ucx" or isinstance(spec, UcxTransport)
+        nixl = spec == "nixl"
         # the transfer codes its messages itself (the dtype's default codebook and chunk, checksums always on)
-        misplaced = sorted(set(extra) & ((_STORE_KEYS | _UCX_KEYS | _CODEC_KEYS)
-                                         - (_UCX_KEYS if ucx else _STORE_KEYS | _CODEC_KEYS)))
+        allowed = _UCX_KEYS if ucx else (_NIXL_KEYS if nixl else _STORE_KEYS) | _CODEC_KEYS
+        misplaced = sorted(set(extra) & ((_STORE_KEYS | _UCX_KEYS | _CODEC_KEYS | _NIXL_KEYS) - allowed))
         if misplaced:
             raise ValueError(f"SplitZipConnector: kv_connector_extra_config keys {misplaced} do not apply to "
                              f"transport {spec if isinstance(spec, str) else type(spec).__name__!r}")
         self._max_send_bytes = _int_arg(extra.get("max_send_bytes", 4 << 30), "max_send_bytes", 1, 1 << 62)
         if isinstance(spec, str):
-            keys = (_UCX_KEYS - {"max_send_bytes"}) | {"threads"} if ucx else _STORE_KEYS
+            keys = (_UCX_KEYS - {"max_send_bytes"}) | {"threads"} if ucx else _NIXL_KEYS if nixl else _STORE_KEYS
             spec = {"transport": spec, **{k: extra[k] for k in keys if k in extra}}
         self._transport: Any = make_transport(spec)
         # the UCX transport streams each layer to the consumer as it is saved (its own code paths, below)
