@@ -1009,24 +1009,31 @@ class _Client:
             self._waiting.add(rid)
         try:
             self._notify(msg)
-            deadline = time.monotonic() + self.timeout
-            with self._cv:
-                while rid not in self._replies:
-                    self._check()
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise IoError(f"NIXL store: {what}: the holder at {self.where} did not answer within "
-                                      f"{self.timeout:g} s (timeout)")
-                    self._cv.wait(min(left, 0.05))
-                reply = self._replies.pop(rid)
+            return self._reply(rid, what, "answer")
         finally:
-            with self._cv:
-                self._waiting.discard(rid)
-                self._replies.pop(rid, None)
+            self._forget(rid)
+
+    def _reply(self, rid: int, what: str, verb: str) -> Dict[str, Any]:
+        """Waits for the holder's reply to request ``rid`` (IoError on a refusal, the holder gone, or the timeout)."""
+        deadline = time.monotonic() + self.timeout
+        with self._cv:
+            while rid not in self._replies:
+                self._check()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise IoError(f"NIXL store: {what}: the holder at {self.where} did not {verb} within "
+                                  f"{self.timeout:g} s (timeout)")
+                self._cv.wait(min(left, 0.05))
+            reply = self._replies.pop(rid)
         if not reply.get("ok"):
             why = reply.get("why")
             raise IoError(f"NIXL store: {what}: the holder refused: {why if isinstance(why, str) else 'no reason'}")
         return reply
+
+    def _forget(self, rid: int) -> None:
+        with self._cv:
+            self._waiting.discard(rid)
+            self._replies.pop(rid, None)
 
     # -- transfers --
 
@@ -1129,22 +1136,9 @@ class _Client:
                 self._notify({"op": "done", "ref": ref, "id": rid})
             else:
                 self._stream_out(pieces, size, off, deadline, done, what)
-            reply_deadline = time.monotonic() + self.timeout
-            with self._cv:
-                while rid not in self._replies:
-                    self._check()
-                    left = reply_deadline - time.monotonic()
-                    if left <= 0:
-                        raise IoError(f"NIXL store: {what}: the holder at {self.where} did not confirm within "
-                                      f"{self.timeout:g} s (timeout)")
-                    self._cv.wait(min(left, 0.05))
-                reply = self._replies.pop(rid)
+            self._reply(rid, what, "confirm")
         finally:
-            with self._cv:
-                self._waiting.discard(rid)
-                self._replies.pop(rid, None)
-        if not reply.get("ok"):
-            raise IoError(f"NIXL store: {what}: the holder refused: {reply.get('why')}")
+            self._forget(rid)
 
     def _stream_out(self, pieces: List[Any], size: int, off: int, deadline: float, done: bytes, what: str) -> None:
         posted: "collections.deque[Tuple[Any, int]]" = collections.deque()  # (handle, slot)
