@@ -255,8 +255,13 @@ class _Allocator:
         self._free: List[List[int]] = [[0, size]]  # [offset, length]
         self.used = 0
 
+    @staticmethod
+    def _extent(n: int) -> int:
+        """The bytes an object of n bytes takes: a whole number of _ALIGN, at least one."""
+        return max(_ALIGN, (n + _ALIGN - 1) // _ALIGN * _ALIGN)
+
     def alloc(self, n: int) -> Optional[int]:
-        need = max(_ALIGN, (n + _ALIGN - 1) // _ALIGN * _ALIGN)
+        need = self._extent(n)
         for i, (off, length) in enumerate(self._free):
             if length >= need:
                 if length == need:
@@ -268,7 +273,7 @@ class _Allocator:
         return None
 
     def free(self, offset: int, n: int) -> None:
-        need = max(_ALIGN, (n + _ALIGN - 1) // _ALIGN * _ALIGN)
+        need = self._extent(n)
         self.used -= need
         lo, hi = 0, len(self._free)
         while lo < hi:
@@ -480,15 +485,30 @@ class _Holder:
 
     # -- the arena --
 
-    def _free(self, obj: _Object) -> None:
-        if obj.size:
-            self._alloc.free(obj.offset, obj.size)
+    def _free_extent(self, offset: int, size: int) -> None:
+        if size:  # an empty object has no extent (_reserve gives it offset 0 without allocating)
+            self._alloc.free(offset, size)
 
     def _retire(self, obj: _Object) -> None:
         if obj.pins:
             obj.retired = True
         else:
-            self._free(obj)
+            self._free_extent(obj.offset, obj.size)
+
+    def _drop_reservation(self, rid: int) -> None:
+        """An unfinished put ends without its object (lock held): its room is free again."""
+        r = self._reserved.pop(rid, None)
+        if r is not None:
+            self.stats["dropped"] += 1
+            self._free_extent(r.offset, r.size)
+
+    def _drop_pin(self, pid: int, peer: Optional[_Peer]) -> None:
+        """A client's read ends (lock held): the object is unpinned, and freed if it was retired meanwhile."""
+        if peer is not None:
+            peer.pins.discard(pid)
+        p = self._pins.pop(pid, None)
+        if p is not None:
+            self._unpin(p.obj)
 
     def _reserve(self, key: str, size: int) -> Tuple[Optional[int], str]:
         """A region for a new object of size bytes (lock held): (offset, "") or (None, why)."""
@@ -539,8 +559,8 @@ class _Holder:
             self.arena.sync()
         except BaseException:
             with self._lock:
-                if self._reserved.pop(rid, None) is not None and size:
-                    self._alloc.free(off, size)
+                if self._reserved.pop(rid, None) is not None:
+                    self._free_extent(off, size)
             raise
         with self._lock:
             if self._reserved.pop(rid, None) is None:
@@ -582,7 +602,7 @@ class _Holder:
     def _unpin(self, obj: _Object) -> None:
         obj.pins -= 1
         if obj.pins == 0 and obj.retired:
-            self._free(obj)
+            self._free_extent(obj.offset, obj.size)
 
     def _check_open(self) -> None:
         if self._closing:
@@ -595,8 +615,7 @@ class _Holder:
 
     def snapshot(self) -> Dict[str, int]:
         with self._lock:
-            return dict(self.stats, objects=len(self._objects),
-                        bytes_stored=sum(o.size for o in self._objects.values()),
+            return dict(self.stats, objects=len(self._objects), bytes_stored=self.bytes_stored,
                         arena_used=self._alloc.used, reservations=len(self._reserved), pins=len(self._pins),
                         peers=len(self._peers))
 
@@ -720,15 +739,9 @@ class _Holder:
         self._drop_agent(peer.name)
         with self._lock:
             for rid in list(peer.reservations):
-                r = self._reserved.pop(rid, None)
-                if r is not None:
-                    self.stats["dropped"] += 1
-                    if r.size:
-                        self._alloc.free(r.offset, r.size)
+                self._drop_reservation(rid)
             for pid in list(peer.pins):
-                p = self._pins.pop(pid, None)
-                if p is not None:
-                    self._unpin(p.obj)
+                self._drop_pin(pid, peer)
         try:
             peer.sock.close()
         except OSError:
@@ -747,17 +760,10 @@ class _Holder:
                     if peer is not None:
                         late[peer.name] = peer  # _drop_peer frees its reservations
                     else:
-                        del self._reserved[rid]
-                        self.stats["dropped"] += 1
-                        if r.size:
-                            self._alloc.free(r.offset, r.size)
+                        self._drop_reservation(rid)
             for pid, p in list(self._pins.items()):
                 if p.deadline < now:
-                    del self._pins[pid]
-                    peer = self._peers.get(p.client)
-                    if peer is not None:
-                        peer.pins.discard(pid)
-                    self._unpin(p.obj)
+                    self._drop_pin(pid, self._peers.get(p.client))
         for peer in late.values():
             self._drop_peer(peer, "a put of it outlived its lease")
 
@@ -783,15 +789,10 @@ class _Holder:
             ref = _int_field(msg, "ref", 1, 1 << 62)
             with self._lock:
                 if op == "unpin" and ref in peer.pins:
-                    peer.pins.discard(ref)
-                    p = self._pins.pop(ref)
-                    self._unpin(p.obj)
+                    self._drop_pin(ref, peer)
                 elif op == "abort" and ref in peer.reservations:
                     peer.reservations.discard(ref)
-                    r = self._reserved.pop(ref)
-                    self.stats["dropped"] += 1
-                    if r.size:
-                        self._alloc.free(r.offset, r.size)
+                    self._drop_reservation(ref)
             return
         if rid is None:
             with self._lock:
@@ -899,7 +900,7 @@ class _Client:
         try:
             self.sock = socket.create_connection((host, port), timeout=min(timeout, 30.0))
         except OSError as e:
-            self._close_agent()
+            self.staging.close()
             raise IoError(f"NIXL store: connecting to the holder at {where}: {e}") from None
         try:
             hello = {"magic": _MAGIC, "version": _VERSION, "token": token, "agent": self.name}
@@ -920,11 +921,11 @@ class _Client:
                 raise IoError(f"NIXL store: the holder at {where} sent an invalid handshake")
         except (OSError, ValueError, ConnectionError, UnicodeDecodeError) as e:
             self.sock.close()
-            self._close_agent()
+            self.staging.close()
             raise IoError(f"NIXL store: the handshake with the holder at {where} failed: {e}") from None
         except BaseException:
             self.sock.close()
-            self._close_agent()
+            self.staging.close()
             raise
         self.base, self.capacity = int(info["base"]), int(info["capacity"])
         self.peer_max = int(info["max_object_bytes"])
@@ -1128,14 +1129,14 @@ class _Client:
         the last chunk, sent once all others finished, carries the notification that publishes the object."""
         deadline = time.monotonic() + self.transfer_deadline
         rid = next(self._ids)  # the holder's confirmation comes to this id
-        done = _encode({"op": "done", "ref": ref, "id": rid})
+        done = {"op": "done", "ref": ref, "id": rid}
         with self._cv:
             self._waiting.add(rid)
         try:
             if size == 0:
-                self._notify({"op": "done", "ref": ref, "id": rid})
+                self._notify(done)
             else:
-                self._stream_out(pieces, size, off, deadline, done, what)
+                self._stream_out(pieces, size, off, deadline, _encode(done), what)
             self._reply(rid, what, "confirm")
         finally:
             self._forget(rid)
@@ -1158,11 +1159,7 @@ class _Client:
             self.staging.sync()
 
         def drain() -> None:
-            h, s = posted.popleft()
-            try:
-                self._wait(h, deadline, what)
-            finally:
-                self._slots.put(s)
+            self._drain(posted, deadline, what)
 
         try:
             at = 0
@@ -1184,16 +1181,31 @@ class _Client:
                         self._slots.put(slot)
                 at += n
         finally:
-            while posted:
-                h, s = posted.popleft()
-                try:
-                    self._wait(h, deadline, what)
-                except IoError:
-                    pass
-                self._slots.put(s)
+            self._settle(posted, deadline, what)
 
     def _write_last(self, slot: int, remote: int, n: int, done: bytes, deadline: float, what: str) -> None:
+        """The put's last chunk, carrying the notification that publishes the object."""
         self._wait(self._post("WRITE", slot, remote, n, done), deadline, what)
+
+    def _drain(self, posted: Any, deadline: float, what: str, landed: Any = None) -> None:
+        """Finishes the oldest transfer of a put or get (posted: entries of handle, slot, ...), then landed(entry)
+        if given (a READ's copy out of its slot), and frees its slot whatever happened."""
+        entry = posted.popleft()
+        try:
+            self._wait(entry[0], deadline, what)
+            if landed is not None:
+                landed(entry)
+        finally:
+            self._slots.put(entry[1])
+
+    def _settle(self, posted: Any, deadline: float, what: str) -> None:
+        """Waits out the transfers of a put or get still on the wire (there are some only when it failed), so that
+        their slots are free again; their own errors add nothing to the one that propagates."""
+        while posted:
+            try:
+                self._drain(posted, deadline, what)
+            except IoError:
+                pass
 
     def get(self, key: str) -> Optional[Any]:
         what = f"get of {key!r}"
@@ -1225,14 +1237,13 @@ class _Client:
         deadline = time.monotonic() + self.transfer_deadline
         posted: "collections.deque[Tuple[Any, int, int, int]]" = collections.deque()  # (handle, slot, at, n)
 
+        def landed(entry: Tuple[Any, int, int, int]) -> None:
+            _, s, a, n = entry
+            self.staging.sync()
+            _copy(out[a:a + n], self.staging.view(s, n))
+
         def drain_one() -> None:
-            h, s, a, n = posted.popleft()
-            try:
-                self._wait(h, deadline, what)
-                self.staging.sync()
-                _copy(out[a:a + n], self.staging.view(s, n))
-            finally:
-                self._slots.put(s)
+            self._drain(posted, deadline, what, landed)
 
         try:
             at = 0
@@ -1250,15 +1261,8 @@ class _Client:
             while posted:
                 drain_one()
         finally:
-            while posted:
-                h, s, _, _ = posted.popleft()
-                try:
-                    self._wait(h, deadline, what)
-                except IoError:
-                    pass
-                self._slots.put(s)
-        if self.staging.device is not None:
-            self.staging.sync()
+            self._settle(posted, deadline, what)
+        self.staging.sync()
 
     def contains(self, key: str) -> bool:
         return bool(self._call({"op": "has", "key": key}, f"contains {key!r}").get("has"))
@@ -1271,12 +1275,6 @@ class _Client:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=self.inflight, thread_name_prefix="splitzip-nixl-put")
             return self._executor
-
-    def _close_agent(self) -> None:
-        try:
-            self.staging.close()
-        except AttributeError:
-            pass
 
     def close(self) -> None:
         if self._closing:
@@ -1295,7 +1293,7 @@ class _Client:
             self.agent.remove_remote_agent(self.peer)
         except Exception:
             pass
-        self._close_agent()
+        self.staging.close()
 
 
 # ---- the store ---------------------------------------------------------------------------------------------------
