@@ -2,6 +2,7 @@
 lines they exchange (one object per line; requests on a worker's stdin, replies on its stdout; logs on stderr)."""
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -66,9 +67,23 @@ def log(msg):
     print(f"[{Path(sys.argv[0]).stem}] {msg}", file=sys.stderr, flush=True)
 
 
+_replies = None  # the stream replies go to (stdout unless private_stdout() moved it)
+
+
+def private_stdout():
+    """Keeps the process's stdout for replies only: anything else written to it (a library's log lines) goes to
+    stderr from now on."""
+    global _replies
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    _replies = os.fdopen(fd, "w", buffering=1)
+    sys.stdout = sys.stderr
+
+
 def reply(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+    out = _replies or sys.stdout
+    out.write(json.dumps(obj) + "\n")
+    out.flush()
 
 
 def serve(handle):
