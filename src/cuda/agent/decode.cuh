@@ -305,6 +305,11 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
       break;
     }
     const uint64_t first = c * S;
+    // The chunk's checksum entry, loaded now so that it is in a register when the last round is done: read after
+    // the rounds' stores it would be a dependent round trip to memory per chunk.
+    const uint8_t* const ckp = sh.src + h.checksum_off + 4 * c;
+    const uint32_t want = !cks ? 0u : ((uintptr_t)ckp & 3u) == 0 ? *reinterpret_cast<const uint32_t*>(ckp)
+                                                                    : layout::load_u32(ckp);
     const uint32_t CB = ci.L * VB, Gn = (ci.L + 7) / 8, G = Gn * K, X = ci.raw ? 0 : ci.X;
     const uint8_t* const eg = exp_base() + ci.begin + G;  // the escape lists in the frame
     // The lists as staged in shared memory (up to kEscapeCap escapes), else read in place by an out-of-line load:
@@ -500,7 +505,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
         for (uint32_t r = 0; r < ci.NR; ++r) xxh_chain(hs, sums[r][xxh_acc_index(lane)], keys.x, r, CB);
       }
       const uint32_t hv = chunk_checksum(lh, lh ? ls.a0 : hs.acc, ls.a1, keys, sh.dst, first * VB, CB);
-      if (hv != layout::load_u32(sh.src + h.checksum_off + 4 * c)) {
+      if (hv != want) {
         report(a.ws, SZ_ERROR_CHECKSUM);
         break;
       }
