@@ -65,4 +65,9 @@ SZ_API sz_status sz_cuda_decompress_pages_book(const void*, size_t, const sz_cha
   return SZ_ERROR_NOT_SUPPORTED;
 }
 
+SZ_API sz_status sz_cuda_decompress_entropy(const void*, size_t, const void*, size_t, void*, size_t, void*, size_t,
+                                            int32_t*, uint64_t*, sz_cuda_stream) {
+  return SZ_ERROR_NOT_SUPPORTED;
+}
+
 }  // extern "C"

@@ -15,9 +15,11 @@
 #include <thread>
 #include <vector>
 
+#include "entropy_image.h"
 #include "entropy_kernels.h"
 #include "internal.h"
 #include "kernels.h"
+#include "splitzip/splitzip_cuda.h"
 
 using namespace splitzip;
 using namespace splitzip::layout;
@@ -812,6 +814,32 @@ void quantise(const double* counts, unsigned A, uint32_t* freq) {
 
 }  // namespace
 
+// ---- the device image of a table (entropy_image.h), for the CUDA decoder ----------------------------------------
+
+namespace {
+
+// The image's shape: the sum of the tensors' distinct group counts; false if the table is not a valid one.
+bool image_shape(const sz_symbol_table* t, uint64_t* lists_total) {
+  if (t == nullptr || t->group_of == nullptr || t->freq == nullptr ||
+      !table_shape_ok(t->dtype, t->tensors, t->period, t->groups) ||
+      t->symbol_bits != symbol_split(t->dtype).symbol_bits || !table_contents_ok(*t))
+    return false;
+  std::vector<uint32_t> last(t->groups, ~0u);  // the last tensor that used each group
+  uint64_t total = 0;
+  for (uint32_t k = 0; k < t->tensors; ++k)
+    for (uint32_t c = 0; c < t->period; ++c) {
+      const uint32_t g = file_group(*t, (uint64_t)k * t->period + c);
+      if (last[g] != k) {
+        last[g] = k;
+        ++total;
+      }
+    }
+  *lists_total = total;
+  return true;
+}
+
+}  // namespace
+
 extern "C" {
 
 SZ_API size_t sz_symbol_table_file_size(sz_dtype dtype, uint32_t tensors, uint32_t period, uint32_t groups) {
@@ -1080,6 +1108,87 @@ SZ_API sz_status sz_decompress_entropy(const void* src, size_t src_size, const s
 SZ_API sz_status sz_decompress_entropy_reference(const void* src, size_t src_size, const sz_symbol_table* table,
                                                  void* dst, size_t dst_capacity, size_t* dst_size) {
   return decompress_entropy(src, src_size, table, dst, dst_capacity, dst_size, 1, true);
+}
+
+SZ_API size_t sz_cuda_symbol_table_image_size(const sz_symbol_table* table) {
+  uint64_t lists = 0;
+  try {
+    if (!image_shape(table, &lists)) return 0;
+  } catch (...) {
+    return 0;
+  }
+  return (size_t)eimg::offsets(table->symbol_bits, table->tensors, table->period, table->groups, lists).end;
+}
+
+SZ_API sz_status sz_cuda_symbol_table_image(const sz_symbol_table* table, void* dst, size_t dst_capacity,
+                                            size_t* image_size) {
+  if (table == nullptr || dst == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  try {
+    uint64_t lists_total = 0;
+    if (!image_shape(table, &lists_total)) return SZ_ERROR_BAD_CODEBOOK;
+    const sz_symbol_table& t = *table;
+    const uint32_t A = 1u << t.symbol_bits, stride = A + 2;
+    const eimg::Offsets o = eimg::offsets(t.symbol_bits, t.tensors, t.period, t.groups, lists_total);
+    if ((uint64_t)dst_capacity < o.end) return SZ_ERROR_DST_TOO_SMALL;
+    uint8_t* img = (uint8_t*)dst;
+    memset(img, 0, (size_t)o.end);
+    eimg::Header h{};
+    h.magic = eimg::kMagic;
+    h.dtype = t.dtype;
+    h.symbol_bits = t.symbol_bits;
+    h.period = t.period;
+    h.tensors = t.tensors;
+    h.groups = t.groups;
+    h.sym_stride = stride;
+    h.id = t.id;
+    h.sym_off = (uint32_t)o.sym;
+    h.bucket_off = (uint32_t)o.bucket;
+    h.used_off = (uint32_t)o.used;
+    h.tensor_off = (uint32_t)o.tensor;
+    h.cmap_off = (uint32_t)o.cmap;
+    memcpy(img, &h, sizeof h);
+    for (uint32_t g = 0; g < t.groups; ++g) {
+      uint8_t* sym = img + o.sym + 4ull * stride * g;
+      uint8_t* bucket = img + o.bucket + (uint64_t)eimg::kBuckets * g;
+      uint8_t* used = img + o.used + 32ull * g;
+      uint32_t cum = 0, entry = 0;
+      for (uint32_t s = 0; s <= A; ++s) {
+        const uint32_t f = file_freq(t, g, s);
+        if (f == 0) continue;
+        if (s < 256) used[s / 8] |= (uint8_t)(1u << (s % 8));
+        store_u32(sym + 4 * entry, cum | s << 16);
+        for (uint32_t slot = cum; slot < cum + f; ++slot)
+          if (slot % (1u << eimg::kBucketShift) == 0)
+            bucket[slot >> eimg::kBucketShift] = (uint8_t)(entry < 255 ? entry : 255);
+        cum += f;
+        ++entry;
+      }
+      for (; entry < stride; ++entry) store_u32(sym + 4 * entry, eimg::kSentinel);
+    }
+    std::vector<uint32_t> local(t.groups, ~0u);
+    uint64_t first = 0;
+    for (uint32_t k = 0; k < t.tensors; ++k) {
+      uint32_t count = 0;
+      uint8_t* cmap = img + o.cmap + 4ull * t.period * k;
+      for (uint32_t c = 0; c < t.period; ++c) {
+        const uint32_t g = file_group(t, (uint64_t)k * t.period + c);
+        if (local[g] == ~0u) {
+          local[g] = count;
+          store_u16(img + o.lists + 2 * (first + count), (uint16_t)g);
+          ++count;
+        }
+        store_u32(cmap + 4 * c, local[g] | g << 16);
+      }
+      for (uint32_t i = 0; i < count; ++i) local[load_u16(img + o.lists + 2 * (first + i))] = ~0u;
+      store_u32(img + o.tensor + 8ull * k, count);
+      store_u32(img + o.tensor + 8ull * k + 4, (uint32_t)first);
+      first += count;
+    }
+    if (image_size) *image_size = (size_t)o.end;
+    return SZ_OK;
+  } catch (...) {
+    return SZ_ERROR_OUT_OF_MEMORY;
+  }
 }
 
 SZ_API sz_status sz_frame_table_ref(const void* src, size_t src_size, uint64_t* table_id, uint32_t* tensor,

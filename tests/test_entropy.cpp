@@ -15,32 +15,7 @@ namespace {
 
 const sz_dtype kDtypes[] = {SZ_DTYPE_BF16, SZ_DTYPE_FP16, SZ_DTYPE_FP32, SZ_DTYPE_FP8_E4M3, SZ_DTYPE_FP8_E5M2};
 
-// A calibrated, parsed and prepared symbol table that owns its file bytes and workspace.
-struct Table {
-  std::vector<uint8_t> file, workspace;
-  sz_symbol_table t{};
-  Table() = default;
-  Table(const Table&) = delete;
-};
-
-std::unique_ptr<Table> calibrated_table(const std::vector<uint8_t>& values, sz_dtype dtype, uint32_t tensors,
-                                        uint64_t tokens, uint32_t period, uint32_t groups) {
-  auto tb = std::make_unique<Table>();
-  std::vector<uint32_t> counts(sz_symbol_histogram_size(dtype, tensors, period) / 4, 0);
-  EXPECT_EQ(sz_symbol_histogram_add(counts.data(), dtype, tensors, period, values.data(), tokens), SZ_OK);
-  tb->file.resize(sz_symbol_table_file_size(dtype, tensors, period, groups));
-  size_t size = 0;
-  double bits = 0;
-  EXPECT_EQ(sz_symbol_calibrate(counts.data(), dtype, tensors, period, groups, tb->file.data(), tb->file.size(), &size,
-                                &bits),
-            SZ_OK);
-  tb->file.resize(size);
-  EXPECT_EQ(sz_symbol_table_parse(tb->file.data(), tb->file.size(), &tb->t), SZ_OK);
-  tb->workspace.resize(sz_symbol_table_workspace_size(&tb->t) + 1);
-  // An odd address: the workspace may have any alignment.
-  EXPECT_EQ(sz_symbol_table_prepare(&tb->t, tb->workspace.data() + 1, tb->workspace.size() - 1), SZ_OK);
-  return tb;
-}
+using Table = CalibratedTable;
 
 std::vector<uint8_t> compress(const std::vector<uint8_t>& values, sz_dtype dtype, const sz_symbol_table& t,
                               uint32_t tensor, const sz_params* p, bool reference = false) {
@@ -367,104 +342,6 @@ TEST(EntropyFrames, RealKvSliceBeatsTheChannelBookAndRoundTrips) {
 
 // ---- every CPU kernel set against the reference ------------------------------------------------------------------
 namespace {
-
-// A table written by hand, whose groups reach the corners of the coder: group 0 escapes every symbol (F_A = 4096),
-// group 1 gives one symbol 4095 of the 4096 slots, group 2 every symbol a small frequency (nothing escapes), group 3
-// halves the frequency from one symbol to the next down to 1, the others have random frequencies and random escaped
-// symbols. Channels get random groups.
-struct HandTable {
-  std::vector<uint8_t> group_of, freq, workspace;
-  std::vector<std::vector<uint32_t>> F;  // [g][s], s = 0..A
-  sz_symbol_table t{};
-  HandTable() = default;
-  HandTable(const HandTable&) = delete;
-};
-
-std::unique_ptr<HandTable> hand_table(sz_dtype dt, uint32_t tensors, uint32_t period, uint32_t groups, uint64_t seed) {
-  auto h = std::make_unique<HandTable>();
-  const unsigned B = dt == SZ_DTYPE_FP16 ? 5 : 8, A = 1u << B;
-  Rng rng(seed);
-  h->F.assign(groups, std::vector<uint32_t>(A + 1, 0));
-  for (uint32_t g = 0; g < groups; ++g) {
-    std::vector<uint32_t>& F = h->F[g];
-    if (g == 0) {
-      F[A] = 4096;
-    } else if (g == 1) {
-      F[A / 2 + 1] = 4095;
-      F[A] = 1;
-    } else if (g == 2) {
-      for (unsigned s = 0; s < A; ++s) F[s] = 4096 / A - 1;
-      F[A] = 4096 - A * (4096 / A - 1);
-    } else if (g == 3) {
-      uint32_t f = 2048, sum = 0;
-      for (unsigned k = 0; k < 12; ++k, f /= 2) {
-        F[(A / 3 + 5 * k) % A] = f;
-        sum += f;
-      }
-      F[A] = 4096 - sum;
-    } else {
-      F[A] = 1 + (uint32_t)rng.below(64);
-      std::vector<unsigned> coded;
-      for (unsigned s = 0; s < A; ++s)
-        if (rng.below(2)) coded.push_back(s);
-      if (coded.empty()) coded.push_back(0);
-      for (unsigned s : coded) F[s] = 1;
-      uint32_t left = 4096 - F[A] - (uint32_t)coded.size();
-      while (left > 0) {
-        const uint32_t add = 1 + (uint32_t)rng.below(std::min<uint32_t>(left, 300));
-        F[coded[rng.below(coded.size())]] += add;
-        left -= add;
-      }
-    }
-    for (unsigned s = 0; s <= A; ++s) {
-      h->freq.push_back((uint8_t)F[s]);
-      h->freq.push_back((uint8_t)(F[s] >> 8));
-    }
-  }
-  for (uint64_t c = 0; c < (uint64_t)tensors * period; ++c) {
-    const uint32_t g = (uint32_t)rng.below(groups);
-    h->group_of.push_back((uint8_t)g);
-    h->group_of.push_back((uint8_t)(g >> 8));
-  }
-  h->t.dtype = (uint8_t)dt;
-  h->t.symbol_bits = (uint8_t)B;
-  h->t.period = period;
-  h->t.tensors = tensors;
-  h->t.groups = groups;
-  h->t.id = seed;
-  h->t.group_of = h->group_of.data();
-  h->t.freq = h->freq.data();
-  h->workspace.resize(sz_symbol_table_workspace_size(&h->t));
-  EXPECT_EQ(sz_symbol_table_prepare(&h->t, h->workspace.data(), h->workspace.size()), SZ_OK);
-  return h;
-}
-
-// n values of tensor `tensor` whose symbols follow their channel's group, a fraction `wild` of them uniform (often
-// escaped); random sign and mantissa bits.
-std::vector<uint8_t> hand_values(const HandTable& h, sz_dtype dt, uint32_t tensor, uint64_t n, double wild,
-                                 uint64_t seed) {
-  const DtypeFacts f = dtype_facts(dt);
-  const unsigned vb = f.W / 8, A = 1u << h.t.symbol_bits, P = h.t.period;
-  Rng rng(seed);
-  std::vector<uint8_t> out(n * vb);
-  for (uint64_t i = 0; i < n; ++i) {
-    const uint64_t c = (uint64_t)tensor * P + i % P;
-    const uint32_t g = h.group_of[2 * c] | (uint32_t)h.group_of[2 * c + 1] << 8;
-    const std::vector<uint32_t>& F = h.F[g];
-    uint32_t coded = 0;
-    for (unsigned s = 0; s < A; ++s) coded += F[s];
-    uint32_t sym = (uint32_t)rng.below(A);
-    if (coded > 0 && rng.uniform() >= wild) {
-      uint32_t r = (uint32_t)rng.below(coded);
-      sym = 0;
-      while (r >= F[sym]) r -= F[sym++];
-    }
-    const uint64_t bits = rng.next();
-    const uint32_t v = vb == 1 ? sym : make_value((uint32_t)(bits >> 63), sym, (uint32_t)bits, f);
-    store_value(out.data() + i * vb, f.W, v);
-  }
-  return out;
-}
 
 class EntropyKernels : public ::testing::TestWithParam<const char*> {};
 

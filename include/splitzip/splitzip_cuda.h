@@ -110,6 +110,32 @@ SZ_API sz_status sz_cuda_decompress_pages_book(const void* d_src, size_t src_siz
                                                void* d_workspace, size_t workspace_size, int32_t* d_status,
                                                sz_cuda_stream stream);
 
+/* ---------------------------------------------------------------------------------------------------------------
+ * Entropy-coded frames (version 3, docs/FORMAT.md §4.10). The decoder reads the symbol table from a device image
+ * that the host builds once per table (these two calls are host code, in every build, CUDA or not; the image
+ * holds what the kernels look up, laid out for them: it is the library's in-memory form, never stored) and the
+ * caller copies to device memory (cudaMemcpy; 16-byte aligned). A warp decodes a chunk (its 32 rANS lanes are the
+ * warp's lanes), so speed grows with the chunks in flight: 2^16-value chunks (the recommended size) give 2048 per
+ * 256 MiB of BF16; smaller chunks decode faster on the GPU for smaller calls, at 132 bytes of state per chunk.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+/** Bytes of the device image of a valid symbol table (parsed or filled in; prepared or not); 0 if not valid. */
+SZ_API size_t sz_cuda_symbol_table_image_size(const sz_symbol_table* table);
+/** Writes the table's device image into host memory dst (a set-up call: it allocates working memory; *image_size,
+ *  if not NULL, receives the size). SZ_ERROR_BAD_CODEBOOK for an invalid table. */
+SZ_API sz_status sz_cuda_symbol_table_image(const sz_symbol_table* table, void* dst, size_t dst_capacity,
+                                            size_t* image_size);
+/** Decompresses a version 3 frame in device memory with the device image of its table (d_image, image_size bytes)
+ *  into a contiguous output, as sz_cuda_decompress does for the other versions: the workspace of
+ *  sz_cuda_decompress_workspace_size, *d_status and *d_dst_size written by the kernel; a frame of another version
+ *  gives SZ_ERROR_INVALID_ARGUMENT in *d_status (as sz_decompress_entropy returns), an
+ *  image of another table SZ_ERROR_BOOK_MISMATCH. Version 3 frames only: versions 1 and 2 decode with
+ *  sz_cuda_decompress(_book). */
+SZ_API sz_status sz_cuda_decompress_entropy(const void* d_src, size_t src_size, const void* d_image,
+                                            size_t image_size, void* d_dst, size_t dst_capacity, void* d_workspace,
+                                            size_t workspace_size, int32_t* d_status, uint64_t* d_dst_size,
+                                            sz_cuda_stream stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

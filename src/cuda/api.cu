@@ -5,6 +5,7 @@
 
 #include <atomic>
 
+#include "cuda/agent/entropy_decode.cuh"
 #include "cuda/dispatch.cuh"
 #include "cuda/kernels.cuh"
 #include "splitzip/splitzip_cuda.h"
@@ -28,8 +29,8 @@ const void* encode_kernel_ptr(int index, bool teams, bool ch) {
 // Resident CTAs per device of each kernel, computed at first use: encoder i's four kernels (team, channel windows) at
 // v * kEncodeKernels + i (resident_slot), the decoder's at kDecoderSlot.
 constexpr int kMaxDevices = 64;
-constexpr int kDecoderSlot = 4 * kEncodeKernels;
-std::atomic<int> g_resident[kMaxDevices][kDecoderSlot + 1];
+constexpr int kDecoderSlot = 4 * kEncodeKernels, kEntropyDecoderSlot = kDecoderSlot + 1;
+std::atomic<int> g_resident[kMaxDevices][kEntropyDecoderSlot + 1];
 int resident_slot(int index, bool teams, bool ch) { return (teams + 2 * ch) * kEncodeKernels + index; }
 
 sz_status resident_ctas(const void* kernel, int index, size_t smem, int threads, int* ctas) {
@@ -96,6 +97,25 @@ sz_status launch_decode(const DecodeArgs& a, cudaStream_t stream) {
   if (grid < 1) grid = 1;
   void* args[] = {const_cast<DecodeArgs*>(&a)};
   if (cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(DecodePolicy::kWarps * 32), args, smem, stream) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();
+    return SZ_ERROR_CUDA;
+  }
+  return SZ_OK;
+}
+
+sz_status launch_entropy_decode(const EntropyDecodeArgs& a, cudaStream_t stream) {
+  const size_t smem = entropy_decode_smem_bytes();
+  int resident = 0;
+  const void* kernel = entropy_decode_kernel_address();
+  const sz_status s =
+      resident_ctas(kernel, kEntropyDecoderSlot, smem, EntropyDecodePolicy::kWarps * 32, &resident);
+  if (s != SZ_OK) return s;
+  uint64_t grid = entropy_grid_of(a.src_size);
+  if (grid > (uint64_t)resident) grid = (uint64_t)resident;
+  if (grid < 1) grid = 1;
+  void* args[] = {const_cast<EntropyDecodeArgs*>(&a)};
+  if (cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(EntropyDecodePolicy::kWarps * 32), args, smem, stream) !=
       cudaSuccess) {
     (void)cudaGetLastError();
     return SZ_ERROR_CUDA;
@@ -257,6 +277,17 @@ SZ_API sz_status sz_cuda_decompress_pages_book(const void* d_src, size_t src_siz
                                        &a, book);
   if (s != SZ_OK) return s;
   return launch_decode(a, (cudaStream_t)stream);
+}
+
+SZ_API sz_status sz_cuda_decompress_entropy(const void* d_src, size_t src_size, const void* d_image,
+                                            size_t image_size, void* d_dst, size_t dst_capacity, void* d_workspace,
+                                            size_t workspace_size, int32_t* d_status, uint64_t* d_dst_size,
+                                            sz_cuda_stream stream) {
+  EntropyDecodeArgs a;
+  const sz_status s = make_entropy_decode_args(d_src, src_size, d_image, image_size, d_dst, dst_capacity,
+                                               d_workspace, workspace_size, d_status, d_dst_size, &a);
+  if (s != SZ_OK) return s;
+  return launch_entropy_decode(a, (cudaStream_t)stream);
 }
 
 }  // extern "C"

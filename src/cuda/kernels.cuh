@@ -17,6 +17,7 @@ const void* encode_kernel_address(bool teams, bool ch);
 SZ_CUDA_ENCODE_KERNELS(SZ_X)
 #undef SZ_X
 const void* decode_kernel_address();
+const void* entropy_decode_kernel_address();  // version 3 frames
 
 #if defined(__CUDACC__)
 template <int DT, int K, bool kTeams, bool kCh>

@@ -832,4 +832,152 @@ TEST(CudaCodec, ChannelFramesEqualReference) {
   printf("[ info ] %d version 2 (channel window) frames on the GPU equal the reference and decode\n", cases);
 }
 
+// ---- entropy-coded frames (version 3) ---------------------------------------------------------------------------
+
+// A CPU-encoded version 3 frame decoded on the GPU with the table's device image, into dst_capacity bytes at
+// dst_offset of a guarded buffer.
+GpuDecoded gpu_decompress_entropy(const std::vector<uint8_t>& frame, const sz_symbol_table& table,
+                                  size_t dst_capacity, size_t dst_offset = 0) {
+  GpuDecoded r;
+  constexpr size_t kGuard = 4096;
+  std::vector<uint8_t> image(sz_cuda_symbol_table_image_size(&table));
+  EXPECT_EQ(sz_cuda_symbol_table_image(&table, image.data(), image.size(), nullptr), SZ_OK);
+  DevBuf src(frame.size()), dst(dst_offset + dst_capacity + kGuard), st(4), sz(8), img(image.size()),
+      work(256, true);
+  cudaMemcpy(src.p, frame.data(), frame.size(), cudaMemcpyHostToDevice);
+  cudaMemcpy(img.p, image.data(), image.size(), cudaMemcpyHostToDevice);
+  cudaMemset(dst.p, 0x5A, dst.size);
+  r.launch = sz_cuda_decompress_entropy(src.p, frame.size(), img.p, image.size(), dst.p + dst_offset, dst_capacity,
+                                        work.p, 256, (int32_t*)st.p, (uint64_t*)sz.p, nullptr);
+  if (r.launch != SZ_OK) return r;
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaMemcpy(&r.status, st.p, 4, cudaMemcpyDeviceToHost);
+  cudaMemcpy(&r.size, sz.p, 8, cudaMemcpyDeviceToHost);
+  std::vector<uint8_t> all(dst.size);
+  cudaMemcpy(all.data(), dst.p, all.size(), cudaMemcpyDeviceToHost);
+  for (size_t i = 0; i < all.size(); ++i)
+    if ((i < dst_offset || i >= dst_offset + dst_capacity) && all[i] != 0x5A) r.guard_ok = false;
+  const uint64_t got = std::min<uint64_t>(r.size == ~0ull ? 0 : r.size, dst_capacity);
+  r.out.assign(all.begin() + dst_offset, all.begin() + dst_offset + got);
+  return r;
+}
+
+std::vector<uint8_t> entropy_frame(const std::vector<uint8_t>& values, sz_dtype dtype, const sz_symbol_table& t,
+                                   uint32_t tensor, unsigned chunk_log2, uint32_t flags) {
+  const uint64_t n = values.size() / sz_dtype_size(dtype);
+  std::vector<uint8_t> out(sz_compress_bound(n, dtype));
+  sz_params p = sz_params_default();
+  p.chunk_log2 = chunk_log2;
+  p.flags = flags;
+  size_t size = 0;
+  EXPECT_EQ(sz_compress_entropy(values.data(), n, dtype, &t, tensor, &p, out.data(), out.size(), &size), SZ_OK);
+  out.resize(size);
+  return out;
+}
+
+// CPU-encoded version 3 frames decode on the GPU to the input: every dtype, checksum kind, chunk sizes from 2^8 to
+// the recommended 2^16 (whole and partial chunks, more chunks than warps), coded and raw chunks, unaligned output.
+TEST(CudaCodec, EntropyFramesDecodeToTheInput) {
+  SZ_SKIP_WITHOUT_GPU();
+  const sz_dtype dtypes[] = {SZ_DTYPE_BF16, SZ_DTYPE_FP16, SZ_DTYPE_FP32, SZ_DTYPE_FP8_E4M3, SZ_DTYPE_FP8_E5M2};
+  const uint32_t flag_sets[] = {0, SZ_FLAG_CHECKSUMS, SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH};
+  int cases = 0;
+  for (sz_dtype dt : dtypes) {
+    constexpr uint32_t kTensors = 4, kPeriod = 192;
+    const uint64_t tokens = 1500;  // 288000 values a tensor
+    const std::vector<uint8_t> kv = sztest::channel_values(dt, kTensors, tokens, kPeriod, 70 + dt);
+    auto tb = sztest::calibrated_table(kv, dt, kTensors, tokens, kPeriod, 16);
+    const size_t per = (size_t)tokens * kPeriod * sz_dtype_size(dt);
+    const std::vector<uint8_t> t2(kv.begin() + 2 * per, kv.begin() + 3 * per), noise = sztest::random_bytes(per / 3, 9);
+    for (unsigned log2 : {8u, 12u, 16u})
+      for (uint32_t flags : flag_sets)
+        for (const auto* data : {&t2, &noise}) {
+          const std::vector<uint8_t> frame = entropy_frame(*data, dt, tb->t, 2, log2, flags);
+          for (size_t off : {(size_t)0, (size_t)5}) {
+            SCOPED_TRACE("dtype " + std::to_string(dt) + " chunk 2^" + std::to_string(log2) + " flags " +
+                         std::to_string(flags) + (data == &noise ? " noise" : " kv") + " offset " +
+                         std::to_string(off));
+            const GpuDecoded d = gpu_decompress_entropy(frame, tb->t, data->size(), off);
+            ASSERT_EQ(d.launch, SZ_OK);
+            EXPECT_EQ(d.status, SZ_OK) << sz_status_name((sz_status)d.status);
+            EXPECT_EQ(d.size, data->size());
+            EXPECT_TRUE(d.guard_ok);
+            EXPECT_TRUE(d.out == *data);
+            ++cases;
+          }
+        }
+  }
+  printf("[ info ] %d version 3 frames decoded on the GPU to their input\n", cases);
+}
+
+// Damaged and truncated version 3 frames fail on the GPU exactly where they fail on the CPU; where both decode (a
+// damaged raw part without checksums), they give the same values; a wrong table's image is refused.
+TEST(CudaCodec, EntropyCorruptFramesLikeCpu) {
+  SZ_SKIP_WITHOUT_GPU();
+  for (sz_dtype dt : {SZ_DTYPE_BF16, SZ_DTYPE_FP8_E4M3}) {
+    const std::vector<uint8_t> kv = sztest::channel_values(dt, 1, 300, 128, 3 + dt);
+    auto tb = sztest::calibrated_table(kv, dt, 1, 300, 128, 8);
+    auto other = sztest::calibrated_table(sztest::channel_values(dt, 1, 300, 128, 4 + dt), dt, 1, 300, 128, 8);
+    for (uint32_t flags : {0u, (uint32_t)SZ_FLAG_CHECKSUMS, (uint32_t)(SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH)}) {
+      const std::vector<uint8_t> frame = entropy_frame(kv, dt, tb->t, 0, 10, flags);
+      EXPECT_EQ(gpu_decompress_entropy(frame, other->t, kv.size()).status, SZ_ERROR_BOOK_MISMATCH);
+      Rng rng(31 + flags + dt);
+      int failed = 0;
+      for (int trial = 0; trial < 150; ++trial) {
+        std::vector<uint8_t> bad = frame;
+        if (trial % 4 == 3) {
+          bad.resize((size_t)rng.below(bad.size()));
+        } else {
+          for (int k = 0; k <= trial % 3; ++k) bad[(size_t)rng.below(bad.size())] ^= (uint8_t)(1u << rng.below(8));
+        }
+        std::vector<uint8_t> cpu(kv.size());
+        size_t cpu_size = 0;
+        const sz_status cs =
+            sz_decompress_entropy(bad.data(), bad.size(), &tb->t, cpu.data(), cpu.size(), &cpu_size, 1);
+        const GpuDecoded d = gpu_decompress_entropy(bad, tb->t, kv.size());
+        ASSERT_EQ(d.launch, SZ_OK);
+        EXPECT_EQ(cs == SZ_OK, d.status == SZ_OK)
+            << "trial " << trial << " cpu " << sz_status_name(cs) << " gpu " << sz_status_name((sz_status)d.status);
+        EXPECT_TRUE(d.guard_ok);
+        if (cs == SZ_OK && d.status == SZ_OK) EXPECT_TRUE(d.out == cpu);
+        failed += cs != SZ_OK;
+      }
+      EXPECT_GT(failed, 50);
+    }
+  }
+}
+
+// Hand-made tables that reach the coder's corners (a group that escapes everything, one of a single symbol, sparse
+// random symbol sets with long runs of unused symbols), and the layouts off the fast path: a group map too long
+// for shared memory (period 9000) and more groups than shared memory holds (tables read from the image).
+TEST(CudaCodec, EntropyHandTablesEveryDtypeAndLayout) {
+  SZ_SKIP_WITHOUT_GPU();
+  const sz_dtype dtypes[] = {SZ_DTYPE_BF16, SZ_DTYPE_FP16, SZ_DTYPE_FP32, SZ_DTYPE_FP8_E4M3, SZ_DTYPE_FP8_E5M2};
+  const struct {
+    uint32_t period, groups;
+  } layouts[] = {{1, 7}, {33, 7}, {192, 200}, {9000, 7}};
+  int cases = 0;
+  for (sz_dtype dt : dtypes)
+    for (const auto& lo : layouts) {
+      auto h = sztest::hand_table(dt, 2, lo.period, lo.groups, 500 + lo.period);
+      for (uint64_t n : {33ull, 4097ull, 70001ull}) {
+        const std::vector<uint8_t> v = sztest::hand_values(*h, dt, 1, n, n % 2 ? 0.01 : 0.3, n + lo.period);
+        for (unsigned log2 : {8u, 12u}) {
+          const uint32_t flags = n == 33 ? 0u : n == 4097 ? (uint32_t)SZ_FLAG_CHECKSUMS
+                                                          : (uint32_t)(SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH);
+          SCOPED_TRACE("dtype " + std::to_string(dt) + " period " + std::to_string(lo.period) + " groups " +
+                       std::to_string(lo.groups) + " n " + std::to_string(n) + " chunk 2^" + std::to_string(log2));
+          const std::vector<uint8_t> frame = entropy_frame(v, dt, h->t, 1, log2, flags);
+          const auto d = gpu_decompress_entropy(frame, h->t, v.size());
+          ASSERT_EQ(d.launch, SZ_OK);
+          EXPECT_EQ(d.status, SZ_OK) << sz_status_name((sz_status)d.status);
+          EXPECT_TRUE(d.guard_ok);
+          EXPECT_TRUE(d.out == v);
+          ++cases;
+        }
+      }
+    }
+  printf("[ info ] %d version 3 frames of hand-made tables decoded to their input\n", cases);
+}
+
 }  // namespace

@@ -12,8 +12,10 @@
 #include <xxhash.h>
 
 #include "codec_cases.h"
+#include "cuda/agent/entropy_decode.cuh"
 #include "emu/kernels.h"
 #include "emu/simt_emu.h"
+#include "splitzip/splitzip_cuda.h"
 #include "test_util.h"
 
 namespace {
@@ -712,3 +714,212 @@ TEST(CudaKernelsEmu, ChannelPagesEqualSingleFrame) {
 }
 
 }  // namespace
+
+// ---- entropy-coded frames (version 3) -------------------------------------------------------------------------
+
+namespace {
+
+using sztest::calibrated_table;
+using sztest::channel_values;
+using sztest::random_bytes;
+
+// The device image of a table, as the host builds it.
+std::vector<uint8_t> table_image(const sz_symbol_table& t) {
+  const size_t n = sz_cuda_symbol_table_image_size(&t);
+  EXPECT_GT(n, 0u);
+  std::vector<uint8_t> img(n, 0xEE);
+  size_t got = 0;
+  EXPECT_EQ(sz_cuda_symbol_table_image(&t, img.data(), img.size(), &got), SZ_OK);
+  EXPECT_EQ(got, n);
+  return img;
+}
+
+// The entropy decoder on the emulator; the output written at dst_offset of its buffer (an unaligned output).
+Decoded emu_decompress_entropy(const std::vector<uint8_t>& frame, const std::vector<uint8_t>& image,
+                               size_t dst_capacity, size_t dst_offset = 0) {
+  Decoded r;
+  constexpr size_t kGuard = 256;
+  std::vector<uint8_t> dst(dst_offset + dst_capacity + kGuard, 0x5A);
+  std::vector<uint8_t> ws(kDecodeWorkspaceBytes, 0);
+  std::vector<uint8_t> src(frame);
+  src.reserve(1);
+  std::vector<uint4> img((image.size() + 15) / 16 + 1);  // 16-byte aligned, as cudaMalloc gives
+  memcpy(img.data(), image.data(), image.size());
+  EntropyDecodeArgs a;
+  r.launch = make_entropy_decode_args(src.data(), frame.size(), img.data(), image.size(), dst.data() + dst_offset,
+                                      dst_capacity, ws.data(), ws.size(), &r.status, &r.size, &a);
+  if (r.launch != SZ_OK) return r;
+  uint64_t grid = entropy_grid_of(frame.size());
+  grid = grid < 1 ? 1 : (grid > kMaxGrid ? kMaxGrid : grid);
+  const char* why = nullptr;
+  const bool ok = simt_emu::launch((unsigned)grid, EntropyDecodePolicy::kWarps * 32, entropy_decode_smem_bytes(),
+                                   [&] { entropy_decode_warps(a); }, g_seed++, &why);
+  EXPECT_TRUE(ok) << "emulated entropy decoder: " << (why ? why : "");
+  if (!ok) {
+    r.launch = SZ_ERROR_INTERNAL;
+    return r;
+  }
+  for (size_t i = 0; i < dst_offset; ++i)
+    if (dst[i] != 0x5A) r.guard_ok = false;
+  for (size_t i = dst_offset + dst_capacity; i < dst.size(); ++i)
+    if (dst[i] != 0x5A) r.guard_ok = false;
+  r.out.assign(dst.begin() + dst_offset,
+               dst.begin() + dst_offset + (r.size == ~0ull ? 0 : std::min<uint64_t>(r.size, dst_capacity)));
+  return r;
+}
+
+std::vector<uint8_t> entropy_frame(const std::vector<uint8_t>& values, sz_dtype dtype, const sz_symbol_table& t,
+                                   uint32_t tensor, unsigned chunk_log2, uint32_t flags) {
+  const uint64_t n = values.size() / sz_dtype_size(dtype);
+  std::vector<uint8_t> out(sz_compress_bound(n, dtype));
+  sz_params p = sz_params_default();
+  p.chunk_log2 = chunk_log2;
+  p.flags = flags;
+  size_t size = 0;
+  EXPECT_EQ(sz_compress_entropy(values.data(), n, dtype, &t, tensor, &p, out.data(), out.size(), &size), SZ_OK);
+  out.resize(size);
+  return out;
+}
+
+const sz_dtype kEntropyDtypes[] = {SZ_DTYPE_BF16, SZ_DTYPE_FP16, SZ_DTYPE_FP32, SZ_DTYPE_FP8_E4M3, SZ_DTYPE_FP8_E5M2};
+const uint32_t kEntropyFlags[] = {0, SZ_FLAG_CHECKSUMS, SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH};
+
+}  // namespace
+
+// CPU-encoded version 3 frames decode on the emulated kernel to the input, for every dtype, checksum kind and
+// chunk size, with coded and raw chunks and a partial last chunk, into aligned and unaligned outputs.
+TEST(CudaKernelsEmu, EntropyFramesDecodeToTheInput) {
+  constexpr uint32_t kTensors = 2, kPeriod = 48, kTokens = 37;  // 1776 values a tensor
+  for (sz_dtype dt : kEntropyDtypes) {
+    const std::vector<uint8_t> kv = channel_values(dt, kTensors, kTokens, kPeriod, 11 + dt);
+    auto tb = calibrated_table(kv, dt, kTensors, kTokens, kPeriod, 6);
+    const std::vector<uint8_t> image = table_image(tb->t);
+    const size_t vb = sz_dtype_size(dt), per = (size_t)kTokens * kPeriod * vb;
+    const std::vector<uint8_t> t1(kv.begin() + per, kv.end());
+    // Values no table codes well: the encoder stores their chunks raw.
+    const std::vector<uint8_t> noise = random_bytes(per, 99 + dt);
+    for (unsigned log2 : {8u, 10u})
+      for (uint32_t flags : kEntropyFlags)
+        for (const auto* data : {&t1, &noise}) {
+          const std::vector<uint8_t> frame = entropy_frame(*data, dt, tb->t, 1, log2, flags);
+          for (size_t off : {(size_t)0, (size_t)3}) {
+            SCOPED_TRACE("dtype " + std::to_string(dt) + " chunk 2^" + std::to_string(log2) + " flags " +
+                         std::to_string(flags) + (data == &noise ? " noise" : " kv") + " offset " +
+                         std::to_string(off));
+            const Decoded d = emu_decompress_entropy(frame, image, data->size(), off);
+            ASSERT_EQ(d.launch, SZ_OK);
+            EXPECT_EQ(d.status, SZ_OK) << sz_status_name((sz_status)d.status);
+            EXPECT_EQ(d.size, data->size());
+            EXPECT_TRUE(d.guard_ok);
+            EXPECT_TRUE(d.out == *data);
+          }
+        }
+  }
+}
+
+// Damaged and truncated frames: the emulated kernel fails exactly where the CPU decoder does, and where both
+// succeed (a damaged raw part without checksums) they give the same values.
+TEST(CudaKernelsEmu, EntropyCorruptFramesLikeCpu) {
+  constexpr uint32_t kTensors = 1, kPeriod = 64, kTokens = 40;
+  for (sz_dtype dt : {SZ_DTYPE_BF16, SZ_DTYPE_FP8_E5M2}) {
+    const std::vector<uint8_t> kv = channel_values(dt, kTensors, kTokens, kPeriod, 5 + dt);
+    auto tb = calibrated_table(kv, dt, kTensors, kTokens, kPeriod, 4);
+    const std::vector<uint8_t> image = table_image(tb->t);
+    for (uint32_t flags : {0u, (uint32_t)(SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH)}) {
+      const std::vector<uint8_t> frame = entropy_frame(kv, dt, tb->t, 0, 9, flags);
+      Rng rng(flags + 7 * dt);
+      int failed = 0;
+      for (int trial = 0; trial < 60; ++trial) {
+        std::vector<uint8_t> bad = frame;
+        const int kind = trial % 3;
+        if (kind < 2) {
+          bad[(size_t)rng.below(bad.size())] ^= (uint8_t)(1u << rng.below(8));
+        } else {
+          bad.resize((size_t)rng.below(bad.size()));
+        }
+        std::vector<uint8_t> cpu(kv.size() + 1);
+        size_t cpu_size = 0;
+        const sz_status cs =
+            sz_decompress_entropy(bad.data(), bad.size(), &tb->t, cpu.data(), kv.size(), &cpu_size, 1);
+        const Decoded d = emu_decompress_entropy(bad, image, kv.size());
+        ASSERT_EQ(d.launch, SZ_OK);
+        SCOPED_TRACE("trial " + std::to_string(trial) + " cpu " + sz_status_name(cs) + " gpu " +
+                     sz_status_name((sz_status)d.status));
+        EXPECT_EQ(cs == SZ_OK, d.status == SZ_OK);
+        EXPECT_TRUE(d.guard_ok);
+        if (cs == SZ_OK && d.status == SZ_OK) {
+          cpu.resize(cpu_size);
+          EXPECT_TRUE(d.out == cpu);
+        }
+        failed += cs != SZ_OK;
+      }
+      EXPECT_GT(failed, 20);  // the damage is seen (the test cannot pass by decoding nothing)
+    }
+  }
+}
+
+// The image must be the frame's table's; the call refuses other versions, short outputs and a bad image.
+TEST(CudaKernelsEmu, EntropyImageAndArgumentChecks) {
+  const sz_dtype dt = SZ_DTYPE_BF16;
+  const std::vector<uint8_t> kv = channel_values(dt, 1, 32, 64, 3);
+  auto tb = calibrated_table(kv, dt, 1, 32, 64, 4);
+  auto other = calibrated_table(channel_values(dt, 1, 32, 64, 4), dt, 1, 32, 64, 3);
+  const std::vector<uint8_t> image = table_image(tb->t), other_image = table_image(other->t);
+  const std::vector<uint8_t> frame = entropy_frame(kv, dt, tb->t, 0, 10, SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH);
+  EXPECT_EQ(emu_decompress_entropy(frame, image, kv.size()).status, SZ_OK);
+  EXPECT_EQ(emu_decompress_entropy(frame, other_image, kv.size()).status, SZ_ERROR_BOOK_MISMATCH);
+  std::vector<uint8_t> bad_magic = image;
+  bad_magic[0] ^= 1;
+  EXPECT_EQ(emu_decompress_entropy(frame, bad_magic, kv.size()).status, SZ_ERROR_BOOK_MISMATCH);
+  const std::vector<uint8_t> cut(image.begin(), image.begin() + image.size() / 2);
+  EXPECT_EQ(emu_decompress_entropy(frame, cut, kv.size()).status, SZ_ERROR_BOOK_MISMATCH);
+  const Decoded small = emu_decompress_entropy(frame, image, kv.size() - 2);
+  EXPECT_EQ(small.status, SZ_ERROR_DST_TOO_SMALL);
+  EXPECT_TRUE(small.guard_ok);
+  // A version 1 frame is not this call's.
+  std::vector<uint8_t> v1(sz_compress_bound(kv.size() / 2, dt));
+  size_t v1_size = 0;
+  ASSERT_EQ(sz_compress(kv.data(), kv.size() / 2, dt, nullptr, nullptr, v1.data(), v1.size(), &v1_size), SZ_OK);
+  v1.resize(v1_size);
+  EXPECT_EQ(emu_decompress_entropy(v1, image, kv.size()).status, SZ_ERROR_INVALID_ARGUMENT);
+  // An invalid table has no image; the image needs its whole size.
+  sz_symbol_table broken = tb->t;
+  broken.groups = 0;
+  EXPECT_EQ(sz_cuda_symbol_table_image_size(&broken), 0u);
+  std::vector<uint8_t> buf(image.size());
+  EXPECT_EQ(sz_cuda_symbol_table_image(&broken, buf.data(), buf.size(), nullptr), SZ_ERROR_BAD_CODEBOOK);
+  EXPECT_EQ(sz_cuda_symbol_table_image(&tb->t, buf.data(), buf.size() - 1, nullptr), SZ_ERROR_DST_TOO_SMALL);
+}
+
+// Hand-made tables that reach the coder's corners (a group that escapes everything, one of a single symbol, sparse
+// random symbol sets with long runs of unused symbols), and the layouts off the fast path: a group map too long
+// for shared memory (period 9000) and more groups than shared memory holds (tables read from the image).
+TEST(CudaKernelsEmu, EntropyHandTablesEveryDtypeAndLayout) {
+  
+  const sz_dtype dtypes[] = {SZ_DTYPE_BF16, SZ_DTYPE_FP16, SZ_DTYPE_FP32, SZ_DTYPE_FP8_E4M3, SZ_DTYPE_FP8_E5M2};
+  const struct {
+    uint32_t period, groups;
+  } layouts[] = {{1, 7}, {33, 7}, {192, 200}, {9000, 7}};
+  int cases = 0;
+  for (sz_dtype dt : dtypes)
+    for (const auto& lo : layouts) {
+      auto h = sztest::hand_table(dt, 2, lo.period, lo.groups, 500 + lo.period);
+      for (uint64_t n : {33ull, 4097ull, 70001ull}) {
+        const std::vector<uint8_t> v = sztest::hand_values(*h, dt, 1, n, n % 2 ? 0.01 : 0.3, n + lo.period);
+        for (unsigned log2 : {8u, 12u}) {
+          const uint32_t flags = n == 33 ? 0u : n == 4097 ? (uint32_t)SZ_FLAG_CHECKSUMS
+                                                          : (uint32_t)(SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH);
+          SCOPED_TRACE("dtype " + std::to_string(dt) + " period " + std::to_string(lo.period) + " groups " +
+                       std::to_string(lo.groups) + " n " + std::to_string(n) + " chunk 2^" + std::to_string(log2));
+          const std::vector<uint8_t> frame = entropy_frame(v, dt, h->t, 1, log2, flags);
+          const auto d = emu_decompress_entropy(frame, table_image(h->t), v.size());
+          ASSERT_EQ(d.launch, SZ_OK);
+          EXPECT_EQ(d.status, SZ_OK) << sz_status_name((sz_status)d.status);
+          EXPECT_TRUE(d.guard_ok);
+          EXPECT_TRUE(d.out == v);
+          ++cases;
+        }
+      }
+    }
+  printf("[ info ] %d version 3 frames of hand-made tables decoded to their input\n", cases);
+}
