@@ -316,7 +316,6 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
   const bool cks = (h.flags & layout::kFlagChecksums) != 0, lh = lane_hash(h.flags);
   const LhKeys keys = lh ? kLhKeys[lane] : LhKeys{0, 0, 0, 0};
   LhState ls = lh ? lh_begin(keys) : lh_zero();
-  uint64_t plo[4] = {0, 0, 0, 0}, phi[4] = {0, 0, 0, 0};
   const uint32_t CB = L * VB;
   constexpr uint32_t kRowSteps = kEntRowBytes / (32 * VB);
   const uint32_t steps = (L + 31) / 32, full = L / 32;
@@ -324,30 +323,19 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
   uint32_t p = 0, q = 0;
   bool bad = false;
   // Row `row` of the stage out to the output (and into LH32).
-  auto emit_row = [&](uint32_t row, bool last) {
+  auto emit_row = [&](uint32_t row) {
     simt::syncwarp();
     const uint32_t o = row * kEntRowBytes + 16 * lane;
     const uint4 piece = *reinterpret_cast<const uint4*>(stage + 16 * lane);
     if (o < CB) store_piece(out + o, piece, CB - o);
-    if (lh) {
-      const uint32_t r4 = row % 4;
-#pragma unroll
-      for (uint32_t k = 0; k < 4; ++k)
-        if (k == r4) {
-          plo[k] = (uint64_t)piece.x | ((uint64_t)piece.y << 32);
-          phi[k] = (uint64_t)piece.z | ((uint64_t)piece.w << 32);
-        }
-      if (r4 == 3 || last) {
-        lh_add_round(ls, plo, phi, keys, row / 4, CB);
-#pragma unroll
-        for (int k = 0; k < 4; ++k) plo[k] = phi[k] = 0;
-      }
-    }
+    if (lh)
+      lh_add_row(ls, (uint64_t)piece.x | ((uint64_t)piece.y << 32), (uint64_t)piece.z | ((uint64_t)piece.w << 32),
+                 keys, row, CB);
     simt::syncwarp();
   };
   auto put = [&](uint32_t s, uint32_t v) {
     set_stage_value<VB>(stage + ((s % kRowSteps) * 32 + lane) * VB, v);
-    if (s % kRowSteps == kRowSteps - 1 || s + 1 == steps) emit_row(s / kRowSteps, s + 1 == steps);
+    if (s % kRowSteps == kRowSteps - 1 || s + 1 == steps) emit_row(s / kRowSteps);
   };
   // Raw blocks 0 and 1 in flight; at block k's first step, block k has landed (wait for all but the newest group)
   // and after its last step the buffer takes block k + 2.
@@ -401,11 +389,11 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
       if (act) x = xs;
       const bool need = act && x < layout::kRansLow;
       const uint32_t m = simt::ballot(need);
-      const uint32_t pos = p + (uint32_t)simt::popc(m & lt);
-      const bool have = pos < w;
-      bad |= need && !have;
-      const uint32_t wd = *reinterpret_cast<const uint16_t*>(win + 2 * (have ? pos - wb : 0));
-      if (need && have) x = (x << layout::kRansWordBits) | wd;
+      // A lane past the record's last word reads within the window (clamped) and makes p exceed w, which the
+      // quad's check and the chunk's end reject.
+      const uint32_t pos = p + (uint32_t)simt::popc(m & lt) - wb;
+      const uint32_t wd = *reinterpret_cast<const uint16_t*>(win + 2 * (pos < kWin ? pos : kWin - 1));
+      if (need) x = (x << layout::kRansWordBits) | wd;
       p += (uint32_t)simt::popc(m);
       uint32_t sym = e >> 16;
       const bool is_esc = act && sym == A;
@@ -437,7 +425,7 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
 #pragma unroll
       for (int i = 0; i < 4; ++i) step(Full{}, s + i, raw_at(32 * (s + i) + lane));
       block_end(s + 3);
-      if (simt::any(bad)) return SZ_ERROR_CORRUPT;
+      if (p > w || simt::any(bad)) return SZ_ERROR_CORRUPT;
     }
     if (s < steps) {
       if (p + 128 > wb + kWin && wb + kWin < w) fill(p);

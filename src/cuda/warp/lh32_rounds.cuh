@@ -92,6 +92,27 @@ SZ_DEV void lh_add_round(LhState& st, const uint64_t lo[4], const uint64_t hi[4]
   if ((r + 1) * lh32::kRoundBytes <= chunk_bytes) lh_round<false>(st, lo, hi, k, r, chunk_bytes);
   else lh_round<true>(st, lo, hi, k, r, chunk_bytes);
 }
+// One row of a chunk (row = 4 r + t: row t of round r, 512 bytes) from the lane's piece (bytes [16 l, 16 l + 16) of
+// the row, as words w0 and w1), for a warp that has a chunk's rows one at a time; the edge as in lh_round.
+SZ_DEV void lh_add_row(LhState& st, uint64_t w0, uint64_t w1, const LhKeys& k, uint32_t row, uint32_t chunk_bytes) {
+  const unsigned lane = simt::lane_id();
+  const uint32_t o = row * (lh32::kRoundBytes / 4) + 16u * lane;
+  if (o >= chunk_bytes) return;
+  const uint32_t left = chunk_bytes - o;
+  if (left < 16) {
+    if (left <= 8) {
+      w1 = 0;
+      if (left < 8) w0 &= (1ull << (8 * left)) - 1ull;
+    } else {
+      w1 &= (1ull << (8 * (left - 8))) - 1ull;
+    }
+  }
+  const uint32_t t = row % 4, u = (row / 4) * (uint32_t)lh32::kRoundStep;
+  const uint64_t T = t == 0 ? lh32::row_key(0) : t == 1 ? lh32::row_key(1) : t == 2 ? lh32::row_key(2) : lh32::row_key(3);
+  const uint64_t rk = ((uint64_t)((uint32_t)(T >> 32) ^ u) << 32) | ((uint32_t)T ^ u);
+  st.a0 += lh32::step(w0, w1, k.k0, rk);
+  st.a1 += lh32::step(w1, w0, k.k1, rk);
+}
 SZ_DEV void lh_add(LhState& st, const LhState& o) {
   st.a0 += o.a0;
   st.a1 += o.a1;
