@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Union
 import numpy as np
 
 from . import _splitzip as _ext
-from ._errors import check, error_for
+from ._errors import Error, check, error_for
 
 if TYPE_CHECKING:
     import cupy
@@ -546,10 +546,12 @@ def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Opt
 
     book: the :class:`ChannelBook` of a version 2 frame (host buffers); without it such a frame raises
         BookMismatchError, and so does a book other than the frame's.
-    table: the :class:`SymbolTable` (or its file path) of a version 3 frame, the max mode (host buffers only: a
-        CUDA buffer with a table raises ValueError; copy the frame to the host). Without it such a frame raises
-        BookMismatchError, and so does a table other than the frame's. ``book`` and ``table`` are used by the
-        frames they belong to: a version 1 frame decodes with either given.
+    table: the :class:`SymbolTable` (or its file path) of a version 3 frame, the max mode. Host buffers decode on
+        the CPU; a CUDA buffer with a table decodes on its GPU (the table's device image is made and copied to the
+        device once per table and device, then kept), as version 3 frames only. Without it such a frame raises
+        BookMismatchError, and so does a table other than the frame's (on the GPU: in ``status``, or raised when
+        the call waits). ``book`` and ``table`` are used by the frames they belong to: on the host a version 1
+        frame decodes with either given.
 
     A buffer shorter than the frame its header describes raises SrcTruncatedError before anything is allocated.
     Of several frames back to back (a file of a long raw input) this decodes the first; :func:`decompress_bytes`
@@ -567,11 +569,11 @@ def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Opt
             raise ValueError("decompress: channel books: the Python module decodes host buffers (the C API has "
                              "sz_cuda_decompress_book for device memory)")
     if table is not None:
-        from ._max import _CPU_ONLY, _table_arg
+        from ._max import _table_arg
         table = _table_arg(table)
-        if t.device == "cuda":
-            raise ValueError(f"decompress: {_CPU_ONLY}")
     if t.device == "cuda":
+        if table is not None:
+            return _cuda_decompress_entropy(t, out, status, table)
         return _cuda_decompress(t, out, status)
     if status is not None:
         raise ValueError("status= is for CUDA buffers only")
@@ -800,6 +802,62 @@ def _cuda_decompress(t: _Tensor, out: Optional[Tensor], status: Optional[Tensor]
             workspace = _cupy_workspace(ws, stream)
             st = cupy.full(1, -1, dtype=cupy.int32)
             check(_ext.cuda_decompress(t.bytes, o.bytes, workspace, st, stream), "decompress")
+    _finish_status(st, status)
+    return out
+
+
+def _cuda_decompress_entropy(t: _Tensor, out: Optional[Tensor], status: Optional[Tensor], table) -> Tensor:
+    """A version 3 frame in device memory, decoded on its GPU with the table's device image."""
+    if out is None:
+        head = _device_to_host(t.bytes[: _ext.FRAME_HEADER_SIZE])
+        raw = _frame_info_host(head, "decompress")
+        if raw["frame_size"] > t.nbytes:
+            raise error_for(3, f"decompress: the frame header says {raw['frame_size']} bytes, the buffer holds "
+                               f"{t.nbytes}")
+        did = raw["dtype_id"]
+        if t.framework == "torch":
+            import torch
+            out = torch.empty(raw["n_values"], dtype=_torch_dtype(did), device=t.obj.device)
+        else:
+            import cupy
+            with t.obj.device:
+                out = cupy.empty(raw["n_values"], dtype=_cupy_dtype(did))
+    o = _Tensor(out, "out", writable=True)
+    if o.device != "cuda" or o.framework != t.framework:
+        raise ValueError("out: must be a CUDA tensor of the buffer's framework")
+    if o.nbytes == 0:  # nothing to write (zero-size arrays do not cross DLPack): the CPU decoder checks the frame
+        from ._max import decompress_entropy_into
+        try:
+            decompress_entropy_into(_device_to_host(t.bytes), table, np.empty(0, dtype=np.uint8), 1, "decompress")
+            st_host = 0
+        except Error as e:
+            if status is None:
+                raise
+            st_host = e.status
+        if status is not None:
+            status[...] = int(st_host)
+        return out
+    image = table._device_image(t)
+    if t.framework == "torch":
+        import torch
+        from . import _torch_ops
+        dev = t.obj.device
+        with torch.cuda.device(dev):
+            stream = _torch_ops._stream(dev)
+            st_ws, ws = _ext.cuda_decompress_workspace_size(t.nbytes, o.nbytes)
+            check(st_ws, "decompress")
+            workspace = _torch_ops._workspace_for(ws, dev)
+            st = torch.full((1,), -1, dtype=torch.int32, device=dev)
+            check(_ext.cuda_decompress_entropy(t.bytes, image, o.bytes, workspace, st, stream), "decompress")
+    else:
+        import cupy
+        with t.obj.device:
+            stream = cupy.cuda.get_current_stream().ptr
+            st_ws, ws = _ext.cuda_decompress_workspace_size(t.nbytes, o.nbytes)
+            check(st_ws, "decompress")
+            workspace = _cupy_workspace(ws, stream)
+            st = cupy.full(1, -1, dtype=cupy.int32)
+            check(_ext.cuda_decompress_entropy(t.bytes, image, o.bytes, workspace, st, stream), "decompress")
     _finish_status(st, status)
     return out
 

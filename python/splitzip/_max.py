@@ -12,9 +12,10 @@ its id. Channels are those of the channel books: a KV cache [layers][2][tokens][
     frame = splitzip.compress(kv[3, 1], table, book_tensor=7)   # one tensor: layer 3's V
     values = splitzip.decompress(frame, table=table)
 
-CPU only: the library has no GPU codec for version 3 frames, so compressing or decoding a CUDA tensor raises
-ValueError (copy it to the host first: ``.cpu()``, ``cupy.asnumpy``); nothing is copied behind the caller's back.
-Calibration, an offline step, copies device samples to the host.
+Encoding runs on the CPU only: compressing a CUDA tensor raises ValueError (copy it to the host first: ``.cpu()``,
+``cupy.asnumpy``); nothing is copied behind the caller's back. Decoding runs on the CPU or, for a frame in device
+memory (torch or cupy), on its GPU: ``splitzip.decompress(frame_on_gpu, table=table)`` (the table's device image is
+built and copied once per table and device). Calibration, an offline step, copies device samples to the host.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from ._errors import check, error_for
 _MAGICS = {b"SPZK": "a channel book file (ChannelBook.load)", b"SPZB": "a codebook file (Codebook.load)",
            b"SPZF": "a SplitZip frame", b"SPZC": "a SplitZip container"}
 
-_CPU_ONLY = ("the max mode (version 3 frames) runs on the CPU only: copy the tensor to the host first "
+_CPU_ONLY = ("the max mode (version 3 frames) encodes on the CPU only: copy the tensor to the host first "
              "(.cpu() for torch, cupy.asnumpy for cupy)")
 
 
@@ -64,7 +65,7 @@ class SymbolTable:
     library's error (ChecksumError, CorruptError, SrcTruncatedError, BadMagicError, ...).
     """
 
-    __slots__ = ("_t", "expected_bits_per_value")
+    __slots__ = ("_t", "expected_bits_per_value", "_images")
 
     def __init__(self, data: Union[bytes, bytearray, memoryview, np.ndarray]):
         self._t = _parse(data, "symbol table")
@@ -85,6 +86,29 @@ class SymbolTable:
         table._t = _parse(data, f"symbol table {os.fsdecode(p)}")
         table.expected_bits_per_value = None
         return table
+
+    def _device_image(self, like):
+        """The table's device image (what the GPU decoder reads) on the device of ``like`` (a CUDA _Tensor), made
+        and copied there once and kept: a uint8 array of that framework."""
+        dev = like.obj.device
+        key = (like.framework, str(dev))
+        images = getattr(self, "_images", None)  # (tables made by load() or a container have none yet)
+        if images is None:
+            images = self._images = {}
+        image = images.get(key)
+        if image is None:
+            status, data = _ext.symbol_table_image(self._t)
+            check(status, "symbol table image")
+            host = np.frombuffer(data, dtype=np.uint8).copy()
+            if like.framework == "torch":
+                import torch
+                image = torch.from_numpy(host).to(dev)
+            else:
+                import cupy
+                with dev:
+                    image = cupy.asarray(host)
+            images[key] = image
+        return image
 
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Writes the table file, byte for byte what it was parsed from or calibrated to."""

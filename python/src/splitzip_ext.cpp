@@ -581,6 +581,32 @@ int cuda_decompress(const InArray& src, const OutArray& dst, const OutArray& wor
                                              stream_from(stream)));
 }
 
+// The device image of a symbol table (sz_cuda_symbol_table_image, host code in every build): (status, bytes).
+std::tuple<int, nb::bytes> symbol_table_image(const SymbolTable& t) {
+  const size_t n = sz_cuda_symbol_table_image_size(&t.table);
+  if (n == 0) return {static_cast<int>(SZ_ERROR_BAD_CODEBOOK), nb::bytes("", 0)};
+  std::vector<uint8_t> buf(n);
+  size_t got = 0;
+  const sz_status st = sz_cuda_symbol_table_image(&t.table, buf.data(), buf.size(), &got);
+  return {static_cast<int>(st), nb::bytes(reinterpret_cast<const char*>(buf.data()), st == SZ_OK ? got : 0)};
+}
+
+// A version 3 frame in device memory decoded with the table's device image (also in device memory).
+int cuda_decompress_entropy(const InArray& src, const InArray& image, const OutArray& dst, const OutArray& workspace,
+                            const OutArray& status, uintptr_t stream) {
+  const Raw s = raw_view(src, "buffer", Where::kDevice);
+  const Raw im = raw_view(image, "table image", Where::kDevice);
+  const Raw d = raw_view(dst, "out", Where::kDevice);
+  const Raw w = raw_view(workspace, "workspace", Where::kDevice);
+  const Raw ds = raw_view(status, "status", Where::kDevice);
+  if (ds.nbytes < sizeof(int32_t)) throw nb::value_error("status: needs 4 bytes");
+  nb::gil_scoped_release release;
+  return static_cast<int>(sz_cuda_decompress_entropy(s.ptr, s.nbytes, im.ptr, im.nbytes, const_cast<void*>(d.ptr),
+                                                     d.nbytes, const_cast<void*>(w.ptr), w.nbytes,
+                                                     static_cast<int32_t*>(const_cast<void*>(ds.ptr)), nullptr,
+                                                     stream_from(stream)));
+}
+
 std::tuple<int, size_t> cuda_compress_pages_workspace_size(uint32_t n_pages, uint64_t page_values, int dtype,
                                                            unsigned chunk_log2, unsigned flags) {
   const sz_params p = params_from(chunk_log2, flags, 1);
@@ -756,6 +782,10 @@ NB_MODULE(_splitzip, m) {
   m.def("cuda_decompress_workspace_size", &cuda_decompress_workspace_size);
   m.def("cuda_decompress", &cuda_decompress, nb::arg("src").noconvert(), nb::arg("dst").noconvert(),
         nb::arg("workspace").noconvert(), nb::arg("status").noconvert(), nb::arg("stream"));
+  m.def("symbol_table_image", &symbol_table_image, nb::arg("table"));
+  m.def("cuda_decompress_entropy", &cuda_decompress_entropy, nb::arg("src").noconvert(), nb::arg("image").noconvert(),
+        nb::arg("dst").noconvert(), nb::arg("workspace").noconvert(), nb::arg("status").noconvert(),
+        nb::arg("stream"));
   m.def("cuda_compress_pages_workspace_size", &cuda_compress_pages_workspace_size);
   m.def("cuda_compress_pages", &cuda_compress_pages, nb::arg("page_ptrs").noconvert(), nb::arg("n_pages"),
         nb::arg("page_values"), nb::arg("dtype"), nb::arg("codebook").none(), nb::arg("chunk_log2"),

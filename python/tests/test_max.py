@@ -390,15 +390,27 @@ def test_bad_arguments_raise_clear_errors(small):
         assert "incompatible function arguments" not in str(e.value), str(e.value)
 
 
-def test_device_tensors_are_refused_with_a_clear_error(small):
+def test_device_tensors_encode_on_the_host_only_and_decode_on_the_gpu(small):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
     table, x, frame = small
     with pytest.raises(ValueError, match="CPU only"):
         splitzip.compress(torch.from_numpy(x.view(np.int16)).cuda().view(torch.bfloat16), table, book_tensor=0)
-    with pytest.raises(ValueError, match="CPU only"):
-        splitzip.decompress(torch.from_numpy(frame).cuda(), table=table)
+    want = splitzip.decompress(frame, table=table)
+    got = splitzip.decompress(torch.from_numpy(frame).cuda(), table=table)  # the GPU decoder
+    assert got.is_cuda and np.array_equal(got.cpu().view(torch.int16).numpy(), np.asarray(want).view(np.int16))
+    out = torch.empty(x.size, dtype=torch.bfloat16, device="cuda")
+    st = torch.full((1,), -1, dtype=torch.int32, device="cuda")
+    splitzip.decompress(torch.from_numpy(frame).cuda(), out=out, status=st, table=table)  # enqueued, no wait
+    splitzip.check_status(st)
+    assert torch.equal(out.view(torch.int16), got.view(torch.int16))
+    bad = frame.copy()
+    bad[bad.nbytes // 2] ^= 0x5A  # every damaged byte is rejected (test_every_damaged_byte_of_a_frame_is_rejected)
+    with pytest.raises(splitzip.Error):
+        splitzip.decompress(bad, table=table)
+    with pytest.raises(splitzip.Error):
+        splitzip.decompress(torch.from_numpy(bad).cuda(), table=table)
 
 
 @needs_ml_dtypes
