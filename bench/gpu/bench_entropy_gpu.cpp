@@ -22,40 +22,14 @@
 #include <string>
 #include <vector>
 
+#include "gpu_util.h"
 #include "harness/harness.h"
 #include "splitzip/splitzip.h"
 #include "splitzip/splitzip_cuda.h"
 
 namespace {
 
-#define CK(x)                                                                            \
-  do {                                                                                   \
-    cudaError_t e_ = (x);                                                                \
-    if (e_ != cudaSuccess) {                                                             \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                           \
-    }                                                                                    \
-  } while (0)
-#define SZ(x)                                                                        \
-  do {                                                                               \
-    sz_status s_ = (x);                                                              \
-    if (s_ != SZ_OK) {                                                               \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, sz_status_name(s_)); \
-      exit(1);                                                                       \
-    }                                                                                \
-  } while (0)
-
-std::vector<uint8_t> read_file(const std::string& path) {
-  std::vector<uint8_t> out;
-  FILE* f = fopen(path.c_str(), "rb");
-  if (!f) return out;
-  fseek(f, 0, SEEK_END);
-  out.resize((size_t)ftell(f));
-  fseek(f, 0, SEEK_SET);
-  if (fread(out.data(), 1, out.size(), f) != out.size()) out.clear();
-  fclose(f);
-  return out;
-}
+using szbench::read_file;
 
 struct Set {
   std::string name, note;

@@ -34,40 +34,14 @@
 #include <string>
 #include <vector>
 
+#include "gpu_util.h"
 #include "harness/harness.h"
 #include "splitzip/splitzip.h"
 #include "splitzip/splitzip_cuda.h"
 
 namespace {
 
-#define CK(x)                                                                            \
-  do {                                                                                   \
-    cudaError_t e_ = (x);                                                                \
-    if (e_ != cudaSuccess) {                                                             \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                           \
-    }                                                                                    \
-  } while (0)
-#define SZ(x)                                                                        \
-  do {                                                                               \
-    sz_status s_ = (x);                                                              \
-    if (s_ != SZ_OK) {                                                               \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, sz_status_name(s_)); \
-      exit(1);                                                                       \
-    }                                                                                \
-  } while (0)
-
-std::vector<uint8_t> read_file(const std::string& path) {
-  std::vector<uint8_t> v;
-  FILE* f = fopen(path.c_str(), "rb");
-  if (!f) return v;
-  fseek(f, 0, SEEK_END);
-  v.resize((size_t)ftell(f));
-  fseek(f, 0, SEEK_SET);
-  if (fread(v.data(), 1, v.size(), f) != v.size()) v.clear();
-  fclose(f);
-  return v;
-}
+using szbench::read_file;
 
 float bf16_to_float(uint16_t b) {
   const uint32_t u = (uint32_t)b << 16;

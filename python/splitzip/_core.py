@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 import os
 import sys
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -763,7 +763,9 @@ def _cuda_compress(t: _Tensor, n: int, did: int, cb, log2: int, flags: int):
         return dst[:size]
 
 
-def _cuda_decompress(t: _Tensor, out: Optional[Tensor], status: Optional[Tensor]) -> Tensor:
+def _cuda_out(t: _Tensor, out: Optional[Tensor]) -> Tuple[Tensor, _Tensor]:
+    """The output of a GPU decode: ``out`` checked, or a new tensor of the frame's dtype and size on the buffer's
+    device (its size from the header, copied to the host: one wait)."""
     if out is None:
         head = _device_to_host(t.bytes[: _ext.FRAME_HEADER_SIZE])
         raw = _frame_info_host(head, "decompress")
@@ -781,6 +783,11 @@ def _cuda_decompress(t: _Tensor, out: Optional[Tensor], status: Optional[Tensor]
     o = _Tensor(out, "out", writable=True)
     if o.device != "cuda" or o.framework != t.framework:
         raise ValueError("out: must be a CUDA tensor of the buffer's framework")
+    return out, o
+
+
+def _cuda_decompress(t: _Tensor, out: Optional[Tensor], status: Optional[Tensor]) -> Tensor:
+    out, o = _cuda_out(t, out)
     if o.nbytes == 0:
         # Nothing to write (zero-size arrays do not cross DLPack): validate the frame on the host, where the same
         # checks run; a frame of more values than fit raises DstTooSmallError there.
@@ -808,23 +815,7 @@ def _cuda_decompress(t: _Tensor, out: Optional[Tensor], status: Optional[Tensor]
 
 def _cuda_decompress_entropy(t: _Tensor, out: Optional[Tensor], status: Optional[Tensor], table) -> Tensor:
     """A version 3 frame in device memory, decoded on its GPU with the table's device image."""
-    if out is None:
-        head = _device_to_host(t.bytes[: _ext.FRAME_HEADER_SIZE])
-        raw = _frame_info_host(head, "decompress")
-        if raw["frame_size"] > t.nbytes:
-            raise error_for(3, f"decompress: the frame header says {raw['frame_size']} bytes, the buffer holds "
-                               f"{t.nbytes}")
-        did = raw["dtype_id"]
-        if t.framework == "torch":
-            import torch
-            out = torch.empty(raw["n_values"], dtype=_torch_dtype(did), device=t.obj.device)
-        else:
-            import cupy
-            with t.obj.device:
-                out = cupy.empty(raw["n_values"], dtype=_cupy_dtype(did))
-    o = _Tensor(out, "out", writable=True)
-    if o.device != "cuda" or o.framework != t.framework:
-        raise ValueError("out: must be a CUDA tensor of the buffer's framework")
+    out, o = _cuda_out(t, out)
     if o.nbytes == 0:  # nothing to write (zero-size arrays do not cross DLPack): the CPU decoder checks the frame
         from ._max import decompress_entropy_into
         try:

@@ -12,6 +12,7 @@
 #include <xxhash.h>
 
 #include "codec_cases.h"
+#include "entropy_cases.h"
 #include "cuda/agent/entropy_decode.cuh"
 #include "emu/kernels.h"
 #include "emu/simt_emu.h"
@@ -720,6 +721,7 @@ TEST(CudaKernelsEmu, ChannelPagesEqualSingleFrame) {
 namespace {
 
 using sztest::calibrated_table;
+using sztest::entropy_frame;
 using sztest::channel_values;
 using sztest::random_bytes;
 
@@ -768,18 +770,6 @@ Decoded emu_decompress_entropy(const std::vector<uint8_t>& frame, const std::vec
   return r;
 }
 
-std::vector<uint8_t> entropy_frame(const std::vector<uint8_t>& values, sz_dtype dtype, const sz_symbol_table& t,
-                                   uint32_t tensor, unsigned chunk_log2, uint32_t flags) {
-  const uint64_t n = values.size() / sz_dtype_size(dtype);
-  std::vector<uint8_t> out(sz_compress_bound(n, dtype));
-  sz_params p = sz_params_default();
-  p.chunk_log2 = chunk_log2;
-  p.flags = flags;
-  size_t size = 0;
-  EXPECT_EQ(sz_compress_entropy(values.data(), n, dtype, &t, tensor, &p, out.data(), out.size(), &size), SZ_OK);
-  out.resize(size);
-  return out;
-}
 
 const sz_dtype kEntropyDtypes[] = {SZ_DTYPE_BF16, SZ_DTYPE_FP16, SZ_DTYPE_FP32, SZ_DTYPE_FP8_E4M3, SZ_DTYPE_FP8_E5M2};
 const uint32_t kEntropyFlags[] = {0, SZ_FLAG_CHECKSUMS, SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH};
@@ -891,35 +881,11 @@ TEST(CudaKernelsEmu, EntropyImageAndArgumentChecks) {
   EXPECT_EQ(sz_cuda_symbol_table_image(&tb->t, buf.data(), buf.size() - 1, nullptr), SZ_ERROR_DST_TOO_SMALL);
 }
 
-// Hand-made tables that reach the coder's corners (a group that escapes everything, one of a single symbol, sparse
-// random symbol sets with long runs of unused symbols), and the layouts off the fast path: a group map too long
-// for shared memory (period 9000) and more groups than shared memory holds (tables read from the image).
+// Hand-made tables at the coder's corners and the layouts off the fast path (entropy_cases.h).
 TEST(CudaKernelsEmu, EntropyHandTablesEveryDtypeAndLayout) {
-  
-  const sz_dtype dtypes[] = {SZ_DTYPE_BF16, SZ_DTYPE_FP16, SZ_DTYPE_FP32, SZ_DTYPE_FP8_E4M3, SZ_DTYPE_FP8_E5M2};
-  const struct {
-    uint32_t period, groups;
-  } layouts[] = {{1, 7}, {33, 7}, {192, 200}, {9000, 7}};
-  int cases = 0;
-  for (sz_dtype dt : dtypes)
-    for (const auto& lo : layouts) {
-      auto h = sztest::hand_table(dt, 2, lo.period, lo.groups, 500 + lo.period);
-      for (uint64_t n : {33ull, 4097ull, 70001ull}) {
-        const std::vector<uint8_t> v = sztest::hand_values(*h, dt, 1, n, n % 2 ? 0.01 : 0.3, n + lo.period);
-        for (unsigned log2 : {8u, 12u}) {
-          const uint32_t flags = n == 33 ? 0u : n == 4097 ? (uint32_t)SZ_FLAG_CHECKSUMS
-                                                          : (uint32_t)(SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH);
-          SCOPED_TRACE("dtype " + std::to_string(dt) + " period " + std::to_string(lo.period) + " groups " +
-                       std::to_string(lo.groups) + " n " + std::to_string(n) + " chunk 2^" + std::to_string(log2));
-          const std::vector<uint8_t> frame = entropy_frame(v, dt, h->t, 1, log2, flags);
-          const auto d = emu_decompress_entropy(frame, table_image(h->t), v.size());
-          ASSERT_EQ(d.launch, SZ_OK);
-          EXPECT_EQ(d.status, SZ_OK) << sz_status_name((sz_status)d.status);
-          EXPECT_TRUE(d.guard_ok);
-          EXPECT_TRUE(d.out == v);
-          ++cases;
-        }
-      }
-    }
+  const int cases = sztest::entropy_hand_table_cases([](const std::vector<uint8_t>& frame, const sz_symbol_table& t,
+                                                        size_t capacity) {
+    return emu_decompress_entropy(frame, table_image(t), capacity);
+  });
   printf("[ info ] %d version 3 frames of hand-made tables decoded to their input\n", cases);
 }
