@@ -92,15 +92,7 @@ inline void put_field(uint8_t* base, uint64_t j, unsigned b, uint32_t v) {
     else base[bit >> 3] &= (uint8_t)~m;
   }
 }
-// The same a byte at a time (b <= 24): for the fast coder. or_field needs the destination zeroed first.
-inline uint32_t load_field(const uint8_t* base, uint64_t j, unsigned b) {
-  const uint64_t bit = j * b;
-  const uint8_t* p = base + (bit >> 3);
-  const unsigned sh = (unsigned)(bit & 7), bytes = (sh + b + 7) >> 3;
-  uint64_t v = 0;
-  for (unsigned k = 0; k < bytes; ++k) v |= (uint64_t)p[k] << (8 * k);
-  return (uint32_t)(v >> sh) & ((1u << b) - 1u);
-}
+// A byte at a time (b <= 24), as layout's load_field reads them: for the fast coder; the destination zeroed first.
 inline void or_field(uint8_t* base, uint64_t j, unsigned b, uint32_t v) {
   const uint64_t bit = j * b;
   uint8_t* p = base + (bit >> 3);

@@ -157,6 +157,15 @@ SZ_HD uint64_t chunk_len(uint64_t n, unsigned chunk_log2, uint64_t c) {
   const uint64_t begin = c * s;
   return (n - begin < s) ? (n - begin) : s;
 }
+// Field j of b bits (b <= 24) of a packed sequence (§3), read a byte at a time: the fast CPU coder and the kernels.
+SZ_HD uint32_t load_field(const uint8_t* base, uint64_t j, unsigned b) {
+  const uint64_t bit = j * b;
+  const uint8_t* p = base + (bit >> 3);
+  const unsigned sh = (unsigned)(bit & 7), bytes = (sh + b + 7) >> 3;
+  uint64_t v = 0;
+  for (unsigned k = 0; k < bytes; ++k) v |= (uint64_t)p[k] << (8 * k);
+  return (uint32_t)(v >> sh) & ((1u << b) - 1u);
+}
 // Offset of the chunk index, checksum table, rest section and exponent section from the frame start (§4).
 struct FrameOffsets {
   uint64_t index, checksums, rest, exponents, end;

@@ -801,14 +801,7 @@ def _cuda_decompress(t: _Tensor, out: Optional[Tensor], status: Optional[Tensor]
         from . import _torch_ops
         st = _torch_ops.decompress_op(t.bytes, o.bytes)
     else:
-        import cupy
-        with t.obj.device:
-            stream = cupy.cuda.get_current_stream().ptr
-            st_ws, ws = _ext.cuda_decompress_workspace_size(t.nbytes, o.nbytes)
-            check(st_ws, "decompress")
-            workspace = _cupy_workspace(ws, stream)
-            st = cupy.full(1, -1, dtype=cupy.int32)
-            check(_ext.cuda_decompress(t.bytes, o.bytes, workspace, st, stream), "decompress")
+        st = _cupy_decode(t, o, lambda ws, st, stream: _ext.cuda_decompress(t.bytes, o.bytes, ws, st, stream))
     _finish_status(st, status)
     return out
 
@@ -841,16 +834,24 @@ def _cuda_decompress_entropy(t: _Tensor, out: Optional[Tensor], status: Optional
             st = torch.full((1,), -1, dtype=torch.int32, device=dev)
             check(_ext.cuda_decompress_entropy(t.bytes, image, o.bytes, workspace, st, stream), "decompress")
     else:
-        import cupy
-        with t.obj.device:
-            stream = cupy.cuda.get_current_stream().ptr
-            st_ws, ws = _ext.cuda_decompress_workspace_size(t.nbytes, o.nbytes)
-            check(st_ws, "decompress")
-            workspace = _cupy_workspace(ws, stream)
-            st = cupy.full(1, -1, dtype=cupy.int32)
-            check(_ext.cuda_decompress_entropy(t.bytes, image, o.bytes, workspace, st, stream), "decompress")
+        st = _cupy_decode(t, o, lambda ws, st, stream: _ext.cuda_decompress_entropy(t.bytes, image, o.bytes, ws, st,
+                                                                                    stream))
     _finish_status(st, status)
     return out
+
+
+def _cupy_decode(t: _Tensor, o: _Tensor, launch):
+    """A cupy decode of t into o on the current stream: launch(workspace, status, stream) enqueues the kernel;
+    returns the device status."""
+    import cupy
+    with t.obj.device:
+        stream = cupy.cuda.get_current_stream().ptr
+        st_ws, ws = _ext.cuda_decompress_workspace_size(t.nbytes, o.nbytes)
+        check(st_ws, "decompress")
+        workspace = _cupy_workspace(ws, stream)
+        st = cupy.full(1, -1, dtype=cupy.int32)
+        check(launch(workspace, st, stream), "decompress")
+    return st
 
 
 def _finish_status(st, status):

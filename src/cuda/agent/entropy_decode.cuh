@@ -46,14 +46,9 @@ struct EHeader {
 // §4.1 steps 1-7 with §4.10.1 for a version 3 frame (b: its first 64 bytes, copied by the caller); a frame of
 // another version is SZ_ERROR_INVALID_ARGUMENT after step 5, as sz_decompress_entropy answers. One thread.
 SZ_NOINLINE sz_status parse_entropy_header(const uint8_t* b, uint64_t src_size, EHeader* h) {
-  if (src_size < layout::kHeaderSize) return SZ_ERROR_SRC_TRUNCATED;
-  if (layout::load_u32(b) != layout::kFrameMagic) return SZ_ERROR_BAD_MAGIC;
-  const uint32_t version = b[layout::kOffVersion];
-  if (version != layout::kFormatVersion && version != layout::kFormatVersionChannels &&
-      version != layout::kFormatVersionEntropy)
-    return SZ_ERROR_UNSUPPORTED_VERSION;
-  if (xxh3::h32(b, layout::kHeaderChecksummed) != layout::load_u32(b + layout::kOffHeaderChecksum))
-    return SZ_ERROR_CHECKSUM;
+  uint32_t version = 0;
+  const sz_status s0 = parse_header_start(b, src_size, &version);
+  if (s0 != SZ_OK) return s0;
   const uint32_t dtype = b[layout::kOffDtype];
   if (!layout::dtype_known(dtype)) return SZ_ERROR_UNSUPPORTED_DTYPE;
   if (version != layout::kFormatVersionEntropy) return SZ_ERROR_INVALID_ARGUMENT;
@@ -121,29 +116,16 @@ constexpr uint32_t kEntRawBlock = 512;  // values whose raw parts a warp stages 
 // A warp's area: the window of words (and 32 bytes of slack), the row stage, and two raw-part blocks (each with 16
 // bytes for its phase and 16 of slack): 2 * (kEntRawBlock * raw bits / 8 + 32) bytes, none for FP8.
 constexpr uint32_t kEntWindowBytes = 2 * EntropyDecodePolicy::kWindowWords + 32;
-SZ_HD uint32_t ent_raw_block_bytes(uint32_t raw_bits) { return raw_bits ? kEntRawBlock * raw_bits / 8 + 32 : 0; }
-SZ_HD uint32_t ent_warp_bytes(uint32_t raw_bits) {
+constexpr uint32_t ent_raw_block_bytes(uint32_t raw_bits) { return raw_bits ? kEntRawBlock * raw_bits / 8 + 32 : 0; }
+constexpr uint32_t ent_warp_bytes(uint32_t raw_bits) {
   return (kEntWindowBytes + kEntRowBytes + 2 * ent_raw_block_bytes(raw_bits) + 15) / 16 * 16;
 }
 // A local group's block in shared memory: its bucket table, then its symbol entries.
-template <uint32_t kStride>
-constexpr uint32_t ent_group_bytes() { return (eimg::kBuckets + 4 * kStride + 15) / 16 * 16; }
-SZ_HD uint32_t ent_group_bytes_of(uint32_t stride) { return (eimg::kBuckets + 4 * stride + 15) / 16 * 16; }
+constexpr uint32_t ent_group_bytes(uint32_t stride) { return (eimg::kBuckets + 4 * stride + 15) / 16 * 16; }
 constexpr size_t entropy_decode_smem_bytes() { return EntropyDecodePolicy::kSmemBytes; }
-static_assert(kEntSharedBytes + EntropyDecodePolicy::kWarps * (kEntWindowBytes + kEntRowBytes + 2 * (1536 + 32)) +
-                      2 * EntropyDecodePolicy::kCmapCap <
+static_assert(kEntSharedBytes + EntropyDecodePolicy::kWarps * ent_warp_bytes(24) + 2 * EntropyDecodePolicy::kCmapCap <
                   EntropyDecodePolicy::kSmemBytes,
-              "the warps' areas and a group map leave room for tables");
-
-// Field j of b bits (§3) from global memory, j * b + b within the packed bytes (b <= 24).
-SZ_DEV uint32_t field_at(const uint8_t* base, uint64_t j, uint32_t b) {
-  const uint64_t bit = j * b;
-  const uint8_t* p = base + (bit >> 3);
-  const uint32_t sh = (uint32_t)(bit & 7), bytes = (sh + b + 7) >> 3;
-  uint32_t v = 0;
-  for (uint32_t k = 0; k < bytes; ++k) v |= (uint32_t)p[k] << (8 * k);
-  return (v >> sh) & ((1u << b) - 1u);
-}
+              "the warps' areas (FP32's raw parts the largest) and a group map leave room for tables");
 
 // Frame bytes [from, from + len) into the window, window byte k = frame byte from + k (by the warp: 16-byte loads
 // of the aligned pieces that hold them, stored a byte at a time at their place; a piece that the frame's end cuts
@@ -228,7 +210,7 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
     if (size != raw_size) return SZ_ERROR_CORRUPT;
     bool bad = false;  // the last group's padding fields
     for (uint32_t j = L + lane; j % 8 != 0 && j < (L + 7) / 8 * 8; j += 32)
-      if (field_at(rec, j, E::B) != 0) bad = true;
+      if (layout::load_field(rec, j, E::B) != 0) bad = true;
     if (simt::any(bad)) return SZ_ERROR_CORRUPT;
   } else {
     if (size > raw_size || size < layout::kRansRecordHeader) return SZ_ERROR_CORRUPT;
@@ -245,7 +227,7 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
   if (E::RB && c + 1 == h.n_chunks) {
     bool bad = false;
     for (uint64_t j = h.n + lane; j % 8 != 0 && j < (h.n + 7) / 8 * 8; j += 32)
-      if (field_at(rawsec, j, E::RB) != 0) bad = true;
+      if (layout::load_field(rawsec, j, E::RB) != 0) bad = true;
     if (simt::any(bad)) return SZ_ERROR_CORRUPT;
   }
   const uint8_t* const esc = rec + layout::kRansRecordHeader;
@@ -268,7 +250,7 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
   // The tables: in shared memory at the CTA's plan's offsets (32-bit shared addresses: a local group's block holds
   // its bucket table, then its symbols), or the image's in global memory.
   uint8_t* const sm = simt::dyn_smem();
-  constexpr uint32_t kGB = ent_group_bytes<E::kStride>();
+  constexpr uint32_t kGB = ent_group_bytes(E::kStride);
   const uint8_t* const tables = sm + sh.tables_at;
   const uint16_t* const cmap_s = reinterpret_cast<const uint16_t*>(sm + sh.cmap_at);
   const uint32_t* const cmap_g = sh.cmap_g;
@@ -357,7 +339,7 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
     for (uint32_t s = 0; s < steps; ++s) {
       block_begin(s);
       const uint32_t j = 32 * s + lane;
-      put(s, j < L ? layout::join_symbol(field_at(rec, j, E::B), raw_at(j), t, sp) : 0u);
+      put(s, j < L ? layout::join_symbol(layout::load_field(rec, j, E::B), raw_at(j), t, sp) : 0u);
       block_end(s);
     }
   } else {
@@ -531,7 +513,7 @@ SZ_DEV void entropy_decode_warps(const EntropyDecodeArgs& a) {
       sh.warp_bytes = ent_warp_bytes(sh.h.raw_bits);
       const uint32_t areas = kEntSharedBytes + (uint32_t)per_cta * sh.warp_bytes;
       const uint64_t at = areas + (2ull * sh.h.period + 15) / 16 * 16;
-      const uint64_t tb = (uint64_t)ent_group_bytes_of(sh.stride) * local;
+      const uint64_t tb = (uint64_t)ent_group_bytes(sh.stride) * local;
       sh.fast = sh.h.period <= EntropyDecodePolicy::kCmapCap && at + tb <= EntropyDecodePolicy::kSmemBytes;
       sh.cmap_at = areas;
       sh.tables_at = (uint32_t)at;
@@ -549,7 +531,7 @@ SZ_DEV void entropy_decode_warps(const EntropyDecodeArgs& a) {
     const eimg::Header& im = *reinterpret_cast<const eimg::Header*>(a.image);
     const uint16_t* const lists =
         reinterpret_cast<const uint16_t*>(a.image + im.tensor_off + sizeof(eimg::TensorEntry) * (uint64_t)im.tensors);
-    const uint32_t P = sh.h.period, stride = sh.stride, gbytes = ent_group_bytes_of(stride);
+    const uint32_t P = sh.h.period, stride = sh.stride, gbytes = ent_group_bytes(stride);
     uint16_t* const cm = reinterpret_cast<uint16_t*>(smem + sh.cmap_at);
     uint8_t* const tb = smem + sh.tables_at;
     bool bad = false;  // a map entry or list entry out of range: the image is not a valid one

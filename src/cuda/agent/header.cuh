@@ -20,17 +20,26 @@ struct Header {
   uint64_t index_off, checksum_off, rest_off, exp_off;
 };
 
-// §4.1 steps 1-7 in the spec's order, for a frame of src_size bytes whose first 64 bytes (if it has them) the caller
-// copied to b, so that the header costs one round trip to memory rather than one per check. One thread.
-SZ_NOINLINE sz_status parse_header(const uint8_t* b, uint64_t src_size, Header* h) {
+// §4.1 steps 1-4, the start of every version's header checks (b: the frame's first 64 bytes, src_size its bytes):
+// SZ_OK with the frame's version, or the first failing step's error.
+SZ_DEV sz_status parse_header_start(const uint8_t* b, uint64_t src_size, uint32_t* version) {
   if (src_size < layout::kHeaderSize) return SZ_ERROR_SRC_TRUNCATED;
   if (layout::load_u32(b) != layout::kFrameMagic) return SZ_ERROR_BAD_MAGIC;
-  const uint32_t version = b[layout::kOffVersion];
-  if (version != layout::kFormatVersion && version != layout::kFormatVersionChannels &&
-      version != layout::kFormatVersionEntropy)
+  *version = b[layout::kOffVersion];
+  if (*version != layout::kFormatVersion && *version != layout::kFormatVersionChannels &&
+      *version != layout::kFormatVersionEntropy)
     return SZ_ERROR_UNSUPPORTED_VERSION;
   if (xxh3::h32(b, layout::kHeaderChecksummed) != layout::load_u32(b + layout::kOffHeaderChecksum))
     return SZ_ERROR_CHECKSUM;
+  return SZ_OK;
+}
+
+// §4.1 steps 1-7 in the spec's order, for a frame of src_size bytes whose first 64 bytes (if it has them) the caller
+// copied to b, so that the header costs one round trip to memory rather than one per check. One thread.
+SZ_NOINLINE sz_status parse_header(const uint8_t* b, uint64_t src_size, Header* h) {
+  uint32_t version = 0;
+  const sz_status s0 = parse_header_start(b, src_size, &version);
+  if (s0 != SZ_OK) return s0;
   // Entropy-coded frames (§4.10) are known to the format but not decoded by these kernels.
   if (version == layout::kFormatVersionEntropy) return SZ_ERROR_NOT_SUPPORTED;
   const uint32_t dtype = b[layout::kOffDtype];

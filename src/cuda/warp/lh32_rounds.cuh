@@ -108,7 +108,10 @@ SZ_DEV void lh_add_row(LhState& st, uint64_t w0, uint64_t w1, const LhKeys& k, u
     }
   }
   const uint32_t t = row % 4, u = (row / 4) * (uint32_t)lh32::kRoundStep;
-  const uint64_t T = t == 0 ? lh32::row_key(0) : t == 1 ? lh32::row_key(1) : t == 2 ? lh32::row_key(2) : lh32::row_key(3);
+  const uint64_t T = t == 0   ? lh32::row_key(0)
+                     : t == 1 ? lh32::row_key(1)
+                     : t == 2 ? lh32::row_key(2)
+                              : lh32::row_key(3);
   const uint64_t rk = ((uint64_t)((uint32_t)(T >> 32) ^ u) << 32) | ((uint32_t)T ^ u);
   st.a0 += lh32::step(w0, w1, k.k0, rk);
   st.a1 += lh32::step(w1, w0, k.k1, rk);
