@@ -53,6 +53,19 @@ sz_status resident_ctas(const void* kernel, int index, size_t smem, int threads,
   return SZ_OK;
 }
 
+// Launches `kernel` on `grid` CTAs of `threads` threads, capped at the `resident` CTAs that fit the device at once
+// (and at least one).
+sz_status launch_capped(const void* kernel, uint64_t grid, int resident, int threads, void** args, size_t smem,
+                        cudaStream_t stream) {
+  if (grid > (uint64_t)resident) grid = (uint64_t)resident;
+  if (grid < 1) grid = 1;
+  if (cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(threads), args, smem, stream) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return SZ_ERROR_CUDA;
+  }
+  return SZ_OK;
+}
+
 sz_status launch_encode(const EncodeArgs& a, cudaStream_t stream) {
   const int index = encode_kernel_index(a.dtype, a.k);
   if (index < 0) return SZ_ERROR_INTERNAL;
@@ -73,16 +86,9 @@ sz_status launch_encode(const EncodeArgs& a, cudaStream_t stream) {
     if (tres >= resident) kernel = tk;
     else b.team = 1;
   }
-  uint64_t grid = (a.n_chunks * b.team + EncodePolicy::kWarps - 1) / EncodePolicy::kWarps;
-  if (grid > (uint64_t)resident) grid = (uint64_t)resident;
-  if (grid < 1) grid = 1;
   void* args[] = {&b};
-  if (cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(EncodePolicy::kWarps * 32), args, smem, stream) !=
-      cudaSuccess) {
-    (void)cudaGetLastError();
-    return SZ_ERROR_CUDA;
-  }
-  return SZ_OK;
+  return launch_capped(kernel, (a.n_chunks * b.team + EncodePolicy::kWarps - 1) / EncodePolicy::kWarps, resident,
+                       EncodePolicy::kWarps * 32, args, smem, stream);
 }
 
 sz_status launch_decode(const DecodeArgs& a, cudaStream_t stream) {
@@ -92,16 +98,9 @@ sz_status launch_decode(const DecodeArgs& a, cudaStream_t stream) {
   const sz_status s = resident_ctas(kernel, kDecoderSlot, smem, DecodePolicy::kWarps * 32, &resident);
   if (s != SZ_OK) return s;
   // The chunk count is in the frame, which the host does not read: no more CTAs than chunks the frame can hold.
-  uint64_t grid = (max_chunks_of(a.src_size) + DecodePolicy::kWarps - 1) / DecodePolicy::kWarps;
-  if (grid > (uint64_t)resident) grid = (uint64_t)resident;
-  if (grid < 1) grid = 1;
   void* args[] = {const_cast<DecodeArgs*>(&a)};
-  if (cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(DecodePolicy::kWarps * 32), args, smem, stream) !=
-      cudaSuccess) {
-    (void)cudaGetLastError();
-    return SZ_ERROR_CUDA;
-  }
-  return SZ_OK;
+  return launch_capped(kernel, (max_chunks_of(a.src_size) + DecodePolicy::kWarps - 1) / DecodePolicy::kWarps,
+                       resident, DecodePolicy::kWarps * 32, args, smem, stream);
 }
 
 sz_status launch_entropy_decode(const EntropyDecodeArgs& a, cudaStream_t stream) {
@@ -111,16 +110,9 @@ sz_status launch_entropy_decode(const EntropyDecodeArgs& a, cudaStream_t stream)
   const sz_status s =
       resident_ctas(kernel, kEntropyDecoderSlot, smem, EntropyDecodePolicy::kWarps * 32, &resident);
   if (s != SZ_OK) return s;
-  uint64_t grid = entropy_grid_of(a.src_size);
-  if (grid > (uint64_t)resident) grid = (uint64_t)resident;
-  if (grid < 1) grid = 1;
   void* args[] = {const_cast<EntropyDecodeArgs*>(&a)};
-  if (cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(EntropyDecodePolicy::kWarps * 32), args, smem, stream) !=
-      cudaSuccess) {
-    (void)cudaGetLastError();
-    return SZ_ERROR_CUDA;
-  }
-  return SZ_OK;
+  return launch_capped(kernel, entropy_grid_of(a.src_size), resident, EntropyDecodePolicy::kWarps * 32, args, smem,
+                       stream);
 }
 
 sz_status ws_query(uint64_t n, sz_dtype dtype, const sz_params* params, size_t* ws) {
