@@ -6,6 +6,7 @@ bench/results/eval.md (this run's details), docs/img/*.png and bench/results.csv
     .venv-bench/bin/python bench/eval.py                 # everything (about 15-25 minutes on 2 shared cores)
     .venv-bench/bin/python bench/eval.py --quick         # fewer timing repeats, no zstd -19 / ZipNN timing
     .venv-bench/bin/python bench/eval.py --extra F.bin:bf16:LAYERS   # add your own [layer][K,V][...] dumps
+    python3 bench/headlines.py                           # only the headline blocks, from bench/results/*.md
 
 Every SplitZip number comes from the real library: bench/splitzip_measure (exact frame sizes, escapes and chunk
 modes, each frame decoded and compared) and bench/splitzip_cpu_bench (throughput next to memcpy, zstd, lz4), both
@@ -30,6 +31,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+import headlines  # bench/headlines.py: the headline section, also re-rendered alone
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_KV = (REPO.parent / "shared" / "data" / "kv").resolve()
@@ -624,24 +627,6 @@ def zipnn_rt(z):
     return ("ok" if z["round_trip_ok"] else "**FAILS** (decoded bytes differ from the input)") + note
 
 
-# The results pages whose headlines docs/BENCHMARKS.md shows (file in bench/results/, title).
-RESULT_PAGES = (("gpu.md", "GPU codec on the H200"), ("cpu.md", "CPU codec on an idle machine"),
-                ("transfer.md", "Transfer: raw vs compressed KV over UCX"),
-                ("ratio_max.md", "Max mode (entropy-coded frames): ratio"),
-                ("integrations_h200.md", "Engine adapters on the H200"))
-
-
-def headline_of(path: Path) -> str:
-    """The block between a results page's `<!-- headline -->` and `<!-- /headline -->` markers, its links made
-    relative to docs/ (the pages are in bench/results/)."""
-    text = path.read_text()
-    a, b = text.find("<!-- headline -->"), text.find("<!-- /headline -->")
-    if a < 0 or b < a:
-        return f"(no headline marked in `bench/results/{path.name}`)"
-    block = text[a + len("<!-- headline -->"):b].strip()
-    return block.replace("](../../docs/", "](").replace("](../", "](../bench/").replace("](./", "](../bench/results/")
-
-
 def markdown(ev, n_results, started, elapsed, args):
     """docs/BENCHMARKS.md (summary, headlines, links) and bench/results/eval.md (this run's details)."""
     ds = ev["datasets"]
@@ -731,17 +716,7 @@ def markdown(ev, n_results, started, elapsed, args):
     A("")
 
     # ---- the page's headlines from the other results pages, then the links to the details --------------------------
-    A("## Headlines of the other results")
-    A("")
-    A("Each block is the headline of a results page (between its `<!-- headline -->` markers), which has the "
-      "method, the command, every table and what the numbers say.")
-    A("")
-    for name, title in RESULT_PAGES:
-        f = REPO / "bench" / "results" / name
-        A(f"### {title} ([bench/results/{name}](../bench/results/{name}))")
-        A("")
-        A(headline_of(f) if f.exists() else f"`bench/results/{name}` is not there yet.")
-        A("")
+    L.extend(headlines.section_lines())
     A("## Details of this run")
     A("")
     A("[bench/results/eval.md](../bench/results/eval.md), written by the same command: the ratio of every file "
