@@ -14,11 +14,13 @@ Exit codes: 0 pass, 1 fail, 77 skipped (ctest SKIP_RETURN_CODE), e.g. when ../sh
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -525,6 +527,120 @@ def case_stream_memory(r, ctx):
     r.note("max RSS of every step under %.0f MB" % limit)
 
 
+
+class OnTerminal:
+    """Runs the tool with stdout and stderr on a pseudo-terminal (so it draws progress as on a user's terminal) and
+    stdin on a pipe fed with `data` in `pieces` pieces over `seconds` seconds, which keeps the tool busy for that
+    long whatever the machine's speed. wait() returns (exit code, everything the terminal received)."""
+
+    def __init__(self, r, args, data, pieces=1, seconds=0.0):
+        import pty  # POSIX only, like the rest of these tests
+        master, slave = pty.openpty()
+        self.proc = subprocess.Popen([r.exe] + args, cwd=r.work, stdin=subprocess.PIPE, stdout=slave, stderr=slave)
+        os.close(slave)
+        self.master = master
+        self.received = bytearray()
+        self.reader = threading.Thread(target=self._read)
+        self.reader.start()
+        self.feeder = threading.Thread(target=self._feed, args=(data, pieces, seconds))
+        self.feeder.start()
+
+    def _read(self):
+        while True:
+            try:
+                got = os.read(self.master, 65536)
+            except OSError:  # EIO: every writer of the terminal has exited
+                break
+            if not got:
+                break
+            self.received += got
+
+    def _feed(self, data, pieces, seconds):
+        step = (len(data) + pieces - 1) // pieces
+        try:
+            for i in range(0, len(data), step):
+                self.proc.stdin.write(data[i:i + step])
+                self.proc.stdin.flush()
+                time.sleep(seconds / pieces)
+        except BrokenPipeError:
+            pass
+        finally:
+            self.proc.stdin.close()
+
+    def wait(self):
+        self.feeder.join()
+        rc = self.proc.wait(timeout=120)
+        self.reader.join()
+        os.close(self.master)
+        return rc, self.received.decode("utf-8", "replace")
+
+
+PROGRESS_LINE = re.compile(r"splitzip: (\w+) stdin  ([0-9.]+ [kMGTP]?B)  ([0-9.]+) s$")
+
+
+def progress_states(text, verb):
+    """The progress lines a terminal was sent: each drawing is "\\r\\033[K" + the line; returns the (bytes done,
+    seconds) of each, and whether the last drawing was erased before anything else was printed."""
+    states = []
+    for piece in text.replace("\r\n", "\n").split("\r"):
+        line = piece.replace("\033[K", "", 1).split("\n")[0] if piece.startswith("\033[K") else None
+        m = PROGRESS_LINE.match(line) if line else None
+        if m:
+            check(m.group(1) == verb, "progress says %r, not %r: %r" % (m.group(1), verb, line))
+            states.append((m.group(2), m.group(3)))
+    last = text.rfind("splitzip: %s stdin" % verb)
+    erased = last >= 0 and text.find("\r\033[K", last) >= 0 and "\n" not in text[last:text.find("\r\033[K", last)]
+    return states, erased
+
+
+def case_progress(r, ctx):
+    """On a terminal, compress and decompress draw a progress line that advances while they work and is erased
+    at the end; -q prints nothing at all; -v adds frames, time and speed to the summary line, as --help says."""
+    for cmd in ("compress", "decompress"):
+        text = r.ok([cmd, "--help"], record=False)
+        check("Print no summary line and no progress" in text, "%s --help: what -q does" % cmd)
+        check("Also print frames, time and speed of each file" in text, "%s --help: what -v does" % cmd)
+    # 64 MiB of KV-like BF16: 8 frames, each one advance of the progress line.
+    block = gen_values("bf16", 1 << 15, 43)
+    data = block * ((64 << 20) // len(block))
+    frames = len(data) // (2 * FRAME_VALUES)
+    # The line is drawn every 250 ms once a second has passed: feeding the input over 1.8 s gives 3 drawings or
+    # more, a frame or more apart. The plain and the -q run of each command run side by side.
+    slow = dict(pieces=36, seconds=1.8)
+    plain = OnTerminal(r, ["compress", "--dtype", "bf16", "-", "-o", "kv.spz"], data, **slow)
+    quiet = OnTerminal(r, ["compress", "-q", "--dtype", "bf16", "-", "-o", "kv_q.spz"], data, **slow)
+    (rc, text), (rc_q, text_q) = plain.wait(), quiet.wait()
+    check(rc == 0 and rc_q == 0, "compress on a terminal: exit %d / %d: %r %r" % (rc, rc_q, text, text_q))
+    check(r.read("kv.spz") == r.read("kv_q.spz"), "-q writes the same frames")
+    states, erased = progress_states(text, "compressing")
+    check(len(set(b for b, _ in states)) >= 2, "compress: the progress line advances: %r" % text)
+    check(erased, "compress: the progress line is erased at the end: %r" % text)
+    check(text_q == "", "compress -q prints nothing: %r" % text_q)
+    summary = re.compile(r"stdin: %d -> %d bytes \(ratio [0-9.]+\) -> kv\.spz\r?\n$" % (len(data),
+                                                                                   len(r.read("kv.spz"))))
+    check(summary.search(text), "compress: the summary line ends the output: %r" % text)
+    frame_bytes = r.read("kv.spz")
+    plain = OnTerminal(r, ["decompress", "-", "-o", "back.bin"], frame_bytes, **slow)
+    quiet = OnTerminal(r, ["decompress", "-q", "-", "-o", "back_q.bin"], frame_bytes, **slow)
+    (rc, text), (rc_q, text_q) = plain.wait(), quiet.wait()
+    check(rc == 0 and rc_q == 0, "decompress on a terminal: exit %d / %d: %r %r" % (rc, rc_q, text, text_q))
+    check(r.read("back.bin") == data and r.read("back_q.bin") == data, "decompress on a terminal: same bytes")
+    states, erased = progress_states(text, "decompressing")
+    check(len(set(b for b, _ in states)) >= 2, "decompress: the progress line advances: %r" % text)
+    check(erased, "decompress: the progress line is erased at the end: %r" % text)
+    check(text_q == "", "decompress -q prints nothing: %r" % text_q)
+    # -v: the summary line with the frames, the time and the speed (fed at once: no progress is drawn)
+    verbose = r"stdin: %d -> %d bytes \(ratio [0-9.]+, %d frames, [0-9.]+ s, [0-9.]+ MB/s\) -> %s\r?\n$"
+    rc, text = OnTerminal(r, ["compress", "-v", "-f", "--dtype", "bf16", "-", "-o", "kv.spz"], data).wait()
+    check(rc == 0 and re.match(verbose % (len(data), len(frame_bytes), frames, r"kv\.spz"), text),
+          "compress -v: %r" % text)
+    rc, text = OnTerminal(r, ["decompress", "-v", "-f", "-", "-o", "back.bin"], frame_bytes).wait()
+    check(rc == 0 and re.match(verbose % (len(frame_bytes), len(data), frames, r"back\.bin"), text),
+          "decompress -v: %r" % text)
+    r.note("compress and decompress of %d frames on a terminal: progress advances and is erased; -q prints "
+           "nothing; -v prints frames, time and speed" % frames)
+
+
 def case_many_items(r, ctx):
     """A .safetensors file of 30,000 tensors (names not in index order): compress, info and decompress each take
     time about linear in the number of items (a pairwise index check took tens of seconds per command)."""
@@ -888,6 +1004,7 @@ CASES = {
     "many_items": case_many_items,
     "stream": case_stream,
     "stream_memory": case_stream_memory,
+    "progress": case_progress,
     "info_names": case_info_names,
     "errors": case_errors,
     "corrupt": case_corrupt,
