@@ -1,5 +1,5 @@
 #!/bin/bash
-# device_check.sh — one call on the GPU machine for the transfer library's GPU path (issue 6): builds the library,
+# device_check.sh — one call on the GPU machine for the transfer library's GPU path: builds the library,
 # its tests and bench/transfer from this checkout against the UCX of PyPI's libucx-cu13 wheel (UCX built with CUDA),
 # then runs the GPU transfer tests and the --gpu benchmark, writing logs to $OUT.
 #
