@@ -15,7 +15,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -189,9 +188,9 @@ int main(int argc, char** argv) {
         // CPU decode, one thread, for reference
         std::vector<uint8_t> back(bytes);
         size_t got = 0;
-        const auto c0 = std::chrono::steady_clock::now();
+        const szbench::Timer cpu_timer;
         SZ(sz_decompress_entropy(frame.data(), fsize, &tb.t, back.data(), back.size(), &got, 1));
-        const double cpu_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+        const double cpu_s = cpu_timer.seconds();
         CK(cudaMemcpy(d_frame, frame.data(), fsize, cudaMemcpyHostToDevice));
         CK(cudaMemset(d_out, 0, bytes));
         auto decode = [&] {
