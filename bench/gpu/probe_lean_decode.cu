@@ -17,6 +17,7 @@
 // made (index entries, record size, escape lists, code 0 of escapes, codes in the codebook, the LH32 checksum).
 //
 // Run: probe_lean_decode DATA_DIR [SIZES_MIB] [REPS]   (DATA_DIR holds kv_code_bf16.bin, kv_prose_bf16.bin)
+// Results and what they led to: bench/NOTES.md (v9.7), bench/results/gpu_v9_7_ab.md.
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -27,11 +27,9 @@ const void* encode_kernel_ptr(int index, bool teams, bool ch) {
 }
 
 // Resident CTAs per device of each kernel, computed at first use: encoder i's four kernels (team, channel windows) at
-// v * kEncodeKernels + i (resident_slot), the decoders' at kDecoderSlot (stream agent), kTeamDecoderSlot, and
-// kEntropyDecoderSlot.
+// v * kEncodeKernels + i (resident_slot), the decoder's at kDecoderSlot.
 constexpr int kMaxDevices = 64;
-constexpr int kDecoderSlot = 4 * kEncodeKernels, kTeamDecoderSlot = kDecoderSlot + 1,
-              kEntropyDecoderSlot = kDecoderSlot + 2;
+constexpr int kDecoderSlot = 4 * kEncodeKernels, kEntropyDecoderSlot = kDecoderSlot + 1;
 std::atomic<int> g_resident[kMaxDevices][kEntropyDecoderSlot + 1];
 int resident_slot(int index, bool teams, bool ch) { return (teams + 2 * ch) * kEncodeKernels + index; }
 
@@ -93,20 +91,16 @@ sz_status launch_encode(const EncodeArgs& a, cudaStream_t stream) {
                        EncodePolicy::kWarps * 32, args, smem, stream);
 }
 
-// The decoder's agent is chosen by the frame buffer's size (the host does not read the frame): the team agent for
-// buffers of up to DecodeTeamPolicy::kMaxSrcBytes, the stream agent above. Both decode every frame.
 sz_status launch_decode(const DecodeArgs& a, cudaStream_t stream) {
-  const bool team = a.src_size <= DecodeTeamPolicy::kMaxSrcBytes;
-  const int warps = team ? DecodeTeamPolicy::kWarps : DecodePolicy::kWarps;
-  const size_t smem = team ? decode_team_smem_bytes() : decode_smem_bytes();
+  const size_t smem = decode_smem_bytes();
   int resident = 0;
-  const void* kernel = team ? decode_team_kernel_address() : decode_kernel_address();
-  const sz_status s = resident_ctas(kernel, team ? kTeamDecoderSlot : kDecoderSlot, smem, warps * 32, &resident);
+  const void* kernel = decode_kernel_address();
+  const sz_status s = resident_ctas(kernel, kDecoderSlot, smem, DecodePolicy::kWarps * 32, &resident);
   if (s != SZ_OK) return s;
   // The chunk count is in the frame, which the host does not read: no more CTAs than chunks the frame can hold.
   void* args[] = {const_cast<DecodeArgs*>(&a)};
-  return launch_capped(kernel, (max_chunks_of(a.src_size) + warps - 1) / warps, resident, warps * 32, args, smem,
-                       stream);
+  return launch_capped(kernel, (max_chunks_of(a.src_size) + DecodePolicy::kWarps - 1) / DecodePolicy::kWarps,
+                       resident, DecodePolicy::kWarps * 32, args, smem, stream);
 }
 
 sz_status launch_entropy_decode(const EntropyDecodeArgs& a, cudaStream_t stream) {

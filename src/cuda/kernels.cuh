@@ -2,7 +2,6 @@
 // instantiates the kernels of some dtypes (so that they compile in parallel); api.cu launches them by address.
 #pragma once
 
-#include "cuda/agent/decode_team.cuh"
 #include "cuda/dispatch.cuh"
 
 namespace splitzip {
@@ -17,8 +16,7 @@ const void* encode_kernel_address(bool teams, bool ch);
   const void* encode_kernel_address<D, K>(bool teams, bool ch);
 SZ_CUDA_ENCODE_KERNELS(SZ_X)
 #undef SZ_X
-const void* decode_kernel_address();       // the stream agent (large frames)
-const void* decode_team_kernel_address();  // the team agent (frames of up to DecodeTeamPolicy::kMaxSrcBytes)
+const void* decode_kernel_address();
 const void* entropy_decode_kernel_address();  // version 3 frames
 
 #if defined(__CUDACC__)

@@ -1,5 +1,5 @@
-// kernels_decode.cu — the decoder kernel of the stream agent (large frames; it reads the frame's dtype and code width
-// on the device), see kernels.cuh.
+// kernels_decode.cu — the decoder kernel (one for every frame: it reads the frame's dtype and code width on the
+// device), see kernels.cuh.
 #include "cuda/kernels.cuh"
 
 namespace splitzip {
@@ -7,7 +7,7 @@ namespace cuda {
 
 __global__ void __launch_bounds__(DecodePolicy::kWarps * 32, DecodePolicy::kMinBlocks)
     decode_kernel(const __grid_constant__ DecodeArgs a) {
-  decode_frame<StreamAgent>(a);
+  decode_warps(a);
 }
 const void* decode_kernel_address() { return (const void*)decode_kernel; }
 

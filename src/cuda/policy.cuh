@@ -34,27 +34,20 @@ struct EncodePolicy {
   static constexpr uint32_t kCtaSmemLimit = (228u * 1024u - kMinBlocks * 1024u) / kMinBlocks;
 };
 
-// Decoder, stream agent (frames larger than DecodeTeamPolicy::kMaxSrcBytes): chunks dealt to warps statically (c =
-// warp, + all warps, ...); each warp streams the rounds of its chunks through a ring of kRing slots (a round's rest
-// fields and codes), staging the next chunk's first rounds and its escape lists while it decodes the current one.
+// Decoder: chunks dealt to warps statically (c = warp, + all warps, ...); each warp streams the rounds of its chunks
+// through a ring of kRing slots (a round's rest fields and codes), staging the next chunk's first rounds and its
+// escape lists while it decodes the current one.
 struct DecodePolicy {
   static constexpr int kWarps = 8;
   static constexpr int kMinBlocks = 2;
   static constexpr int kRing = 3;
   static constexpr uint32_t kEscapeCap = 512;  // escapes of a chunk staged in shared memory; more are read in place
-  static constexpr uint32_t kCtaSmemLimit = (228u * 1024u - kMinBlocks * 1024u) / kMinBlocks;
-};
-
-// Decoder, team agent (frames of up to kMaxSrcBytes: a layer or a request of a serving engine): a team of up to
-// kMaxTeam warps of a CTA per chunk, warp m of a team taking rounds m, m + team, ... with loads straight into
-// registers, so that every round of a small call is in flight at once. Small CTAs at 64 registers, so that many
-// teams share an SM. Frames with H32 checksums (whose rounds chain in order) take one warp per chunk.
-struct DecodeTeamPolicy {
-  static constexpr int kWarps = 4;
-  static constexpr int kMinBlocks = 6;
+  // A call with few chunks gives each chunk a team of up to kMaxTeam warps of one CTA (warp m of a team takes
+  // rounds m, m + team, ...), so that a small message is not one warp's latency through a whole chunk; a team needs
+  // chunks of kTeamMinRounds to kTeamRounds rounds (their checksum sums wait in shared memory for the chain).
   static constexpr uint32_t kMaxTeam = 4;
-  static constexpr uint32_t kEscapeCap = 512;
-  static constexpr uint64_t kMaxSrcBytes = 64ull << 20;
+  static constexpr uint32_t kTeamMinRounds = 4;
+  static constexpr uint32_t kTeamRounds = 8;
   static constexpr uint32_t kCtaSmemLimit = (228u * 1024u - kMinBlocks * 1024u) / kMinBlocks;
 };
 

@@ -175,7 +175,6 @@ SZ_DEV void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" 
 
 // Global loads and stores of streamed data (evict-first: read or written once).
 SZ_DEV uint4 ld_stream16(const void* p) { return __ldcs(reinterpret_cast<const uint4*>(p)); }
-SZ_DEV uint32_t ld_stream4(const void* p) { return __ldcs(reinterpret_cast<const unsigned*>(p)); }
 SZ_DEV void st_stream16(void* p, uint4 v) { __stcs(reinterpret_cast<uint4*>(p), v); }
 SZ_DEV void st_stream8(void* p, uint2 v) { __stcs(reinterpret_cast<uint2*>(p), v); }
 SZ_DEV void st_stream4(void* p, uint32_t v) { __stcs(reinterpret_cast<unsigned*>(p), v); }
@@ -286,11 +285,6 @@ inline bool mbar_try_wait(uint64_t* m, uint32_t parity) { return simt_emu::mbar_
 inline void bulk_copy(void* s, const void* g, uint32_t bytes, uint64_t* m) { simt_emu::bulk_copy(s, g, bytes, m); }
 inline void fence_proxy_async() {}
 
-inline uint32_t ld_stream4(const void* p) {
-  uint32_t v;
-  memcpy(&v, p, 4);
-  return v;
-}
 inline uint4 ld_stream16(const void* p) {
   uint4 v;
   memcpy(&v, p, 16);

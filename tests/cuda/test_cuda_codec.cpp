@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "codec_cases.h"
-#include "cuda/policy.cuh"
 #include "entropy_cases.h"
 #include "splitzip/splitzip.h"
 #include "splitzip/splitzip_cuda.h"
@@ -90,20 +89,18 @@ struct GpuDecoded {
   bool guard_ok = true;
 };
 
-// Decodes on the GPU into a buffer of dst_capacity bytes followed by a guard zone that must stay untouched. The frame
-// lies at the start of a buffer of src_size bytes (at least its size; the decoder ignores bytes after a frame).
-GpuDecoded gpu_decompress_in(const std::vector<uint8_t>& frame, size_t src_size, size_t dst_capacity) {
+// Decodes on the GPU into a buffer of dst_capacity bytes followed by a guard zone that must stay untouched.
+GpuDecoded gpu_decompress(const std::vector<uint8_t>& frame, size_t dst_capacity) {
   GpuDecoded r;
   constexpr size_t kGuard = 4096;
-  DevBuf src(src_size), dst(dst_capacity + kGuard), st(4), sz(8);
-  cudaMemset(src.p, 0xC3, src_size);
+  DevBuf src(frame.size()), dst(dst_capacity + kGuard), st(4), sz(8);
   cudaMemcpy(src.p, frame.data(), frame.size(), cudaMemcpyHostToDevice);
   cudaMemset(dst.p, 0x5A, dst_capacity + kGuard);
   size_t ws = 0;
-  EXPECT_EQ(sz_cuda_decompress_workspace_size(src_size, dst_capacity, &ws), SZ_OK);
+  EXPECT_EQ(sz_cuda_decompress_workspace_size(frame.size(), dst_capacity, &ws), SZ_OK);
   DevBuf work(ws, true);
-  r.launch = sz_cuda_decompress(src.p, src_size, dst.p, dst_capacity, work.p, ws, (int32_t*)st.p, (uint64_t*)sz.p,
-                                nullptr);
+  r.launch = sz_cuda_decompress(src.p, frame.size(), dst.p, dst_capacity, work.p, ws, (int32_t*)st.p,
+                                (uint64_t*)sz.p, nullptr);
   if (r.launch != SZ_OK) return r;
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   cudaMemcpy(&r.status, st.p, 4, cudaMemcpyDeviceToHost);
@@ -114,24 +111,6 @@ GpuDecoded gpu_decompress_in(const std::vector<uint8_t>& frame, size_t src_size,
     if (all[i] != 0x5A) r.guard_ok = false;
   all.resize(std::min<uint64_t>(r.size == ~0ull ? 0 : r.size, dst_capacity));
   r.out = std::move(all);
-  return r;
-}
-
-// The decoder picks its agent by the frame buffer's size (the team agent up to kTeamMaxSrcBytes, the stream agent
-// above). A frame that fits the team agent's buffers is decoded a second time from a buffer just past that size,
-// by the stream agent: the same status, size and output, unless the frame is truncated (its missing bytes are then
-// the buffer's padding). Returns the first decode.
-constexpr size_t kTeamMaxSrcBytes = splitzip::cuda::DecodeTeamPolicy::kMaxSrcBytes;
-GpuDecoded gpu_decompress(const std::vector<uint8_t>& frame, size_t dst_capacity) {
-  const GpuDecoded r = gpu_decompress_in(frame, frame.size(), dst_capacity);
-  if (frame.size() > kTeamMaxSrcBytes || r.launch != SZ_OK || r.status == SZ_ERROR_SRC_TRUNCATED) return r;
-  const GpuDecoded s = gpu_decompress_in(frame, kTeamMaxSrcBytes + 1, dst_capacity);
-  EXPECT_EQ(s.launch, SZ_OK);
-  EXPECT_EQ(s.status, r.status) << "stream agent " << sz_status_name((sz_status)s.status) << ", team agent "
-                                << sz_status_name((sz_status)r.status);
-  EXPECT_EQ(s.size, r.size) << "stream agent";
-  EXPECT_TRUE(s.guard_ok) << "stream agent wrote past the output";
-  EXPECT_TRUE(s.out == r.out) << "stream agent's output differs";
   return r;
 }
 

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <functional>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #define XXH_INLINE_ALL
@@ -88,10 +87,9 @@ struct Decoded {
   bool guard_ok = true;
 };
 
-// The decoder of agent A (StreamAgent, TeamAgent) on the emulator, with A's launch shape.
-template <class A>
-Decoded emu_decompress_agent(const std::vector<uint8_t>& frame, size_t dst_capacity, std::vector<uint8_t>* ws,
-                             void* const* pages, uint32_t n_pages, uint64_t page_values, const sz_channel_book* book) {
+Decoded emu_decompress(const std::vector<uint8_t>& frame, size_t dst_capacity, std::vector<uint8_t>* ws = nullptr,
+                       void* const* pages = nullptr, uint32_t n_pages = 0, uint64_t page_values = 0,
+                       const sz_channel_book* book = nullptr) {
   Decoded r;
   constexpr size_t kGuard = 256;
   std::vector<uint8_t> dst(dst_capacity + kGuard, 0x5A);
@@ -105,13 +103,11 @@ Decoded emu_decompress_agent(const std::vector<uint8_t>& frame, size_t dst_capac
   r.launch = make_decode_args(src.data(), frame.size(), pages ? nullptr : dst.data(), dst_capacity, pages, n_pages,
                               page_values, ws->data(), ws->size(), &r.status, pages ? nullptr : &r.size, &a, book);
   if (r.launch != SZ_OK) return r;
-  constexpr unsigned kWarps = std::is_same<A, TeamAgent>::value ? DecodeTeamPolicy::kWarps : DecodePolicy::kWarps;
-  const size_t smem = std::is_same<A, TeamAgent>::value ? decode_team_smem_bytes() : decode_smem_bytes();
-  uint64_t grid = (max_chunks_of(frame.size()) + kWarps - 1) / kWarps;
+  uint64_t grid = (max_chunks_of(frame.size()) + DecodePolicy::kWarps - 1) / DecodePolicy::kWarps;
   grid = grid < 1 ? 1 : (grid > kMaxGrid ? kMaxGrid : grid);
   const char* why = nullptr;
-  const bool ok =
-      simt_emu::launch((unsigned)grid, kWarps * 32, smem, [&] { decode_frame<A>(a); }, g_seed++, &why);
+  const bool ok = simt_emu::launch((unsigned)grid, DecodePolicy::kWarps * 32, decode_smem_bytes(),
+                                   [&] { decode_warps(a); }, g_seed++, &why);
   EXPECT_TRUE(ok) << "emulated decoder: " << (why ? why : "");
   if (!ok) {
     r.launch = SZ_ERROR_INTERNAL;
@@ -124,38 +120,6 @@ Decoded emu_decompress_agent(const std::vector<uint8_t>& frame, size_t dst_capac
     r.out = std::move(dst);
   }
   return r;
-}
-
-// The bytes of a paged output (the frame's dtype from its header; nothing when it names none).
-std::vector<uint8_t> page_bytes(const std::vector<uint8_t>& frame, void* const* pages, uint32_t n_pages,
-                                uint64_t page_values) {
-  std::vector<uint8_t> b;
-  const size_t vb = frame.size() > 5 ? sz_dtype_size((sz_dtype)frame[5]) : 0;
-  for (uint32_t i = 0; pages && vb && i < n_pages; ++i) {
-    const uint8_t* p = static_cast<const uint8_t*>(pages[i]);
-    b.insert(b.end(), p, p + page_values * vb);
-  }
-  return b;
-}
-
-// A frame decoded by both agents (the launcher picks one by the frame's size; each must decode every frame): the
-// same status, size and output (or pages) from each. Returns the stream agent's result, whose run is the last.
-Decoded emu_decompress(const std::vector<uint8_t>& frame, size_t dst_capacity, std::vector<uint8_t>* ws = nullptr,
-                       void* const* pages = nullptr, uint32_t n_pages = 0, uint64_t page_values = 0,
-                       const sz_channel_book* book = nullptr) {
-  const Decoded t = emu_decompress_agent<TeamAgent>(frame, dst_capacity, ws, pages, n_pages, page_values, book);
-  const std::vector<uint8_t> tp = page_bytes(frame, pages, n_pages, page_values);
-  const Decoded s = emu_decompress_agent<StreamAgent>(frame, dst_capacity, ws, pages, n_pages, page_values, book);
-  EXPECT_EQ(t.launch, s.launch) << "team agent";
-  EXPECT_EQ(t.status, s.status) << "team agent: " << sz_status_name((sz_status)t.status) << ", stream agent: "
-                                << sz_status_name((sz_status)s.status);
-  EXPECT_EQ(t.size, s.size) << "team agent";
-  EXPECT_TRUE(t.guard_ok) << "team agent wrote past the output";
-  if (s.status == SZ_OK) {
-    EXPECT_TRUE(t.out == s.out) << "team agent's output differs";
-    EXPECT_TRUE(tp == page_bytes(frame, pages, n_pages, page_values)) << "team agent's pages differ";
-  }
-  return s;
 }
 
 std::vector<uint8_t> ref_compress(const std::vector<uint8_t>& data, uint64_t n, sz_dtype dtype, const sz_codebook& cb,
@@ -410,18 +374,10 @@ TEST(CudaKernelsEmu, UnalignedBuffers) {
                                ws.size(), &status, &size, &a),
               SZ_OK);
     const char* why = nullptr;
-    ASSERT_TRUE(simt_emu::launch(2, DecodePolicy::kWarps * 32, decode_smem_bytes(),
-                                 [&] { decode_frame<StreamAgent>(a); }, 9, &why))
+    ASSERT_TRUE(simt_emu::launch(2, DecodePolicy::kWarps * 32, decode_smem_bytes(), [&] { decode_warps(a); }, 9, &why))
         << why;
     ASSERT_EQ(status, SZ_OK) << sz_status_name((sz_status)status);
     ASSERT_TRUE(std::equal(data.begin(), data.end(), out.begin() + 1)) << "dtype " << dtype;
-    std::fill(out.begin(), out.end(), 0);
-    status = -1;
-    ASSERT_TRUE(simt_emu::launch(2, DecodeTeamPolicy::kWarps * 32, decode_team_smem_bytes(),
-                                 [&] { decode_frame<TeamAgent>(a); }, 9, &why))
-        << why;
-    ASSERT_EQ(status, SZ_OK) << "team agent: " << sz_status_name((sz_status)status);
-    ASSERT_TRUE(std::equal(data.begin(), data.end(), out.begin() + 1)) << "team agent, dtype " << dtype;
   }
 }
 

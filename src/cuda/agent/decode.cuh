@@ -1,19 +1,17 @@
-// agent/decode.cuh — the decoder of docs/FORMAT.md §4 on a GPU, in two agents that share every step of a round:
-//   - the stream agent (here, large frames): one warp decodes a chunk in one pass. Chunks are dealt to warps
-//     statically (warp w: chunks w, w + all warps, ...), so a warp knows its next chunk and streams the rounds of all
-//     its chunks through one ring of DecodePolicy::kRing shared-memory slots: while it decodes a round, the next
-//     rounds' rest fields and codes (and, with a chunk's first round, its escape lists) are in flight by bulk copies,
-//     across chunk boundaries;
-//   - the team agent (agent/decode_team.cuh, small frames): a team of warps per chunk, loads straight into registers.
-// Which one runs is the launcher's choice by the frame buffer's size (DecodeTeamPolicy::kMaxSrcBytes); both decode
-// every frame. The host does not read the frame: every CTA parses and checks the header itself (§4.1, in the spec's
-// order) and dispatches on its dtype and code width (decode_frame). Per chunk: the index entries (§4.3) and record
-// size (§4.5) are checked before anything of the chunk is read, the escape lists (positions strictly increasing and
-// inside the chunk, exponents outside the codebook) before its first round. Per round, lane l decodes its 64 bytes
-// of output (dtype.cuh) into a shared stage, the round's escapes are patched there (each must have code 0), and the
-// round goes out as coalesced 16-byte pieces, which also feed the chunk checksum (§4.6). The first error of the call
-// is kept in the workspace; the last CTA to finish writes the status and the output size. Nothing outside
-// [src, src + src_size) is read and nothing outside the output is written, whatever the frame says.
+// agent/decode.cuh — the decoder of docs/FORMAT.md §4 on a GPU: one warp (or, for few chunks, a team of warps)
+// decodes one chunk, in one pass, and validates everything it reads.
+//
+// The host does not read the frame: every CTA parses and checks the header itself (§4.1, in the spec's order) and
+// dispatches on its dtype and code width. Chunks are dealt to warps statically (warp w: chunks w, w + all warps,
+// ...), so a warp knows its next chunk and streams the rounds of all its chunks through one ring of DecodePolicy::
+// kRing shared-memory slots: while it decodes a round, the next rounds' rest fields and codes (and, with a chunk's
+// first round, its escape lists) are in flight by cp.async, across chunk boundaries. Per chunk: the index entries
+// (§4.3) and record size (§4.5) are checked when the chunk is staged, the escape lists (positions strictly
+// increasing and inside the chunk, exponents outside the codebook) before its first round. Per round, lane l decodes
+// its 64 bytes of output (dtype.cuh) into a shared stage, the round's escapes are patched there (each must have
+// code 0), and the round goes out as coalesced 16-byte pieces, which also feed the chunk checksum (§4.6). The first
+// error of the call is kept in the workspace; the last warp to finish writes the status and the output size.
+// Nothing outside [src, src + src_size) is read and nothing outside the output is written, whatever the frame says.
 #pragma once
 
 #include "cuda/agent/encode.cuh"  // SpanFetch, lane_pieces, chunk_checksum
@@ -48,8 +46,8 @@ struct DecodeShared {
   uint64_t src_size;
   Span dst;     // the output as a Span (page sizes in bytes need the frame's dtype)
   Channels ch;  // version 2: the frame's tensor's bases; bases == nullptr for version 1
-  int32_t err;    // frame-level status (header, sizes, book): the same in every CTA
-  uint32_t team;  // warps per chunk (the team agent; 1 in the stream agent), the same in every CTA
+  int32_t err;  // frame-level status (header, sizes, book): the same in every CTA
+  uint32_t team;  // warps per chunk (1, 2 or 4; DecodePolicy::kMaxTeam), the same in every CTA
   uint64_t ctas;  // the CTAs that take part: the first ceil(chunks x team / warps per CTA) of the grid
   uint8_t in_cb[256];
   // The code pair table (2^2k entries); FP8 frames with k <= 3 (at most 64 entries) keep their permute table
@@ -58,7 +56,13 @@ struct DecodeShared {
   // The lanes' checksum keys: read from here in each round rather than held in registers for the whole call (14
   // registers a lane that the decoder's round loop needs; 56-byte entries, so a warp's 8-byte reads are conflict-free).
   ChunkKeys keys[32];
-  uint8_t hdr[layout::kHeaderSize];  // the frame's header bytes, which warp 0 loads at once
+  // A team's checksum sums of its chunk's rounds, combined once the team has met: XXH3's by chunk parity, team of the
+  // CTA, round and accumulator (then chained); LH32's by chunk parity, warp and lane (then added).
+  union {
+    XxhSums sums[2][DecodePolicy::kWarps / 2][DecodePolicy::kTeamRounds][8];
+    LhState lh[2][DecodePolicy::kWarps][32];
+    uint8_t hdr[layout::kHeaderSize];  // before the chunks: the frame's header bytes, which warp 0 loads at once
+  };
 };
 
 // A ring slot: a round's rest fields, then its codes or raw exponent fields, each at the phase of its source, with
@@ -163,135 +167,11 @@ SZ_DEV uint32_t bits_at(const uint8_t* p, uint32_t bit, uint32_t width) {
   return (v >> (bit % 8)) & ((1u << width) - 1u);
 }
 
-// ---- the steps of a round, shared by both agents -------------------------------------------------------------------
-
-// §4.5 on entries [i0, i1) of a chunk's X escape list entries (list(i): byte i of the lists): positions strictly
-// increasing and below L, exponents below 2^E and outside the codebook (kCh: outside the value's window; cs is the
-// channel of the chunk's value 0). Whether one fails, in every lane.
-template <int DT, int K, bool kCh, class List>
-SZ_DEV bool lists_bad(const List& list, uint32_t X, uint32_t i0, uint32_t i1, uint32_t L, const uint8_t* in_cb,
-                      const Channels& ch, uint32_t cs) {
-  const unsigned lane = simt::lane_id();
-  const uint32_t NC = kCh ? ch.period : 1;
-  bool bad = false;
-  uint32_t carry = i0 > 0 ? list(2 * i0 - 2) | (list(2 * i0 - 1) << 8) : 0;
-  for (uint32_t b0 = i0; b0 < i1; b0 += 32) {
-    const uint32_t i = b0 + lane;
-    const bool valid = i < i1;
-    uint32_t p = 0, e = 0;
-    if (valid) {
-      p = list(2 * i) | (list(2 * i + 1) << 8);
-      e = list(2 * X + i);
-    }
-    uint32_t pp = simt::shfl_up(p, 1);
-    if (lane == 0) pp = carry;
-    const bool in_book = kCh ? valid && p < L && e - ch.base((cs + p) % NC) < (1u << K) : in_cb[e];
-    if (valid && (p >= L || (i > 0 && pp >= p) || e >= (1u << Dt<DT>::E) || in_book)) bad = true;
-    carry = simt::shfl(p, 31);
-  }
-  return simt::any(bad);
-}
-
-// Group g's code word (8K bits) for each of a lane's NG groups, from its code bytes as words.
-template <int K, int NG, int NW>
-SZ_DEV void code_words(const uint32_t (&cwb)[NW], uint32_t (&cw)[NG]) {
-#pragma unroll
-  for (int g = 0; g < NG; ++g) {
-    const uint32_t bit = 8 * K * g, i = bit / 32, s = bit % 32;
-    uint32_t v = cwb[i] >> s;
-    if (s + 8 * K > 32) v |= cwb[i + 1] << (32 - s);
-    cw[g] = K == 4 ? v : v & ((1u << (8 * K)) - 1u);
-  }
-}
-
-// A lane's coded values (code words cw, rest words) into the round's stage through put, in the frame's form: channel
-// windows (kCh; c0 the channel of the lane's first value), FP8's byte permutes, or the pair table. Whether a code
-// was outside the codebook (or its window).
-template <int DT, int K, bool kCh, class Put>
-SZ_DEV bool decode_coded_lane(const uint32_t* cw, const uint32_t* rest, const uint32_t* pair, const Channels& ch,
-                              uint32_t c0, const Put& put) {
-  if constexpr (kCh) {
-    if constexpr (DT == 1) return decode_lane_bf16_ch<K>(cw, rest, ch, c0, put);
-    else return decode_lane<DT, false, Put, true>(cw, rest, reinterpret_cast<const uint8_t*>(pair), K, put, &ch, c0);
-  } else if constexpr (Fp8Form<DT, K>::kOn) {
-    return decode_lane_fp8<DT, K>(cw, rest, make_uint2(pair[kFp8Lut], pair[kFp8Lut + 1]), put);
-  } else {
-    return decode_lane<DT, false>(cw, rest, reinterpret_cast<const uint8_t*>(pair), K, put);
-  }
-}
-
-// Patches round r's escapes (rvals values) into its stage: the prefix of the list from *cursor (positions are
-// sorted), 32 at a time; with NT > 1 warps taking a chunk's rounds in turn, first past the escapes of the rounds before
-// r. An escape must have decoded as code 0 (cb0, or kCh the base of its channel). Sets *bad on a failed check.
-template <int DT, bool kCh, class List>
-SZ_DEV void patch_round(const List& list, uint32_t X, uint32_t* cursor, uint32_t r, uint32_t rvals, uint32_t NT,
-                        uint8_t* ostage, uint32_t cb0, const Channels& ch, uint32_t cs, bool* bad) {
-  using T = Dt<DT>;
-  constexpr uint32_t VB = T::W / 8, VR = Lane<DT>::kRoundValues;
-  const unsigned lane = simt::lane_id();
-  if (NT > 1) {
-    for (;;) {
-      const uint32_t i = *cursor + lane;
-      const bool before = i < X && (list(2 * i) | (list(2 * i + 1) << 8)) < r * VR;
-      const unsigned sk = simt::ballot(before);
-      *cursor += (uint32_t)simt::popc(sk);
-      if (sk != simt::kFull) break;
-    }
-  }
-  const uint32_t bound = r * VR + rvals;
-  for (;;) {
-    const uint32_t i = *cursor + lane;
-    uint32_t p = 0;
-    if (i < X) p = list(2 * i) | (list(2 * i + 1) << 8);
-    // A team's warp has checked only its share of the lists: past it, positions may be out of order, so one below
-    // the round is kept out of the stage too.
-    const bool in = i < X && p < bound && (NT == 1 || p >= r * VR);
-    const unsigned m = simt::ballot(in);
-    if (in) {
-      const uint32_t o = (p - r * VR) * VB;
-      uint8_t* const v = ostage + swz(o / 16) + o % 16;  // value-aligned: pieces are whole values
-      uint32_t x = stage_value<VB>(v);
-      const uint32_t e0 = kCh ? channel_base_at(ch, cs, p) : cb0;  // what code 0 decodes to there
-      if (exp_of<DT>(x) != e0) *bad = true;  // the escape's code was not 0
-      x = (x & ~(((1u << T::E) - 1u) << T::M)) | (list(2 * X + i) << T::M);
-      set_stage_value<VB>(v, x);
-    }
-    *cursor += (uint32_t)simt::popc(m);
-    if (m != simt::kFull) break;
-  }
-}
-
-// A round's pieces (lane l: pieces l + 32 t) to byte ob of the output: four direct 16-byte stores when the round is
-// whole, aligned and in one page, else piece by piece (rb bytes).
-SZ_DEV void store_round(const Span& dst, uint64_t ob, uint32_t rb, const uint64_t plo[4], const uint64_t phi[4]) {
-  const unsigned lane = simt::lane_id();
-  uint8_t* g;
-  bool whole = rb == kRoundBytes;
-  if (dst.pages == nullptr) {
-    g = dst.base + ob;
-  } else {
-    uint64_t room;
-    g = dst.locate(ob, &room);
-    whole = whole && room >= kRoundBytes;
-  }
-  uint4 pc[4];
-#pragma unroll
-  for (int t = 0; t < 4; ++t)
-    pc[t] = make_uint4((uint32_t)plo[t], (uint32_t)(plo[t] >> 32), (uint32_t)phi[t], (uint32_t)(phi[t] >> 32));
-  if (whole && ((uintptr_t)g & 15u) == 0) {
-#pragma unroll
-    for (int t = 0; t < 4; ++t) simt::st_stream16(g + 16u * (lane + 32 * t), pc[t]);
-  } else {
-    store_round_pieces(dst, ob, rb, pc[0], pc[1], pc[2], pc[3]);
-  }
-}
-
-// ---- the stream agent ----------------------------------------------------------------------------------------------
-
-// Out of line: each (dtype, k) gets its own register allocation rather than the union of all of them. kCh: the frame
-// maps exponents by channel windows (sh.ch.bases is set); an instance of its own, so that codebook frames run code
-// with no trace of the windows' forms.
-template <int DT, int K, bool kCh>
+// Out of line: each (dtype, k) gets its own register allocation rather than the union of all of them. kTeams: the
+// call gives chunks teams of warps (sh.team > 1); the other instance is the one-warp-per-chunk code of large calls,
+// with no trace of the teams. kCh: the frame maps exponents by channel windows (sh.ch.bases is set); likewise an
+// instance of its own, so that codebook frames run code with no trace of the windows' forms.
+template <int DT, int K, bool kTeams, bool kCh>
 SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* area) {
   using T = Dt<DT>;
   using L = Lane<DT>;
@@ -300,9 +180,13 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
   constexpr uint32_t kCodeWords = (NG * K + 3) / 4 + 1, kRawWords = VL * T::E / 32;
   const Header& h = sh.h;
   const unsigned lane = simt::lane_id();
-  // Warp w takes chunks w, w + warps, ... and chains their checksums as it goes.
+  // Teams of NT warps of a CTA (decode_warps chose NT): team tm takes chunks tm, tm + teams, ...; its warp m takes
+  // rounds m, m + NT, ... of each. With NT = 1 a warp takes whole chunks and chains their checksums as it goes.
   const uint64_t per_cta = simt::block_threads() / 32;
-  const uint64_t teams = sh.ctas * per_cta, tm = (uint64_t)simt::block_id() * per_cta + simt::warp_id();
+  const uint32_t NT = kTeams ? sh.team : 1u;
+  const uint64_t teams = sh.ctas * per_cta / NT, gw = (uint64_t)simt::block_id() * per_cta + simt::warp_id();
+  const uint64_t tm = gw / NT;
+  const uint32_t m = (uint32_t)(gw % NT), tl = simt::warp_id() / NT;  // tl: the team's index in its CTA
   if (tm >= h.n_chunks) return;
   uint8_t* const ring = area;
   uint8_t* const escb = ring + P::kRing * kDecSlot;
@@ -350,7 +234,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
   if (lane == 0) infos[0] = pinfo;
   if (tm + teams < h.n_chunks) entries(tm + teams, &n_prev, &n_cur);  // in flight until the producer gets there
   uint64_t pj = 0;
-  uint32_t pr = 0, staged = 0, consumed = 0, pslot = 0, cslot = 0, cphase = 0;
+  uint32_t pr = m, staged = 0, consumed = 0, pslot = 0, cslot = 0, cphase = 0;
   auto consume = [&] {  // the consumer is done with slot cslot
     ++consumed;
     if (++cslot == (uint32_t)P::kRing) {
@@ -358,13 +242,13 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
       cphase ^= 1u;
     }
   };
-  // Round r of chunk ci into ring slot si (and, with its first round, the chunk's escape lists into ebuf): what lies
-  // inside the frame buffer by bulk copies completing on the slot's mbarrier, the rest by the lanes.
+  // Round r of chunk ci into ring slot si (and, with the warp's first round of it, the chunk's escape lists into
+  // ebuf): what lies inside the frame buffer by bulk copies completing on the slot's mbarrier, the rest by the lanes.
   auto stage = [&](const ChunkInfo& ci, uint32_t r, uint32_t si, uint8_t* ebuf) {
     uint8_t* const slot = ring + si * kDecSlot;
     const uint32_t rvals = ci.L - r * VR < VR ? ci.L - r * VR : VR, groups = (rvals + 7) / 8;
     const uint32_t B = ci.raw ? (uint32_t)T::E : (uint32_t)K;
-    const bool esc = r == 0 && !ci.raw && ci.X > 0 && ci.X <= P::kEscapeCap;
+    const bool esc = r == m && !ci.raw && ci.X > 0 && ci.X <= P::kEscapeCap;
     if (pinside) {
       if (lane == 0) {
         const StageSrc src = *psrc;
@@ -388,23 +272,23 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
       issue_bulk(bars + si, q, 3);
     }
   };
-  auto produce = [&](uint64_t cj) {  // cj: the consumer's chunk (infos and escape buffers are two deep)
+  auto produce = [&](uint64_t cj) {
     while (staged - consumed < (uint32_t)P::kRing && pinfo.ok) {
-      if (pr >= pinfo.NR) {
+      if (pr >= pinfo.NR) {  // a team's warp may have no round in a short last chunk
         const uint64_t nc = tm + (pj + 1) * teams;
         if (pj >= cj + 1 || nc >= h.n_chunks) break;
         pinfo = chunk_info<DT, K>(h, nc, n_prev, n_cur);
         pinside = begin_chunk(pinfo);
         ++pj;
-        pr = 0;
+        pr = m;
         if (lane == 0) infos[pj & 1] = pinfo;
         if (nc + teams < h.n_chunks) entries(nc + teams, &n_prev, &n_cur);
-        if (!pinfo.ok) continue;
+        if (!pinfo.ok || pr >= pinfo.NR) continue;
       }
       stage(pinfo, pr, pslot, escb + (pj & 1) * kDecEscBytes);
       pslot = pslot + 1 == (uint32_t)P::kRing ? 0 : pslot + 1;
       ++staged;
-      ++pr;
+      pr += NT;
     }
   };
   produce(0);
@@ -413,6 +297,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
   for (uint64_t cj = 0;; ++cj) {
     const uint64_t c = tm + cj * teams;
     if (c >= h.n_chunks) break;
+    if (kTeams) produce(cj);  // a warp without a round in the previous chunk has not staged this one yet
     simt::syncwarp();  // infos[] written by lane 0
     const ChunkInfo ci = infos[cj & 1];
     if (!ci.ok) {
@@ -438,15 +323,35 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
     bool bad = false;
     uint32_t cursor = 0;
     XxhState hs = xxh_begin();
-    LhState ls = lh ? lh_begin(keys.l) : lh_zero();
+    LhState ls = lh && NT == 1 ? lh_begin(keys.l) : lh_zero();  // a team adds its warps' sums to the initial values
     const bool hash_rounds = cks && hash_in_rounds(lh, CB);
-    for (uint32_t r = 0; r < ci.NR; ++r) {
+    XxhSums(*const sums)[8] = sh.sums[cj & 1][NT > 1 ? tl : 0];
+    for (uint32_t r = m; r < ci.NR; r += NT) {
       simt::mbar_wait(bars + cslot, cphase);
       simt::syncwarp();  // and the lanes' own staging
       const uint8_t* const slot = ring + cslot * kDecSlot;
-      if (r == 0 && X > 0) {  // §4.5 on the lists (the code-0 check is in the patch below)
-        if (staged_lists ? lists_bad<DT, K, kCh>(in_smem, X, 0, X, ci.L, sh.in_cb, ch, cs)
-                         : lists_bad<DT, K, kCh>(in_frame, X, 0, X, ci.L, sh.in_cb, ch, cs)) {
+      // §4.5 on the lists (the code-0 check is in the patch below)
+      auto check_lists = [&](const auto& list) {
+        uint32_t carry = 0;
+        for (uint32_t b0 = 0; b0 < X; b0 += 32) {
+          const uint32_t i = b0 + lane;
+          const bool valid = i < X;
+          uint32_t p = 0, e = 0;
+          if (valid) {
+            p = list(2 * i) | (list(2 * i + 1) << 8);
+            e = list(2 * X + i);
+          }
+          uint32_t pp = simt::shfl_up(p, 1);
+          if (lane == 0) pp = carry;
+          const bool in_book = kCh ? valid && p < ci.L && e - ch.base((cs + p) % NC) < (1u << K) : sh.in_cb[e];
+          if (valid && (p >= ci.L || (i > 0 && pp >= p) || e >= (1u << T::E) || in_book)) bad = true;
+          carry = simt::shfl(p, 31);
+        }
+      };
+      if (r == m && X > 0) {  // every warp of a team checks the lists it patches from
+        if (staged_lists) check_lists(in_smem);
+        else check_lists(in_frame);
+        if (simt::any(bad)) {
           bad = true;
           break;
         }
@@ -481,7 +386,13 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
         } else {
           uint32_t cwb[kCodeWords], cw[NG];
           smem_words<kCodeWords>(code_p + lane * NG * K, cwb);
-          code_words<K>(cwb, cw);
+#pragma unroll
+          for (uint32_t g = 0; g < NG; ++g) {
+            const uint32_t bit = 8 * K * g, i = bit / 32, s = bit % 32;
+            uint32_t v = cwb[i] >> s;
+            if (s + 8 * K > 32) v |= cwb[i + 1] << (32 - s);
+            cw[g] = K == 4 ? v : v & ((1u << (8 * K)) - 1u);
+          }
           if (nv < VL) {
 #pragma unroll
             for (uint32_t g = 0; g < NG; ++g)
@@ -491,32 +402,108 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
             for (uint32_t j = nv; j < gl * 8; ++j)
               if (bits_at(cp, j * K, K) != 0 || bits_at(rp, j * T::R, T::R) != 0) bad = true;
           }
-          if (decode_coded_lane<DT, K, kCh>(cw, rest, sh.pair, ch, kCh ? (cs + v0) % NC : 0, put)) bad = true;
+          if constexpr (kCh) {
+            if constexpr (DT == 1) {
+              if (decode_lane_bf16_ch<K>(cw, rest, ch, (cs + v0) % NC, put)) bad = true;
+            } else if (decode_lane<DT, false, decltype(put), true>(cw, rest, pair, K, put, &ch, (cs + v0) % NC)) {
+              bad = true;
+            }
+          } else if constexpr (Fp8Form<DT, K>::kOn) {
+            if (decode_lane_fp8<DT, K>(cw, rest, make_uint2(sh.pair[kFp8Lut], sh.pair[kFp8Lut + 1]), put)) bad = true;
+          } else if (decode_lane<DT, false>(cw, rest, pair, K, put)) {
+            bad = true;
+          }
         }
       }
       simt::syncwarp();
+      // The round's escapes: a prefix of the remaining list (positions are sorted), 32 at a time, after those of the
+      // rounds that other warps of the team take.
+      auto patch = [&](const auto& list) {
+        if (NT > 1) {
+          for (;;) {
+            const uint32_t i = cursor + lane;
+            const bool before = i < X && (list(2 * i) | (list(2 * i + 1) << 8)) < r * VR;
+            const unsigned sk = simt::ballot(before);
+            cursor += (uint32_t)simt::popc(sk);
+            if (sk != simt::kFull) break;
+          }
+        }
+        const uint32_t bound = r * VR + rvals;
+        for (;;) {
+          const uint32_t i = cursor + lane;
+          uint32_t p = 0;
+          if (i < X) p = list(2 * i) | (list(2 * i + 1) << 8);
+          const bool in = i < X && p < bound;
+          const unsigned m = simt::ballot(in);
+          if (in) {
+            const uint32_t o = (p - r * VR) * VB;
+            uint8_t* const v = ostage + swz(o / 16) + o % 16;  // value-aligned: pieces are whole values
+            uint32_t x = stage_value<VB>(v);
+            const uint32_t e0 = kCh ? channel_base_at(ch, cs, p) : cb0;  // what code 0 decodes to there
+            if (exp_of<DT>(x) != e0) bad = true;  // the escape's code was not 0
+            x = (x & ~(((1u << T::E) - 1u) << T::M)) | (list(2 * X + i) << T::M);
+            set_stage_value<VB>(v, x);
+          }
+          cursor += (uint32_t)simt::popc(m);
+          if (m != simt::kFull) break;
+        }
+      };
       if (X > 0) {
-        if (staged_lists) patch_round<DT, kCh>(in_smem, X, &cursor, r, rvals, 1, ostage, cb0, ch, cs, &bad);
-        else patch_round<DT, kCh>(in_frame, X, &cursor, r, rvals, 1, ostage, cb0, ch, cs, &bad);
+        if (staged_lists) patch(in_smem);
+        else patch(in_frame);
         simt::syncwarp();
       }
       uint64_t plo[4], phi[4];
       lane_pieces<true>(ostage, plo, phi);
       if (hash_rounds) {
-        if (lh) lh_add_round(ls, plo, phi, keys.l, r, CB);
-        else xxh_add_round(hs, plo, phi, keys.x, r, ci.NR, CB);
+        if (lh) {
+          lh_add_round(ls, plo, phi, keys.l, r, CB);
+        } else if (NT == 1) {
+          xxh_add_round(hs, plo, phi, keys.x, r, ci.NR, CB);
+        } else {
+          const XxhSums su = xxh_sums(plo, phi, keys.x, r, ci.NR, CB);
+          if ((lane & 0x14u) == 0) sums[r][xxh_acc_index(lane)] = su;  // one lane per accumulator
+        }
       }
-      // the output base is read from shared memory each round: registers are the scarce resource
-      store_round(sh.dst, first * VB + (uint64_t)r * kRoundBytes, rb, plo, phi);
+      const uint64_t ob = first * VB + (uint64_t)r * kRoundBytes;
+      uint8_t* g;
+      bool whole = rb == kRoundBytes;
+      if (sh.dst.pages == nullptr) {  // read from shared memory each round: registers are the scarce resource
+        g = sh.dst.base + ob;
+      } else {
+        uint64_t room;
+        g = sh.dst.locate(ob, &room);
+        whole = whole && room >= kRoundBytes;
+      }
+      uint4 pc[4];
+#pragma unroll
+      for (int t = 0; t < 4; ++t)
+        pc[t] = make_uint4((uint32_t)plo[t], (uint32_t)(plo[t] >> 32), (uint32_t)phi[t], (uint32_t)(phi[t] >> 32));
+      if (whole && ((uintptr_t)g & 15u) == 0) {
+#pragma unroll
+        for (int t = 0; t < 4; ++t) simt::st_stream16(g + 16u * (lane + 32 * t), pc[t]);
+      } else {
+        store_round_pieces(sh.dst, ob, rb, pc[0], pc[1], pc[2], pc[3]);
+      }
       simt::syncwarp();  // the stage and the slot are free again
       consume();
       produce(cj);
     }
-    if (simt::any(bad)) {
+    // A team meets: its warps' outcomes, and their rounds' output and checksum sums visible to each other.
+    if (NT > 1 && lh && hash_rounds) sh.lh[cj & 1][simt::warp_id()][lane] = ls;
+    bad = NT == 1 ? simt::any(bad) : simt::barrier_or(1 + tl, 32 * NT, bad);
+    if (bad) {
       report(a.ws, SZ_ERROR_CORRUPT);
       break;
     }
     if (cks) {
+      // Every warp of a team combines the sums, so that all reach the same verdict.
+      if (NT > 1 && hash_rounds && lh) {
+        ls = lh_begin(keys.l);
+        for (uint32_t q = 0; q < NT; ++q) lh_add(ls, sh.lh[cj & 1][tl * NT + q][lane]);
+      } else if (NT > 1 && hash_rounds) {
+        for (uint32_t r = 0; r < ci.NR; ++r) xxh_chain(hs, sums[r][xxh_acc_index(lane)], keys.x, r, CB);
+      }
       const uint32_t hv = chunk_checksum(lh, lh ? ls.a0 : hs.acc, ls.a1, keys, sh.dst, first * VB, CB);
       if (hv != want) {
         report(a.ws, SZ_ERROR_CHECKSUM);
@@ -531,43 +518,32 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
   simt::syncwarp();
 }
 
-// The stream agent as decode_frame sees it: its shared memory and warp areas, one warp per chunk, and its chunk code
-// by (dtype, code width, channel windows).
-struct StreamAgent {
-  using Shared = DecodeShared;
-  static constexpr uint32_t kSharedBytes = kDecSharedBytes, kWarpBytes = kDecWarpBytes;
-  SZ_DEV static uint32_t team(const Header&, uint64_t /*warps*/, uint64_t /*per_cta*/) { return 1; }
-  template <int DT, int K, bool kCh>
-  SZ_DEV static void chunks(const DecodeArgs& a, Shared& sh, uint8_t* area) {
-    decode_chunks<DT, K, kCh>(a, sh, area);
-  }
-};
-
-// ---- a frame: the header, the tables, the agent's chunks, the status ------------------------------------------------
-
-template <class A, int DT, bool kCh>
-SZ_DEV void decode_width(const DecodeArgs& a, typename A::Shared& sh, uint8_t* area) {
+template <int DT, bool kTeams, bool kCh>
+SZ_DEV void decode_width(const DecodeArgs& a, DecodeShared& sh, uint8_t* area) {
   switch (sh.h.k) {
-    case 1: A::template chunks<DT, 1, kCh>(a, sh, area); break;
-    case 2: A::template chunks<DT, 2, kCh>(a, sh, area); break;
-    case 3: A::template chunks<DT, 3, kCh>(a, sh, area); break;
+    case 1: decode_chunks<DT, 1, kTeams, kCh>(a, sh, area); break;
+    case 2: decode_chunks<DT, 2, kTeams, kCh>(a, sh, area); break;
+    case 3: decode_chunks<DT, 3, kTeams, kCh>(a, sh, area); break;
     default:
-      if constexpr (Dt<DT>::E > 4) A::template chunks<DT, 4, kCh>(a, sh, area);
+      if constexpr (Dt<DT>::E > 4) decode_chunks<DT, 4, kTeams, kCh>(a, sh, area);
       break;
   }
 }
-template <class A, int DT>
-SZ_DEV void decode_dtype(const DecodeArgs& a, typename A::Shared& sh, uint8_t* area) {
-  if (sh.ch.bases) decode_width<A, DT, true>(a, sh, area);
-  else decode_width<A, DT, false>(a, sh, area);
+template <int DT>
+SZ_DEV void decode_dtype(const DecodeArgs& a, DecodeShared& sh, uint8_t* area) {
+  if (sh.ch.bases) {
+    if (sh.team > 1) decode_width<DT, true, true>(a, sh, area);
+    else decode_width<DT, false, true>(a, sh, area);
+  } else {
+    if (sh.team > 1) decode_width<DT, true, false>(a, sh, area);
+    else decode_width<DT, false, false>(a, sh, area);
+  }
 }
 
-// A frame by agent A (StreamAgent, TeamAgent): what every thread of the agent's kernel runs.
-template <class A>
-SZ_DEV void decode_frame(const DecodeArgs& a) {
+SZ_DEV void decode_warps(const DecodeArgs& a) {
   uint8_t* smem = simt::dyn_smem();
-  typename A::Shared& sh = *reinterpret_cast<typename A::Shared*>(smem);
-  uint8_t* area = smem + A::kSharedBytes + simt::warp_id() * A::kWarpBytes;
+  DecodeShared& sh = *reinterpret_cast<DecodeShared*>(smem);
+  uint8_t* area = smem + kDecSharedBytes + simt::warp_id() * kDecWarpBytes;
   // Warp 0 loads the header, two bytes a lane, while every warp's lane 0 reads the workspace words: one round trip
   // for both, before thread 0 parses and checks the header from shared memory.
   WsWords ws{0, 0};
@@ -610,10 +586,18 @@ SZ_DEV void decode_frame(const DecodeArgs& a) {
     }
     sh.err = st;
     // The host sizes the grid for the most chunks the buffer could hold; only the CTAs that have chunks take part
-    // (one, to report, when the header is bad), the others leave at once. The agent gives each chunk a team of
-    // warps (the stream agent: one).
+    // (one, to report, when the header is bad), the others leave at once. Few chunks get teams of warps: the
+    // largest team (at most a full chunk's rounds) that still leaves a warp for every round of a team.
     const uint64_t per_cta = simt::block_threads() / 32, warps = (uint64_t)simt::grid_blocks() * per_cta;
-    const uint32_t team = st == SZ_OK ? A::team(sh.h, warps, per_cta) : 1u;
+    uint32_t team = 1;
+    if (st == SZ_OK) {
+      const uint64_t vb = layout::dtype_traits(sh.h.dtype).value_bits / 8;
+      const uint64_t nr = ((1ull << sh.h.chunk_log2) * vb + kRoundBytes - 1) / kRoundBytes;  // a full chunk's rounds
+      for (uint32_t t = DecodePolicy::kMaxTeam; t > 1 && team == 1; t /= 2)
+        if (t <= nr && nr >= DecodePolicy::kTeamMinRounds && nr <= DecodePolicy::kTeamRounds &&
+            sh.h.n_chunks * t <= warps && per_cta % t == 0)
+          team = t;
+    }
     uint64_t ctas = st == SZ_OK ? (sh.h.n_chunks * team + per_cta - 1) / per_cta : 1;
     if (ctas > simt::grid_blocks()) ctas = simt::grid_blocks();
     if (ctas == 0) ctas = 1;
@@ -650,11 +634,11 @@ SZ_DEV void decode_frame(const DecodeArgs& a) {
   }
   if (sh.err == SZ_OK) {
     switch (sh.h.dtype) {
-      case 1: decode_dtype<A, 1>(a, sh, area); break;
-      case 2: decode_dtype<A, 2>(a, sh, area); break;
-      case 3: decode_dtype<A, 3>(a, sh, area); break;
-      case 4: decode_dtype<A, 4>(a, sh, area); break;
-      default: decode_dtype<A, 5>(a, sh, area); break;
+      case 1: decode_dtype<1>(a, sh, area); break;
+      case 2: decode_dtype<2>(a, sh, area); break;
+      case 3: decode_dtype<3>(a, sh, area); break;
+      case 4: decode_dtype<4>(a, sh, area); break;
+      default: decode_dtype<5>(a, sh, area); break;
     }
   }
   // The last CTA to finish writes the call's status and output size.

@@ -1,6 +1,5 @@
 // kernels.cpp — the kernel code of one dtype (SZ_EMU_DTYPE, set by tests/cuda/CMakeLists.txt, which builds this file
-// once for each) on the SIMT emulator: the encoder and both decoder agents' chunk code of every code width
-// (emu/kernels.h).
+// once for each) on the SIMT emulator: the encoder and the decoder's chunk code of every code width (emu/kernels.h).
 #include "emu/kernels.h"
 
 #if !defined(SZ_EMU_DTYPE)
@@ -10,12 +9,12 @@
 namespace splitzip {
 namespace cuda {
 
-#define SZ_EMU_INSTANTIATE(D, K)                                                                 \
-  template void emu_encode<D, K>(const EncodeArgs&);                                             \
-  template void decode_chunks<D, K, false>(const DecodeArgs&, DecodeShared&, uint8_t*);          \
-  template void decode_chunks<D, K, true>(const DecodeArgs&, DecodeShared&, uint8_t*);           \
-  template void decode_team_chunks<D, K, false>(const DecodeArgs&, TeamShared&, uint8_t*);       \
-  template void decode_team_chunks<D, K, true>(const DecodeArgs&, TeamShared&, uint8_t*);
+#define SZ_EMU_INSTANTIATE(D, K)                                                               \
+  template void emu_encode<D, K>(const EncodeArgs&);                                           \
+  template void decode_chunks<D, K, false, false>(const DecodeArgs&, DecodeShared&, uint8_t*); \
+  template void decode_chunks<D, K, true, false>(const DecodeArgs&, DecodeShared&, uint8_t*);  \
+  template void decode_chunks<D, K, false, true>(const DecodeArgs&, DecodeShared&, uint8_t*);  \
+  template void decode_chunks<D, K, true, true>(const DecodeArgs&, DecodeShared&, uint8_t*);
 SZ_EMU_INSTANTIATE(SZ_EMU_DTYPE, 1)
 SZ_EMU_INSTANTIATE(SZ_EMU_DTYPE, 2)
 SZ_EMU_INSTANTIATE(SZ_EMU_DTYPE, 3)

@@ -1,11 +1,9 @@
 // kernels.h — the CUDA codec's kernel code compiled for the SIMT emulator, a TU per dtype (emu/kernels.cpp built once
 // for each, as src/cuda/kernels_<dtype>.cu are on the GPU), so that a build compiles them in parallel rather than
-// all in the test TU. Each (dtype, code width k) has its encoder and both decoder agents' chunk code (decode_chunks and
-// decode_team_chunks, which decode_frame calls by the frame's dtype and k); the declarations below keep every other
-// TU from compiling them.
+// all in the test TU. Each (dtype, code width k) has its encoder and the decoder's chunk code (decode_chunks, which
+// decode_warps calls by the frame's dtype and k); the declarations below keep every other TU from compiling them.
 #pragma once
 
-#include "cuda/agent/decode_team.cuh"
 #include "cuda/dispatch.cuh"
 
 namespace splitzip {
@@ -24,12 +22,12 @@ void emu_encode(const EncodeArgs& a) {
   }
 }
 
-#define SZ_X(D, K)                                                                                      \
-  extern template void emu_encode<D, K>(const EncodeArgs&);                                             \
-  extern template void decode_chunks<D, K, false>(const DecodeArgs&, DecodeShared&, uint8_t*);          \
-  extern template void decode_chunks<D, K, true>(const DecodeArgs&, DecodeShared&, uint8_t*);           \
-  extern template void decode_team_chunks<D, K, false>(const DecodeArgs&, TeamShared&, uint8_t*);       \
-  extern template void decode_team_chunks<D, K, true>(const DecodeArgs&, TeamShared&, uint8_t*);
+#define SZ_X(D, K)                                                                                    \
+  extern template void emu_encode<D, K>(const EncodeArgs&);                                           \
+  extern template void decode_chunks<D, K, false, false>(const DecodeArgs&, DecodeShared&, uint8_t*); \
+  extern template void decode_chunks<D, K, true, false>(const DecodeArgs&, DecodeShared&, uint8_t*);  \
+  extern template void decode_chunks<D, K, false, true>(const DecodeArgs&, DecodeShared&, uint8_t*);  \
+  extern template void decode_chunks<D, K, true, true>(const DecodeArgs&, DecodeShared&, uint8_t*);
 SZ_CUDA_ENCODE_KERNELS(SZ_X)
 #undef SZ_X
 
