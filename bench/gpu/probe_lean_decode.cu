@@ -345,10 +345,8 @@ int main(int argc, char** argv) {
     const int R = std::max(2, (int)((768 + mib - 1) / mib));
     std::vector<uint8_t*> in(R), out(R);
     std::vector<uint8_t*> fr(R);
-    std::vector<size_t> fsz(R);
     std::vector<uint8_t> host(bytes);
     const size_t cap = sz_compress_bound(n, SZ_DTYPE_BF16) + 64;
-    size_t wsz = 0;
     for (int i = 0; i < R; ++i) {
       const size_t rot = ((size_t)i * 7919 * 2 * 192) % tile.size();
       for (size_t o = 0; o < bytes;) {
