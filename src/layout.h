@@ -151,7 +151,9 @@ SZ_HD bool rans_enc_renorm(uint32_t x, uint32_t f) { return (uint64_t)x >= ((uin
 SZ_HD uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 // Bytes of n fields of b bits packed in groups of 8 (§3).
 SZ_HD uint64_t packed_bytes(uint64_t n, unsigned bits) { return ceil_div(n, 8) * bits; }
-SZ_HD uint64_t n_chunks(uint64_t n, unsigned chunk_log2) { return ceil_div(n, (uint64_t)1 << chunk_log2); }
+// A shift rather than a division: a 64-bit division is a long software routine on a GPU, where the decoder's header
+// parse sits on the critical path of every call; exact for every n.
+SZ_HD uint64_t n_chunks(uint64_t n, unsigned chunk_log2) { return n == 0 ? 0 : ((n - 1) >> chunk_log2) + 1; }
 SZ_HD uint64_t chunk_len(uint64_t n, unsigned chunk_log2, uint64_t c) {
   const uint64_t s = (uint64_t)1 << chunk_log2;
   const uint64_t begin = c * s;

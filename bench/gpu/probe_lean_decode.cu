@@ -16,7 +16,7 @@
 // product would give that to one warp, off the critical path). The rest of §4's checks on what a chunk reads are
 // made (index entries, record size, escape lists, code 0 of escapes, codes in the codebook, the LH32 checksum).
 //
-// Run: probe_lean_decode DATA_DIR [SIZES_MIB] [REPS]   (DATA_DIR holds kv_code_bf16.bin, kv_prose_bf16.bin)
+// Run: probe_lean_decode DATA_DIR [SIZES_MIB] [REPS] [--parse-cycles]   (DATA_DIR holds kv_code_bf16.bin, kv_prose_bf16.bin)
 // Results and what they led to: bench/NOTES.md (v9.7), bench/results/gpu_v9_7_ab.md.
 #include <cuda_runtime.h>
 
@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/agent/header.cuh"
 #include "cuda/dtype.cuh"
 #include "cuda/warp/io.cuh"
 #include "cuda/warp/lh32_rounds.cuh"
@@ -51,6 +52,8 @@ struct Shared {
   LhKeys keys[32];
   uint8_t stage[kWarps][kRoundBytes];
   uint8_t list[kWarps][kListBytes];
+  Header h;  // after the 16-byte aligned arrays above
+  bool parse_err;
 };
 
 struct Ws {
@@ -60,13 +63,24 @@ struct Ws {
 
 __device__ __forceinline__ uint32_t ldw(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
-template <int K, bool kPrefetch, int kMinBlocks>
+template <int K, bool kPrefetch, int kMinBlocks, int kParse>
 __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
     lean_decode(const uint8_t* __restrict__ src, uint64_t src_size, uint8_t* __restrict__ dst, Ws* ws, int* status) {
   __shared__ __align__(16) Shared sh;
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   if (threadIdx.x < 16) reinterpret_cast<uint32_t*>(sh.hdr)[threadIdx.x] = ldw(src + 4 * threadIdx.x);
   __syncthreads();
+  // kParse: thread 0 runs the library's header parse and checks (docs/FORMAT.md §4.1, the header hash included) kParse
+  // times, as the library's decoder does once in every CTA before its tables: what that costs a small call, and (a
+  // second time, its code then in the instruction cache) how much of it is fetching cold code.
+  if (kParse) {
+    if (threadIdx.x == 0) {
+      bool e = false;
+      for (int i = 0; i < kParse; ++i) e |= parse_header(sh.hdr, src_size, &sh.h) != SZ_OK;  // twice: warm code
+      sh.parse_err = e;
+    }
+    __syncthreads();
+  }
   const uint8_t* hb = sh.hdr;
   const uint32_t chunk_log2 = hb[layout::kOffChunkLog2], flags = layout::load_u32(hb + layout::kOffFlags);
   const uint32_t count = hb[layout::kOffCodebookCount];
@@ -238,6 +252,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
       if (warp < NR) load_rest(nc, warp, rest);
     }
   }
+  if (kParse && sh.parse_err) bad = true;
   if (__any_sync(0xFFFFFFFFu, bad) && lane == 0) atomicCAS(&ws->err, 0ull, (unsigned long long)SZ_ERROR_CORRUPT);
   __threadfence();
   __syncthreads();
@@ -252,20 +267,48 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
 }
 
 using Kernel = void (*)(const uint8_t*, uint64_t, uint8_t*, Ws*, int*);
-template <bool P, int MB>
+template <bool P, int MB, int H>
 Kernel kernel_for(int k) {
   switch (k) {
-    case 1: return lean_decode<1, P, MB>;
-    case 2: return lean_decode<2, P, MB>;
-    case 3: return lean_decode<3, P, MB>;
-    default: return lean_decode<4, P, MB>;
+    case 1: return lean_decode<1, P, MB, H>;
+    case 2: return lean_decode<2, P, MB, H>;
+    case 3: return lean_decode<3, P, MB, H>;
+    default: return lean_decode<4, P, MB, H>;
   }
 }
-// The variants measured: (prefetch, CTAs per SM the registers are cut for).
-constexpr int kVariants = 3;
-const char* const kVariantNames[kVariants] = {"probe (8 CTAs/SM)", "probe+prefetch (8)", "probe+prefetch (6)"};
+// The variants measured: (prefetch, CTAs per SM the registers are cut for, times the library's header parse runs).
+constexpr int kVariants = 4;
+const char* const kVariantNames[kVariants] = {"probe (8 CTAs/SM)", "probe+prefetch (8)", "probe+header parse (8)",
+                                              "probe+parse twice (8)"};
 Kernel variant(int v, int k) {
-  return v == 0 ? kernel_for<false, 8>(k) : v == 1 ? kernel_for<true, 8>(k) : kernel_for<true, 6>(k);
+  return v == 0   ? kernel_for<false, 8, 0>(k)
+         : v == 1 ? kernel_for<true, 8, 0>(k)
+         : v == 2 ? kernel_for<false, 8, 1>(k)
+                  : kernel_for<false, 8, 2>(k);
+}
+
+// The parse's cost by parts, in SM cycles of one thread (clock64), on a real header copied to shared memory: the
+// whole parse, the header hash alone, and the §4.1 steps after the hash (the hash's input made to fail nothing by
+// running parse on a header whose checksum field is right). Each timed reps times back to back; out[0..2] cycles.
+__global__ void parse_cycles(const uint8_t* src, uint64_t src_size, int reps, long long* out) {
+  __shared__ __align__(16) uint8_t hdr[64];
+  __shared__ Header h;
+  if (threadIdx.x < 16) reinterpret_cast<uint32_t*>(hdr)[threadIdx.x] = ldw(src + 4 * threadIdx.x);
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  unsigned sink = 0;
+  long long t0 = clock64();
+  for (int i = 0; i < reps; ++i) sink += (unsigned)parse_header(hdr, src_size + (uint64_t)(i & 1), &h);
+  long long t1 = clock64();
+  for (int i = 0; i < reps; ++i) sink += splitzip::xxh3::h32(hdr + (i & 1) * 0, 60 - (sink & 1));
+  long long t2 = clock64();
+  uint32_t version = 0;
+  for (int i = 0; i < reps; ++i) sink += (unsigned)parse_header_start(hdr, src_size + (uint64_t)(i & 1), &version);
+  long long t3 = clock64();
+  out[0] = (t1 - t0) / reps;
+  out[1] = (t2 - t1) / reps;
+  out[2] = (t3 - t2) / reps;
+  out[3] = sink;
 }
 
 __global__ void count_diff(const uint4* a, const uint4* b, uint64_t n16, unsigned long long* out) {
@@ -296,6 +339,7 @@ int main(int argc, char** argv) {
     }
   }
   const int reps = argc > 3 ? atoi(argv[3]) : 7;
+  const bool parse_only = argc > 4 && std::string(argv[4]) == "--parse-cycles";
   std::vector<uint8_t> tile = szbench::read_file(dir + "/kv_code_bf16.bin");
   const std::vector<uint8_t> t2 = szbench::read_file(dir + "/kv_prose_bf16.bin");
   tile.insert(tile.end(), t2.begin(), t2.end());
@@ -386,6 +430,20 @@ int main(int argc, char** argv) {
           fprintf(stderr, "GPU frame differs from the CPU frame at %d MiB %s\n", mib, ck);
           return 1;
         }
+      }
+      if (parse_only) {  // the header parse's cycles, then the next case
+        long long* d_out = nullptr;
+        long long c[4];
+        CK(cudaMalloc(&d_out, sizeof c));
+        parse_cycles<<<1, 32, 0, st>>>(fr[0], fs[0], 64, d_out);
+        CK(cudaGetLastError());
+        CK(cudaMemcpy(c, d_out, sizeof c, cudaMemcpyDeviceToHost));
+        CK(cudaFree(d_out));
+        printf("%5d MiB %-4s header parse %lld cycles, header hash %lld, steps 1-4 (hash included) %lld\n", mib, ck,
+               c[0], c[1], c[2]);
+        CK(cudaFree(cw));
+        CK(cudaFree(d_fs));
+        continue;
       }
       double fb = 0;
       for (int i = 0; i < R; ++i) fb += (double)fs[i];

@@ -35,7 +35,10 @@ SZ_DEV sz_status parse_header_start(const uint8_t* b, uint64_t src_size, uint32_
 }
 
 // §4.1 steps 1-7 in the spec's order, for a frame of src_size bytes whose first 64 bytes (if it has them) the caller
-// copied to b, so that the header costs one round trip to memory rather than one per check. One thread.
+// copied to b, so that the header costs one round trip to memory rather than one per check. One thread, on the
+// critical path of every decode call: the fields and checks stay in registers (the codebook's duplicates by
+// unrolled pairwise compares, not a bit set indexed at run time, which would live in local memory), and *h is
+// written once, when every check has passed.
 SZ_NOINLINE sz_status parse_header(const uint8_t* b, uint64_t src_size, Header* h) {
   uint32_t version = 0;
   const sz_status s0 = parse_header_start(b, src_size, &version);
@@ -45,54 +48,61 @@ SZ_NOINLINE sz_status parse_header(const uint8_t* b, uint64_t src_size, Header* 
   const uint32_t dtype = b[layout::kOffDtype];
   if (!layout::dtype_known(dtype)) return SZ_ERROR_UNSUPPORTED_DTYPE;
   const layout::DtypeTraits t = layout::dtype_traits(dtype);
-  h->dtype = dtype;
-  h->k = b[layout::kOffCodeBits];
-  h->chunk_log2 = b[layout::kOffChunkLog2];
-  h->flags = layout::load_u32(b + layout::kOffFlags);
-  h->count = b[layout::kOffCodebookCount];
-  h->n = layout::load_u64(b + layout::kOffNValues);
-  h->exp_size = layout::load_u64(b + layout::kOffExpSectionSize);
-  if (h->k < 1 || h->k > 4 || h->k >= t.exponent_bits) return SZ_ERROR_CORRUPT;
-  if (h->chunk_log2 < layout::kMinChunkLog2 || h->chunk_log2 > layout::kMaxChunkLog2) return SZ_ERROR_CORRUPT;
-  h->channels = version == layout::kFormatVersionChannels;
-  if ((h->flags & ~(layout::kKnownFlags | layout::kFlagChannels)) || !layout::flags_consistent(h->flags))
+  Header x;
+  x.dtype = dtype;
+  x.k = b[layout::kOffCodeBits];
+  x.chunk_log2 = b[layout::kOffChunkLog2];
+  x.flags = layout::load_u32(b + layout::kOffFlags);
+  x.count = b[layout::kOffCodebookCount];
+  x.n = layout::load_u64(b + layout::kOffNValues);
+  x.exp_size = layout::load_u64(b + layout::kOffExpSectionSize);
+  if (x.k < 1 || x.k > 4 || x.k >= t.exponent_bits) return SZ_ERROR_CORRUPT;
+  if (x.chunk_log2 < layout::kMinChunkLog2 || x.chunk_log2 > layout::kMaxChunkLog2) return SZ_ERROR_CORRUPT;
+  x.channels = version == layout::kFormatVersionChannels;
+  if ((x.flags & ~(layout::kKnownFlags | layout::kFlagChannels)) || !layout::flags_consistent(x.flags))
     return SZ_ERROR_CORRUPT;
-  if (((h->flags & layout::kFlagChannels) != 0) != h->channels) return SZ_ERROR_CORRUPT;
-  if (h->count < 1 || h->count > (1u << h->k) || (h->channels && h->count != (1u << h->k))) return SZ_ERROR_CORRUPT;
+  if (((x.flags & layout::kFlagChannels) != 0) != x.channels) return SZ_ERROR_CORRUPT;
+  if (x.count < 1 || x.count > (1u << x.k) || (x.channels && x.count != (1u << x.k))) return SZ_ERROR_CORRUPT;
   if (b[13] | b[14] | b[15]) return SZ_ERROR_CORRUPT;
-  if (h->n >= layout::kMaxValues) return SZ_ERROR_CORRUPT;
-  h->book_id = 0;
-  h->tensor = h->period = 0;
-  if (h->channels) {
-    h->book_id = layout::load_u64(b + layout::kOffBookId);
-    h->tensor = layout::load_u32(b + layout::kOffBookTensor);
-    h->period = layout::load_u32(b + layout::kOffBookPeriod);
-    if (h->period < 1 || h->period > layout::kMaxPeriod || h->tensor >= layout::kMaxTensors) return SZ_ERROR_CORRUPT;
-    for (uint32_t i = 0; i < 16; ++i) h->codebook[i] = 0;
+  if (x.n >= layout::kMaxValues) return SZ_ERROR_CORRUPT;
+  x.book_id = 0;
+  x.tensor = x.period = 0;
+  bool bad = false;
+  if (x.channels) {
+    x.book_id = layout::load_u64(b + layout::kOffBookId);
+    x.tensor = layout::load_u32(b + layout::kOffBookTensor);
+    x.period = layout::load_u32(b + layout::kOffBookPeriod);
+    if (x.period < 1 || x.period > layout::kMaxPeriod || x.tensor >= layout::kMaxTensors) return SZ_ERROR_CORRUPT;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) x.codebook[i] = 0;
   } else {
-    uint32_t seen[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (uint32_t i = 0; i < 16; ++i) {
-      const uint32_t v = b[layout::kOffCodebook + i];
-      h->codebook[i] = (uint8_t)v;
-      if (i < h->count) {
-        if (v >= (1u << t.exponent_bits)) return SZ_ERROR_CORRUPT;
-        if (seen[v >> 5] & (1u << (v & 31))) return SZ_ERROR_CORRUPT;
-        seen[v >> 5] |= 1u << (v & 31);
-      } else if (v != 0) {
-        return SZ_ERROR_CORRUPT;
+    // Entries below count: exponents in range, no two equal; entries past it: zero.
+#pragma unroll
+    for (int i = 0; i < 16; ++i) x.codebook[i] = b[layout::kOffCodebook + i];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const uint32_t v = x.codebook[i];
+      if ((uint32_t)i < x.count) {
+        bad |= v >= (1u << t.exponent_bits);
+#pragma unroll
+        for (int j = 0; j < i; ++j) bad |= x.codebook[j] == v;
+      } else {
+        bad |= v != 0;
       }
     }
   }
-  for (int i = 48; i < 60; ++i)
-    if (b[i]) return SZ_ERROR_CORRUPT;
-  const bool checksums = (h->flags & layout::kFlagChecksums) != 0;
-  const layout::FrameOffsets o = layout::frame_offsets(h->n, h->chunk_log2, checksums, t, 0);
-  h->n_chunks = layout::n_chunks(h->n, h->chunk_log2);
-  h->index_off = o.index;
-  h->checksum_off = o.checksums;
-  h->rest_off = o.rest;
-  h->exp_off = o.exponents;
-  if (o.exponents > src_size || h->exp_size > src_size - o.exponents) return SZ_ERROR_SRC_TRUNCATED;
+#pragma unroll
+  for (int i = 48; i < 60; ++i) bad |= b[i] != 0;
+  if (bad) return SZ_ERROR_CORRUPT;
+  const bool checksums = (x.flags & layout::kFlagChecksums) != 0;
+  const layout::FrameOffsets o = layout::frame_offsets(x.n, x.chunk_log2, checksums, t, 0);
+  x.n_chunks = layout::n_chunks(x.n, x.chunk_log2);
+  x.index_off = o.index;
+  x.checksum_off = o.checksums;
+  x.rest_off = o.rest;
+  x.exp_off = o.exponents;
+  if (o.exponents > src_size || x.exp_size > src_size - o.exponents) return SZ_ERROR_SRC_TRUNCATED;
+  *h = x;
   return SZ_OK;
 }
 
