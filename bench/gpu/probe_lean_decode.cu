@@ -16,8 +16,12 @@
 // product would give that to one warp, off the critical path). The rest of §4's checks on what a chunk reads are
 // made (index entries, record size, escape lists, code 0 of escapes, codes in the codebook, the LH32 checksum).
 //
-// Run: probe_lean_decode DATA_DIR [SIZES_MIB] [REPS] [--parse-cycles]   (DATA_DIR holds kv_code_bf16.bin, kv_prose_bf16.bin)
-// Results and what they led to: bench/NOTES.md (v9.7), bench/results/gpu_v9_7_ab.md.
+// Variants since: the library's header parse run once or twice before the tables (what it costs a small call), and
+// --parse-cycles (its cycles alone).
+//
+// Run: probe_lean_decode DATA_DIR [SIZES_MIB] [REPS] [--parse-cycles]
+//      (DATA_DIR holds kv_code_bf16.bin, kv_prose_bf16.bin)
+// Results and what they led to: bench/NOTES.md (v9.7, v9.9), bench/results/gpu_v9_7_ab.md, gpu_v9_9_probe.md.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -86,9 +90,10 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
   const uint32_t count = hb[layout::kOffCodebookCount];
   const uint64_t n = layout::load_u64(hb + layout::kOffNValues);
   const uint32_t S = 1u << chunk_log2;
-  const uint64_t C = (n + S - 1) >> chunk_log2;
+  const uint64_t C = layout::n_chunks(n, chunk_log2);
   const bool cks = (flags & layout::kFlagChecksums) != 0;
-  const uint64_t ck_off = 64 + 8 * C, rest_off = ck_off + (cks ? 4 * C : 0), exp_off = rest_off + (n + 7) / 8 * 8;
+  const layout::FrameOffsets fo = layout::frame_offsets(n, chunk_log2, cks, layout::dtype_traits(1), 0);
+  const uint64_t ck_off = fo.checksums, rest_off = fo.rest, exp_off = fo.exponents;
   for (uint32_t i = threadIdx.x; i < 256; i += blockDim.x) {
     bool in = false;
     for (uint32_t j = 0; j < count; ++j) in |= hb[layout::kOffCodebook + j] == i;
@@ -287,9 +292,9 @@ Kernel variant(int v, int k) {
                   : kernel_for<false, 8, 2>(k);
 }
 
-// The parse's cost by parts, in SM cycles of one thread (clock64), on a real header copied to shared memory: the
-// whole parse, the header hash alone, and the §4.1 steps after the hash (the hash's input made to fail nothing by
-// running parse on a header whose checksum field is right). Each timed reps times back to back; out[0..2] cycles.
+// The parse's cost in SM cycles of one thread (clock64), on a real header copied to shared memory: the whole parse,
+// and the header hash alone (each call's length depends on the previous result, so the calls form one chain and
+// none can be hoisted). Each timed reps times back to back; out[0..1] cycles a call.
 __global__ void parse_cycles(const uint8_t* src, uint64_t src_size, int reps, long long* out) {
   __shared__ __align__(16) uint8_t hdr[64];
   __shared__ Header h;
@@ -297,18 +302,14 @@ __global__ void parse_cycles(const uint8_t* src, uint64_t src_size, int reps, lo
   __syncthreads();
   if (threadIdx.x != 0) return;
   unsigned sink = 0;
-  long long t0 = clock64();
+  const long long t0 = clock64();
   for (int i = 0; i < reps; ++i) sink += (unsigned)parse_header(hdr, src_size + (uint64_t)(i & 1), &h);
-  long long t1 = clock64();
-  for (int i = 0; i < reps; ++i) sink += splitzip::xxh3::h32(hdr + (i & 1) * 0, 60 - (sink & 1));
-  long long t2 = clock64();
-  uint32_t version = 0;
-  for (int i = 0; i < reps; ++i) sink += (unsigned)parse_header_start(hdr, src_size + (uint64_t)(i & 1), &version);
-  long long t3 = clock64();
+  const long long t1 = clock64();
+  for (int i = 0; i < reps; ++i) sink += splitzip::xxh3::h32(hdr, layout::kHeaderChecksummed - (sink & 1));
+  const long long t2 = clock64();
   out[0] = (t1 - t0) / reps;
   out[1] = (t2 - t1) / reps;
-  out[2] = (t3 - t2) / reps;
-  out[3] = sink;
+  out[2] = sink;
 }
 
 __global__ void count_diff(const uint4* a, const uint4* b, uint64_t n16, unsigned long long* out) {
@@ -433,14 +434,13 @@ int main(int argc, char** argv) {
       }
       if (parse_only) {  // the header parse's cycles, then the next case
         long long* d_out = nullptr;
-        long long c[4];
+        long long c[3];
         CK(cudaMalloc(&d_out, sizeof c));
         parse_cycles<<<1, 32, 0, st>>>(fr[0], fs[0], 64, d_out);
         CK(cudaGetLastError());
         CK(cudaMemcpy(c, d_out, sizeof c, cudaMemcpyDeviceToHost));
         CK(cudaFree(d_out));
-        printf("%5d MiB %-4s header parse %lld cycles, header hash %lld, steps 1-4 (hash included) %lld\n", mib, ck,
-               c[0], c[1], c[2]);
+        printf("%5d MiB %-4s header parse %lld cycles, header hash %lld\n", mib, ck, c[0], c[1]);
         CK(cudaFree(cw));
         CK(cudaFree(d_fs));
         continue;
