@@ -129,8 +129,13 @@ SZ_DEV ChunkInfo chunk_info(const Header& h, uint64_t c, uint64_t prev, uint64_t
     if (ci.raw) {
       ci.ok = size == Gn * Dt<DT>::E;
     } else {
-      ci.ok = size >= G && (size - G) % 3 == 0 && (size - G) / 3 <= ci.L;
-      if (ci.ok) ci.X = (uint32_t)((size - G) / 3);
+      // Whole 3-byte escapes, at most one a value: past the 64-bit bound, a 32-bit division by 3 (a multiply).
+      ci.ok = size >= G && size - G <= 3ull * ci.L;
+      if (ci.ok) {
+        const uint32_t e = (uint32_t)(size - G), x = e / 3;
+        if (e == 3 * x) ci.X = x;
+        else ci.ok = false;
+      }
     }
   }
   return ci;
@@ -322,7 +327,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
     const uint32_t cs = kCh ? (uint32_t)(first % NC) : 0;  // the channel of the chunk's value 0
     bool bad = false;
     uint32_t cursor = 0;
-    XxhState hs = xxh_begin();
+    XxhState hs = cks && !lh ? xxh_begin() : XxhState{0};  // XXH3's initial values: a per-lane select
     LhState ls = lh && NT == 1 ? lh_begin(keys.l) : lh_zero();  // a team adds its warps' sums to the initial values
     const bool hash_rounds = cks && hash_in_rounds(lh, CB);
     XxhSums(*const sums)[8] = sh.sums[cj & 1][NT > 1 ? tl : 0];

@@ -432,7 +432,7 @@ SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint
   }
 
   uint32_t X = 0;
-  XxhState hs = xxh_begin();
+  XxhState hs = cks && !lh ? xxh_begin() : XxhState{0};  // XXH3's initial values: a per-lane select
   LhState ls = lh ? lh_begin(keys.l) : lh_zero();
   for (uint32_t r = 0; r < NR; ++r) {
     const uint32_t left = NR - 1 - r;

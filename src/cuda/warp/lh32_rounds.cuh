@@ -62,6 +62,9 @@ SZ_DEV void lh_round(LhState& st, const uint64_t lo[4], const uint64_t hi[4], co
                      uint32_t chunk_bytes) {
   const unsigned lane = simt::lane_id();
   const uint32_t u = r * (uint32_t)lh32::kRoundStep;  // U_r's 32 bits (warp-uniform)
+  // The step xors word, lane key and row key T_t ^ U_r: with U_r taken into the lane keys once a round, each half's
+  // xor is one three-input LOP3 with T_t as its immediate.
+  const uint64_t uu = (uint64_t)u << 32 | u, k0 = k.k0 ^ uu, k1 = k.k1 ^ uu;
 #pragma unroll
   for (int t = 0; t < 4; ++t) {
     uint64_t w0 = lo[t], w1 = hi[t];
@@ -77,13 +80,9 @@ SZ_DEV void lh_round(LhState& st, const uint64_t lo[4], const uint64_t hi[4], co
         }
       }
     }
-    constexpr uint32_t kTlo[4] = {(uint32_t)lh32::row_key(0), (uint32_t)lh32::row_key(1), (uint32_t)lh32::row_key(2),
-                                  (uint32_t)lh32::row_key(3)};
-    constexpr uint32_t kThi[4] = {(uint32_t)(lh32::row_key(0) >> 32), (uint32_t)(lh32::row_key(1) >> 32),
-                                  (uint32_t)(lh32::row_key(2) >> 32), (uint32_t)(lh32::row_key(3) >> 32)};
-    const uint64_t rk = ((uint64_t)(kThi[t] ^ u) << 32) | (kTlo[t] ^ u);  // T_t ^ U_r: two 32-bit xors
-    st.a0 += lh32::step(w0, w1, k.k0, rk);
-    st.a1 += lh32::step(w1, w0, k.k1, rk);
+    constexpr uint64_t kT[4] = {lh32::row_key(0), lh32::row_key(1), lh32::row_key(2), lh32::row_key(3)};
+    st.a0 += lh32::step(w0, w1, k0, kT[t]);
+    st.a1 += lh32::step(w1, w0, k1, kT[t]);
   }
 }
 // Round r of a chunk: the edge logic only where the chunk's end cuts the round.
