@@ -6,6 +6,7 @@ executions per unit of work (--per, e.g. the number of 2 KiB rounds of the profi
     python3 bench/gpu/sass_hot.py sass_decode_kernel.csv.gz --per 32768 --min 0.5
 """
 import argparse
+import signal
 import csv
 import gzip
 import io
@@ -26,6 +27,7 @@ def num(s):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet when piped to head
     ap = argparse.ArgumentParser()
     ap.add_argument("csv")
     ap.add_argument("--per", type=float, default=1.0, help="divide executions by this (work units of the call)")
