@@ -98,6 +98,18 @@ SZ_DEV uint64_t atomic_add(uint64_t* p, uint64_t v) {
 SZ_DEV uint64_t atomic_cas(uint64_t* p, uint64_t cmp, uint64_t v) {
   return (uint64_t)atomicCAS((unsigned long long*)p, (unsigned long long)cmp, (unsigned long long)v);
 }
+// The same with acquire semantics (device scope): later memory operations of the thread stay after it, while earlier
+// stores need not have completed (unlike a fence).
+SZ_DEV uint64_t atomic_add_acquire(uint64_t* p, uint64_t v) {
+  uint64_t o;
+  asm volatile("atom.acquire.gpu.add.u64 %0, [%1], %2;" : "=l"(o) : "l"(p), "l"(v) : "memory");
+  return o;
+}
+SZ_DEV uint64_t atomic_cas_acquire(uint64_t* p, uint64_t cmp, uint64_t v) {
+  uint64_t o;
+  asm volatile("atom.acquire.gpu.cas.b64 %0, [%1], %2, %3;" : "=l"(o) : "l"(p), "l"(cmp), "l"(v) : "memory");
+  return o;
+}
 SZ_DEV uint64_t ld_relaxed(const uint64_t* p) {
   uint64_t v;
   asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -256,6 +268,8 @@ inline uint64_t atomic_cas(uint64_t* p, uint64_t cmp, uint64_t v) {
   if (o == cmp) *p = v;
   return o;
 }
+inline uint64_t atomic_add_acquire(uint64_t* p, uint64_t v) { return atomic_add(p, v); }
+inline uint64_t atomic_cas_acquire(uint64_t* p, uint64_t cmp, uint64_t v) { return atomic_cas(p, cmp, v); }
 inline uint64_t ld_relaxed(const uint64_t* p) { return *p; }
 inline void st_relaxed(uint64_t* p, uint64_t v) { *p = v; }
 struct Word128 {

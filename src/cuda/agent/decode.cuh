@@ -9,8 +9,9 @@
 // (§4.3) and record size (§4.5) are checked when the chunk is staged, the escape lists (positions strictly
 // increasing and inside the chunk, exponents outside the codebook) before its first round. Per round, lane l decodes
 // its 64 bytes of output (dtype.cuh) into a shared stage, the round's escapes are patched there (each must have
-// code 0), and the round goes out as coalesced 16-byte pieces, which also feed the chunk checksum (§4.6). The first
-// error of the call is kept in the workspace; the last warp to finish writes the status and the output size.
+// code 0), and the round goes out as coalesced 16-byte pieces, which also feed the chunk checksum (§4.6). A CTA keeps
+// its first error in shared memory and hands it on with its ticket (ws_finish); the last CTA to finish writes the
+// call's status and output size.
 // Nothing outside [src, src + src_size) is read and nothing outside the output is written, whatever the frame says.
 #pragma once
 
@@ -47,6 +48,7 @@ struct DecodeShared {
   Span dst;     // the output as a Span (page sizes in bytes need the frame's dtype)
   Channels ch;  // version 2: the frame's tensor's bases; bases == nullptr for version 1
   int32_t err;  // frame-level status (header, sizes, book): the same in every CTA
+  uint64_t first_err;  // the CTA's first chunk error (report), 0: none
   uint32_t team;  // warps per chunk (1, 2 or 4; DecodePolicy::kMaxTeam), the same in every CTA
   uint64_t ctas;  // the CTAs that take part: the first ceil(chunks x team / warps per CTA) of the grid
   uint8_t in_cb[256];
@@ -88,8 +90,9 @@ static_assert(kDecWarpBytes % 16 == 0, "warp areas stay 16-byte aligned");
 constexpr size_t decode_smem_bytes() { return kDecSharedBytes + (size_t)DecodePolicy::kWarps * kDecWarpBytes; }
 static_assert(decode_smem_bytes() <= DecodePolicy::kCtaSmemLimit, "kMinBlocks decoder CTAs fit an SM");
 
-SZ_DEV void report(WsHeader* ws, sz_status s) {
-  if (simt::lane_id() == 0) simt::atomic_cas(&ws->err, 0, (uint64_t)s);
+// A warp's error, kept in its CTA's first_err if it is the CTA's first (ws_finish hands it on).
+SZ_DEV void report(uint64_t* first_err, sz_status s) {
+  if (simt::lane_id() == 0) simt::atomic_cas(first_err, 0, (uint64_t)s);
 }
 
 SZ_DEV uint64_t load_entry(const uint8_t* p) {
@@ -306,7 +309,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
     simt::syncwarp();  // infos[] written by lane 0
     const ChunkInfo ci = infos[cj & 1];
     if (!ci.ok) {
-      report(a.ws, SZ_ERROR_CORRUPT);
+      report(&sh.first_err, SZ_ERROR_CORRUPT);
       break;
     }
     const uint64_t first = c * S;
@@ -498,7 +501,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
     if (NT > 1 && lh && hash_rounds) sh.lh[cj & 1][simt::warp_id()][lane] = ls;
     bad = NT == 1 ? simt::any(bad) : simt::barrier_or(1 + tl, 32 * NT, bad);
     if (bad) {
-      report(a.ws, SZ_ERROR_CORRUPT);
+      report(&sh.first_err, SZ_ERROR_CORRUPT);
       break;
     }
     if (cks) {
@@ -511,7 +514,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
       }
       const uint32_t hv = chunk_checksum(lh, lh ? ls.a0 : hs.acc, ls.a1, keys, sh.dst, first * VB, CB);
       if (hv != want) {
-        report(a.ws, SZ_ERROR_CHECKSUM);
+        report(&sh.first_err, SZ_ERROR_CHECKSUM);
         break;
       }
     }
@@ -590,6 +593,7 @@ SZ_DEV void decode_warps(const DecodeArgs& a) {
       if (st == SZ_OK && sh.h.n_chunks == 0 && sh.h.exp_size != 0) st = SZ_ERROR_CORRUPT;
     }
     sh.err = st;
+    sh.first_err = 0;
     // The host sizes the grid for the most chunks the buffer could hold; only the CTAs that have chunks take part
     // (one, to report, when the header is bad), the others leave at once. Few chunks get teams of warps: the
     // largest team (at most a full chunk's rounds) that still leaves a warp for every round of a team.
@@ -647,18 +651,13 @@ SZ_DEV void decode_warps(const DecodeArgs& a) {
     }
   }
   // The last CTA to finish writes the call's status and output size.
-  simt::fence();
   simt::syncthreads();
-  if (simt::thread_id() == 0) {
-    const uint64_t done = simt::atomic_add(&a.ws->tickets, 1);
-    if (done == ctas - 1) {
-      simt::fence();
-      const uint64_t e = simt::ld_relaxed(&a.ws->err);
-      const int32_t st = sh.err != SZ_OK ? (int32_t)sh.err : (int32_t)e;
-      *a.status = st;
-      if (a.dst_size) *a.dst_size = st == SZ_OK ? sh.h.n * (layout::dtype_traits(sh.h.dtype).value_bits / 8) : 0;
-      ws_end(a.ws, tag);
-    }
+  uint32_t e = 0;
+  if (simt::thread_id() == 0 && ws_finish(a.ws, ctas, (uint32_t)sh.first_err, &e)) {
+    const int32_t st = sh.err != SZ_OK ? (int32_t)sh.err : (int32_t)e;
+    *a.status = st;
+    if (a.dst_size) *a.dst_size = st == SZ_OK ? sh.h.n * (layout::dtype_traits(sh.h.dtype).value_bits / 8) : 0;
+    ws_end(a.ws, tag);
   }
 }
 

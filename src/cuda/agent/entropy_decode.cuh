@@ -96,6 +96,7 @@ SZ_NOINLINE sz_status parse_entropy_header(const uint8_t* b, uint64_t src_size, 
 struct EntropyShared {
   EHeader h;
   int32_t err;
+  mutable uint64_t first_err;  // the CTA's first chunk error (report), 0: none
   uint32_t stride;        // sym entries per group (A + 2)
   uint64_t ctas;          // the CTAs that take part
   const uint32_t* fc;     // the image's [group][stride]: the group's symbols, Cum | s << 16, then sentinels
@@ -445,7 +446,7 @@ SZ_NOINLINE void entropy_chunks(const EntropyDecodeArgs& a, const EntropyShared&
     simt::cp_async_wait<0>();  // raw blocks staged ahead of the chunk's end (or of its error) land before reuse
     simt::syncwarp();
     if (s != SZ_OK) {
-      report(a.ws, s);
+      report(&sh.first_err, s);
       return;
     }
   }
@@ -501,6 +502,7 @@ SZ_DEV void entropy_decode_warps(const EntropyDecodeArgs& a) {
     if (st == SZ_OK && sh.h.n * sh.h.vb > a.dst_capacity) st = SZ_ERROR_DST_TOO_SMALL;
     if (st == SZ_OK && sh.h.n_chunks == 0 && sh.h.sym_size != 0) st = SZ_ERROR_CORRUPT;
     sh.err = st;
+    sh.first_err = 0;
     sh.bad_image = false;
     const uint64_t per_cta = simt::block_threads() / 32;
     uint64_t ctas = st == SZ_OK ? (sh.h.n_chunks + per_cta - 1) / per_cta : 1;
@@ -581,18 +583,13 @@ SZ_DEV void entropy_decode_warps(const EntropyDecodeArgs& a) {
     }
   }
   // The last CTA to finish writes the call's status and output size.
-  simt::fence();
   simt::syncthreads();
-  if (simt::thread_id() == 0) {
-    const uint64_t done = simt::atomic_add(&ws->tickets, 1);
-    if (done == ctas - 1) {
-      simt::fence();
-      const uint64_t e = simt::ld_relaxed(&ws->err);
-      const int32_t st = sh.err != SZ_OK ? (int32_t)sh.err : (int32_t)e;
-      *a.status = st;
-      if (a.dst_size) *a.dst_size = st == SZ_OK ? sh.h.n * sh.h.vb : 0;
-      ws_end(ws, tag);
-    }
+  uint32_t e = 0;
+  if (simt::thread_id() == 0 && ws_finish(ws, ctas, (uint32_t)sh.first_err, &e)) {
+    const int32_t st = sh.err != SZ_OK ? (int32_t)sh.err : (int32_t)e;
+    *a.status = st;
+    if (a.dst_size) *a.dst_size = st == SZ_OK ? sh.h.n * sh.h.vb : 0;
+    ws_end(ws, tag);
   }
 }
 

@@ -6,10 +6,10 @@
 // can be captured in a CUDA graph and replayed:
 //   - epoch counts the calls made with the workspace; check = ws_check(epoch) guards against a workspace that was
 //     never zero-filled (such a call reports an error and changes nothing);
-//   - tickets hands out chunks in order (encoder warps) or counts finished CTAs (decoder); whoever draws the last
-//     ticket of a call resets it and advances epoch: every drawer read epoch before drawing its first ticket, and
-//     the last ticket is drawn after all others;
-//   - err holds the decoder's first error (0: none); the last warp to finish reads it and clears it.
+//   - tickets hands out chunks in order (encoder warps) or, for the decoders, counts finished CTAs in its low half
+//     and keeps the call's first error in its high half (ws_finish); whoever draws the last ticket of a call resets
+//     it and advances epoch: every drawer read epoch before drawing its first ticket, and the last ticket is drawn
+//     after all others.
 // A state word is {tag, value} with tag = (epoch + 1) << 2 | flag, so words left by earlier calls never match: no
 // clearing between calls. flag 1: value is the chunk's record size (aggregate); 2: the end of its record in the
 // exponent section (inclusive prefix).
@@ -24,8 +24,7 @@ struct WsHeader {
   uint64_t epoch;
   uint64_t check;
   uint64_t tickets;
-  uint64_t err;
-  uint64_t reserved[4];
+  uint64_t reserved[5];
 };
 static_assert(sizeof(WsHeader) == 64, "the workspace header is 64 bytes");
 
@@ -60,10 +59,31 @@ SZ_DEV uint64_t ws_begin(WsWords w) {
 SZ_DEV void ws_end(WsHeader* h, uint64_t tag) {
   const uint64_t next = tag >> 2;  // this call's epoch + 1
   simt::st_relaxed(&h->tickets, 0);
-  simt::st_relaxed(&h->err, 0);
   simt::st_relaxed(&h->epoch, next);
   simt::st_relaxed(&h->check, ws_check(next));
 }
+// A decoder CTA's end, by one thread: draws the CTA's ticket carrying its first error (0: none), which the ticket
+// word keeps in its high half unless a CTA before it left one there. One atomic word both counts the CTAs and holds
+// the call's first error, so no fence has to wait for the CTA's output stores (the end of the kernel makes them
+// visible to what the stream runs next), and the acquire keeps the last CTA's status and ws_end after its ticket.
+// Returns whether this CTA is the call's last (of ctas < 2^32), and then the call's first error in *err.
+SZ_DEV bool ws_finish(WsHeader* h, uint64_t ctas, uint32_t cta_err, uint32_t* err) {
+  uint64_t old;
+  if (cta_err == 0) {
+    old = simt::atomic_add_acquire(&h->tickets, 1);
+  } else {
+    old = simt::ld_relaxed(&h->tickets);
+    for (;;) {
+      const uint64_t want = (old + 1) | ((old >> 32) == 0 ? (uint64_t)cta_err << 32 : 0);
+      const uint64_t seen = simt::atomic_cas_acquire(&h->tickets, old, want);
+      if (seen == old) break;
+      old = seen;
+    }
+  }
+  *err = (uint32_t)(old >> 32) != 0 ? (uint32_t)(old >> 32) : cta_err;
+  return (old & 0xFFFFFFFFull) == ctas - 1;
+}
+
 // Lane 0's ticket, broadcast to the warp.
 SZ_DEV uint64_t ws_ticket(WsHeader* h) {
   uint64_t t = 0;
