@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Compares two builds measured in the same call (run_device.sh step `ab`): per (data, MiB, checksums, layout) the
-median over runs of encode and decode speed / same-run roofline for build A and build B, and B / A; then the
-microseconds of one isolated decode call, warm and (where both benches measured it) cold, for A and B.
+median over runs of encode and decode speed / same-run roofline for build A and build B, and B / A as the ratio of
+the speeds themselves (GB/s: the same-run memcpy that sets each run's roofline moves by up to 30% at 1-4 MiB, the
+codec's speed does not); then the microseconds of one isolated call, warm and (where both benches measured it)
+cold, for A and B.
 
     python3 bench/gpu/ab_table.py A_run1.csv A_run2.csv ... -- B_run1.csv B_run2.csv ...
 """
 import csv
+import signal
 import statistics
 import sys
 
-FIELDS = ("enc_roof", "dec_roof", "enc_us", "dec_us", "enc_cold_us", "dec_cold_us")
+FIELDS = ("enc_roof", "dec_roof", "enc_us", "dec_us", "enc_cold_us", "dec_cold_us", "enc_GBps", "dec_GBps")
 
 
 def load(paths):
@@ -33,6 +36,7 @@ def us(x):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet when piped to head
     args = sys.argv[1:]
     cut = args.index("--")
     a, b = load(args[:cut]), load(args[cut + 1:])
@@ -44,8 +48,8 @@ def main():
             continue
         x, y = a[k], b[k]
         print(f"| {k[0]} | {k[1]:g} | {k[2]} | {k[3]} | {x['enc_roof']:.3f} | {y['enc_roof']:.3f} | "
-              f"{y['enc_roof'] / x['enc_roof']:.3f} | {x['dec_roof']:.3f} | {y['dec_roof']:.3f} | "
-              f"{y['dec_roof'] / x['dec_roof']:.3f} | {us(x['enc_us'])} / {us(y['enc_us'])} | "
+              f"{y['enc_GBps'] / x['enc_GBps']:.3f} | {x['dec_roof']:.3f} | {y['dec_roof']:.3f} | "
+              f"{y['dec_GBps'] / x['dec_GBps']:.3f} | {us(x['enc_us'])} / {us(y['enc_us'])} | "
               f"{us(x['dec_us'])} / {us(y['dec_us'])} | {us(x['enc_cold_us'])} / {us(y['enc_cold_us'])} | "
               f"{us(x['dec_cold_us'])} / {us(y['dec_cold_us'])} |")
 

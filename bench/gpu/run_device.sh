@@ -23,15 +23,19 @@
 #   disasm     the library's machine code with its line table (nvdisasm; build with CMAKE_CUDA_FLAGS=-lineinfo):
 #              $OUT/disasm.txt.gz, which bench/gpu/sass_lines.py uses to sum a sass profile per source line
 #   ab         the bench for BIN (A) and BIN_B (B) alternately, AB_RUNS times each (default 2), contiguous only;
-#              $OUT/ab_{A,B}_i.csv and a comparison table (bench/gpu/ab_table.py)
+#              the comparison table $OUT/ab.md (bench/gpu/ab_table.py) and the runs' CSVs in $OUT/ab_csv.tgz (the
+#              logs stay in /tmp/sz_ab: a call returns few files)
 # BIN: the binaries' folder (default .devcarry/bin), e.g. a second build staged for an A/B run in the same call.
 set -u
 if [ "${1:-}" = "--stage" ]; then
   set -e
   mkdir -p .devcarry/bin .devcarry/data
   cp build-dev/splitzip/tests/cuda/splitzip_cuda_tests build-dev/splitzip_gpu_bench .devcarry/bin/
-  cp -L build-dev/splitzip/src/libsplitzip.so.1 .devcarry/bin/
   strip .devcarry/bin/* || true
+  # The library (24-32 MB) travels xz-compressed (about 12 MB): one build and all the data (35 MB) fit a carry of
+  # 64 MiB with the working tree, and so do two builds with the data of a few datasets for an A/B run.
+  strip -o .devcarry/bin/libsplitzip.so.1 build-dev/splitzip/src/libsplitzip.so.1
+  xz -9e -T2 -f .devcarry/bin/libsplitzip.so.1
   S=../shared/data/kv/trained-d512
   for f in kv_code_bf16 kv_code_e4m3 kv_code_e5m2; do
     [ -f $S/$f.bin ] && python3 bench/gpu/slice_kv.py --layers 8 --kv-heads 4 --head-dim 64 --tokens 384 \
@@ -52,6 +56,9 @@ fi
 OUT=${OUT:-/tmp/sz_out}
 mkdir -p "$OUT"
 B=${BIN:-.devcarry/bin}
+for d in "$B" ${BIN_B:-}; do  # the staged libraries, unpacked once
+  [ -f "$d/libsplitzip.so.1.xz" ] && [ ! -f "$d/libsplitzip.so.1" ] && xz -d -k "$d/libsplitzip.so.1.xz"
+done
 export LD_LIBRARY_PATH=$PWD/$B${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export SPLITZIP_TEST_SOURCE_DIR=$PWD
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
@@ -86,16 +93,17 @@ for step in "$@"; do
         echo "ncu sass $k $M MiB rc=$?"; gzip -f "$f"
       done ;;
     ab)  # same-call comparison of two builds
-      AF=(); BF=()
+      AF=(); BF=(); T=/tmp/sz_ab; mkdir -p $T
       for i in $(seq 1 ${AB_RUNS:-2}); do
         for v in A B; do
           d=$B; [ $v = B ] && d=$BIN_B
           LD_LIBRARY_PATH=$PWD/$d timeout ${BENCH_TIMEOUT:-300} $d/splitzip_gpu_bench --data .devcarry/data \
             --sizes "${SIZES:-1,16,1024}" --reps "${REPS:-5}" ${ONLY:+--only $ONLY} --no-paged ${BENCH_ARGS:-} \
-            --csv "$OUT/ab_${v}_$i.csv" > "$OUT/ab_${v}_$i.log" 2>&1 || echo "ab $v $i rc=$?"
-          if [ $v = A ]; then AF+=("$OUT/ab_A_$i.csv"); else BF+=("$OUT/ab_B_$i.csv"); fi
+            --csv "$T/ab_${v}_$i.csv" > "$T/ab_${v}_$i.log" 2>&1 || echo "ab $v $i rc=$?"
+          if [ $v = A ]; then AF+=("$T/ab_A_$i.csv"); else BF+=("$T/ab_B_$i.csv"); fi
         done
       done
+      tar czf "$OUT/ab_csv.tgz" -C $T $(cd $T && ls ab_*.csv)
       python3 bench/gpu/ab_table.py "${AF[@]}" -- "${BF[@]}" | tee "$OUT/ab.md" ;;
     disasm)  # machine code + line table of the library, for sass_lines.py
       D=$(mktemp -d) && (cd "$D" && cuobjdump -xelf all "$OLDPWD/$B/libsplitzip.so.1" > /dev/null)
