@@ -95,6 +95,19 @@ SZ_DEV void report(uint64_t* first_err, sz_status s) {
   if (simt::lane_id() == 0) simt::atomic_cas(first_err, 0, (uint64_t)s);
 }
 
+// A decoder CTA's end, by thread 0 after the CTA's last barrier: its ticket with its first chunk error (ws_finish);
+// the last CTA writes the call's status (the frame's error if any, else the first chunk error) and output size
+// (bytes on success) and readies the workspace for the next call.
+SZ_DEV void finish_call(WsHeader* ws, uint64_t tag, uint64_t ctas, int32_t frame_err, uint64_t first_err,
+                        uint64_t bytes, int32_t* status, uint64_t* dst_size) {
+  uint32_t e = 0;
+  if (!ws_finish(ws, ctas, (uint32_t)first_err, &e)) return;
+  const int32_t st = frame_err != SZ_OK ? frame_err : (int32_t)e;
+  *status = st;
+  if (dst_size) *dst_size = st == SZ_OK ? bytes : 0;
+  ws_end(ws, tag);
+}
+
 SZ_DEV uint64_t load_entry(const uint8_t* p) {
   if (((uintptr_t)p & 7u) == 0) return *reinterpret_cast<const uint64_t*>(p);
   return layout::load_u64(p);
@@ -330,7 +343,7 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
     const uint32_t cs = kCh ? (uint32_t)(first % NC) : 0;  // the channel of the chunk's value 0
     bool bad = false;
     uint32_t cursor = 0;
-    XxhState hs = cks && !lh ? xxh_begin() : XxhState{0};  // XXH3's initial values: a per-lane select
+    XxhState hs = xxh_begin(cks && !lh);
     LhState ls = lh && NT == 1 ? lh_begin(keys.l) : lh_zero();  // a team adds its warps' sums to the initial values
     const bool hash_rounds = cks && hash_in_rounds(lh, CB);
     XxhSums(*const sums)[8] = sh.sums[cj & 1][NT > 1 ? tl : 0];
@@ -652,13 +665,9 @@ SZ_DEV void decode_warps(const DecodeArgs& a) {
   }
   // The last CTA to finish writes the call's status and output size.
   simt::syncthreads();
-  uint32_t e = 0;
-  if (simt::thread_id() == 0 && ws_finish(a.ws, ctas, (uint32_t)sh.first_err, &e)) {
-    const int32_t st = sh.err != SZ_OK ? (int32_t)sh.err : (int32_t)e;
-    *a.status = st;
-    if (a.dst_size) *a.dst_size = st == SZ_OK ? sh.h.n * (layout::dtype_traits(sh.h.dtype).value_bits / 8) : 0;
-    ws_end(a.ws, tag);
-  }
+  if (simt::thread_id() == 0)
+    finish_call(a.ws, tag, ctas, sh.err, sh.first_err, sh.h.n * (layout::dtype_traits(sh.h.dtype).value_bits / 8),
+                a.status, a.dst_size);
 }
 
 }  // namespace cuda

@@ -432,7 +432,7 @@ SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint
   }
 
   uint32_t X = 0;
-  XxhState hs = cks && !lh ? xxh_begin() : XxhState{0};  // XXH3's initial values: a per-lane select
+  XxhState hs = xxh_begin(cks && !lh);
   LhState ls = lh ? lh_begin(keys.l) : lh_zero();
   for (uint32_t r = 0; r < NR; ++r) {
     const uint32_t left = NR - 1 - r;
@@ -622,7 +622,7 @@ SZ_DEV void encode_teams(const EncodeArgs& a, uint64_t tag, uint32_t NT, uint8_t
     simt::barrier_or(bar_id, 32 * NT, false);  // the record is complete
     if (m == 0) {
       publish(ws_states(a.ws), c, tag, c == 0 ? kFlagInclusive : kFlagAggregate, shape.size(X));
-      XxhState hs = xxh_begin();
+      XxhState hs = xxh_begin(cks && !lh);
       if (hash_rounds && lh)
         for (uint32_t q = 1; q < NT; ++q) lh_add(ls, ts->lh[q][lane]);
       else if (hash_rounds)

@@ -96,7 +96,7 @@ SZ_NOINLINE sz_status parse_entropy_header(const uint8_t* b, uint64_t src_size, 
 struct EntropyShared {
   EHeader h;
   int32_t err;
-  mutable uint64_t first_err;  // the CTA's first chunk error (report), 0: none
+  uint64_t first_err;  // the CTA's first chunk error (report), 0: none
   uint32_t stride;        // sym entries per group (A + 2)
   uint64_t ctas;          // the CTAs that take part
   const uint32_t* fc;     // the image's [group][stride]: the group's symbols, Cum | s << 16, then sentinels
@@ -438,7 +438,7 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
 }
 
 template <int DT, bool kFast>
-SZ_NOINLINE void entropy_chunks(const EntropyDecodeArgs& a, const EntropyShared& sh, uint8_t* area) {
+SZ_NOINLINE void entropy_chunks(const EntropyDecodeArgs& a, EntropyShared& sh, uint8_t* area) {
   const uint64_t warps = sh.ctas * (simt::block_threads() / 32);
   for (uint64_t c = (uint64_t)simt::block_id() * (simt::block_threads() / 32) + simt::warp_id(); c < sh.h.n_chunks;
        c += warps) {
@@ -584,13 +584,7 @@ SZ_DEV void entropy_decode_warps(const EntropyDecodeArgs& a) {
   }
   // The last CTA to finish writes the call's status and output size.
   simt::syncthreads();
-  uint32_t e = 0;
-  if (simt::thread_id() == 0 && ws_finish(ws, ctas, (uint32_t)sh.first_err, &e)) {
-    const int32_t st = sh.err != SZ_OK ? (int32_t)sh.err : (int32_t)e;
-    *a.status = st;
-    if (a.dst_size) *a.dst_size = st == SZ_OK ? sh.h.n * sh.h.vb : 0;
-    ws_end(ws, tag);
-  }
+  if (simt::thread_id() == 0) finish_call(ws, tag, ctas, sh.err, sh.first_err, sh.h.n * sh.h.vb, a.status, a.dst_size);
 }
 
 // Resolves a decompress call of a version 3 frame with its table's device image.

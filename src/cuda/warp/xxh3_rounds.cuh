@@ -58,7 +58,9 @@ SZ_DEV uint64_t xxh_mul32(uint64_t x) { return (x & 0xFFFFFFFFull) * (x >> 32); 
 struct XxhState {
   uint64_t acc;
 };
-SZ_DEV XxhState xxh_begin() { return XxhState{xxh3::acc_init(xxh_acc_index(simt::lane_id()))}; }
+// XXH3's initial value of this lane's accumulator for a frame with H32 checksums (h32); 0 otherwise, where the state
+// is never read, so that other frames skip the per-lane select (a branch ladder) in every chunk.
+SZ_DEV XxhState xxh_begin(bool h32) { return XxhState{h32 ? xxh3::acc_init(xxh_acc_index(simt::lane_id())) : 0}; }
 
 // A round's contributions to the accumulators, before the scramble chain: round r of a chunk of chunk_bytes (over
 // 240: XXH3's long hash) from the lane's 4 pieces: piece t is bytes [16 (l + 32 t), +16) of the round, as words lo[t]
