@@ -70,4 +70,16 @@ SZ_API sz_status sz_cuda_decompress_entropy(const void*, size_t, const void*, si
   return SZ_ERROR_NOT_SUPPORTED;
 }
 
+SZ_API sz_status sz_cuda_compress_entropy_workspace_size(uint64_t, sz_dtype, const sz_params*,
+                                                         size_t* workspace_size) {
+  if (workspace_size) *workspace_size = 0;
+  return SZ_ERROR_NOT_SUPPORTED;
+}
+
+SZ_API sz_status sz_cuda_compress_entropy(const void*, uint64_t, sz_dtype, const void*, size_t, uint32_t,
+                                          const sz_params*, void*, size_t, void*, size_t, uint64_t*, uint64_t*,
+                                          sz_cuda_stream) {
+  return SZ_ERROR_NOT_SUPPORTED;
+}
+
 }  // extern "C"

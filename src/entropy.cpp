@@ -1138,14 +1138,18 @@ SZ_API sz_status sz_cuda_symbol_table_image(const sz_symbol_table* table, void* 
     h.used_off = (uint32_t)o.used;
     h.tensor_off = (uint32_t)o.tensor;
     h.cmap_off = (uint32_t)o.cmap;
+    h.enc_off = (uint32_t)o.enc;
     memcpy(img, &h, sizeof h);
     for (uint32_t g = 0; g < t.groups; ++g) {
       uint8_t* sym = img + o.sym + 4ull * stride * g;
       uint8_t* bucket = img + o.bucket + (uint64_t)eimg::kBuckets * g;
       uint8_t* used = img + o.used + 32ull * g;
+      uint8_t* enc = img + o.enc + 8ull * (A + 1) * g;
       uint32_t cum = 0, entry = 0;
       for (uint32_t s = 0; s <= A; ++s) {
         const uint32_t f = file_freq(t, g, s);
+        store_u32(enc + 8 * s, eimg::enc_word(f, cum));
+        store_u32(enc + 8 * s + 4, eimg::enc_magic(f));
         if (f == 0) continue;
         if (s < 256) used[s / 8] |= (uint8_t)(1u << (s % 8));
         store_u32(sym + 4 * entry, cum | s << 16);

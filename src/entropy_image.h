@@ -16,6 +16,8 @@
 //                        order of first use (a CTA copies these groups' tables into shared memory)
 //   lists[]              u16: global group ids, the tensors' lists one after another
 //   cmap[tensors][period] u32: channel c of tensor t: its local group (index into t's list) | its global group << 16
+//   enc[groups][A + 1]   {u32 word, u32 magic}: the encoder's entry of symbol index s (A = the escape), enc_word and
+//                        enc_magic below: F_g[s], Cum_g[s] and what divides a state by F_g[s] (0 for F_g[s] = 0)
 #pragma once
 
 #include <stdint.h>
@@ -35,7 +37,7 @@ struct Header {
   uint8_t dtype, symbol_bits, reserved[2];
   uint32_t period, tensors, groups, sym_stride;  // sym_stride = A + 2 entries per group
   uint64_t id;                                    // the table's identifier (frames name it)
-  uint32_t sym_off, bucket_off, used_off, tensor_off, cmap_off, reserved2[3];
+  uint32_t sym_off, bucket_off, used_off, tensor_off, cmap_off, enc_off, reserved2[2];
 };
 static_assert(sizeof(Header) == 64, "the image header is 64 bytes");
 
@@ -47,7 +49,7 @@ SZ_HD uint64_t align16(uint64_t x) { return (x + 15) & ~(uint64_t)15; }
 
 // Section offsets of an image of this shape; lists_total = the sum of the tensors' local group counts.
 struct Offsets {
-  uint64_t sym, bucket, used, tensor, lists, cmap, end;
+  uint64_t sym, bucket, used, tensor, lists, cmap, enc, end;
 };
 SZ_HD Offsets offsets(uint32_t symbol_bits, uint64_t tensors, uint64_t period, uint64_t groups,
                        uint64_t lists_total) {
@@ -59,8 +61,34 @@ SZ_HD Offsets offsets(uint32_t symbol_bits, uint64_t tensors, uint64_t period, u
   o.tensor = align16(o.used + 32 * groups);
   o.lists = o.tensor + sizeof(TensorEntry) * tensors;
   o.cmap = align16(o.lists + 2 * lists_total);
-  o.end = align16(o.cmap + 4 * tensors * period);
+  o.enc = align16(o.cmap + 4 * tensors * period);
+  o.end = align16(o.enc + 8 * (stride - 1) * groups);
   return o;
+}
+
+// The encoder's entry of a symbol of frequency f (1..4096) and cumulative frequency cum (< 4096): the state x is
+// divided by f as q = (t + ((x - t) >> sh1)) >> sh2 with t = the high 32 bits of magic * x (Granlund and
+// Montgomery's division by an invariant integer, exact for every 32-bit x): with l = ceil(log2 f),
+// magic = floor(2^32 (2^l - f) / f) + 1 (< 2^32), sh1 = min(l, 1), sh2 = max(l - 1, 0). word = f | sh1 << 13 |
+// cum << 16 | sh2 << 28; an escaped symbol (f = 0) has word 0.
+constexpr uint32_t kEncFreqMask = 0x1FFFu;
+SZ_HD uint32_t enc_word(uint32_t f, uint32_t cum) {
+  if (f == 0) return 0;
+  uint32_t l = 0;
+  while ((1u << l) < f) ++l;
+  const uint32_t sh1 = l ? 1u : 0u, sh2 = l ? l - 1 : 0u;
+  return f | sh1 << 13 | cum << 16 | sh2 << 28;
+}
+SZ_HD uint32_t enc_magic(uint32_t f) {
+  if (f == 0) return 0;
+  uint32_t l = 0;
+  while ((1u << l) < f) ++l;
+  return (uint32_t)((((uint64_t)1 << 32) * ((1ull << l) - f)) / f + 1);
+}
+// x / f and x mod f by an entry (word, magic) of f = word & kEncFreqMask > 0.
+SZ_HD uint32_t enc_div(uint32_t x, uint32_t word, uint32_t magic) {
+  const uint32_t t = (uint32_t)(((uint64_t)magic * x) >> 32);
+  return (t + ((x - t) >> ((word >> 13) & 1u))) >> (word >> 28);
 }
 
 }  // namespace eimg

@@ -111,12 +111,12 @@ SZ_API sz_status sz_cuda_decompress_pages_book(const void* d_src, size_t src_siz
                                                sz_cuda_stream stream);
 
 /* ---------------------------------------------------------------------------------------------------------------
- * Entropy-coded frames (version 3, docs/FORMAT.md §4.10). The decoder reads the symbol table from a device image
+ * Entropy-coded frames (version 3, docs/FORMAT.md §4.10). The coder reads the symbol table from a device image
  * that the host builds once per table (these two calls are host code, in every build, CUDA or not; the image
  * holds what the kernels look up, laid out for them: it is the library's in-memory form, never stored) and the
- * caller copies to device memory (cudaMemcpy; 16-byte aligned). A warp decodes a chunk (its 32 rANS lanes are the
+ * caller copies to device memory (cudaMemcpy; 16-byte aligned). A warp codes a chunk (its 32 rANS lanes are the
  * warp's lanes), so speed grows with the chunks in flight: 2^16-value chunks (the recommended size) give 2048 per
- * 256 MiB of BF16; smaller chunks decode faster on the GPU for smaller calls, at 132 bytes of state per chunk.
+ * 256 MiB of BF16; smaller chunks code faster on the GPU for smaller calls, at 132 bytes of state per chunk.
  * ------------------------------------------------------------------------------------------------------------- */
 
 /** Bytes of the device image of a valid symbol table (parsed or filled in; prepared or not); 0 if not valid. */
@@ -125,6 +125,26 @@ SZ_API size_t sz_cuda_symbol_table_image_size(const sz_symbol_table* table);
  *  if not NULL, receives the size). SZ_ERROR_BAD_CODEBOOK for an invalid table. */
 SZ_API sz_status sz_cuda_symbol_table_image(const sz_symbol_table* table, void* dst, size_t dst_capacity,
                                             size_t* image_size);
+/** Device bytes of workspace that sz_cuda_compress_entropy() needs for n values (params as there: NULL gives
+ *  SZ_ENTROPY_CHUNK_LOG2): 64 + 16 per chunk, rounded up, plus a staging slot of a chunk's raw symbol bytes
+ *  (2^chunk_log2 * B / 8 bytes and 16: 64 KiB for 2^16 BF16 values) for each warp the call can use, at most one per
+ *  chunk and at most 2112 whatever n (132 MiB for 2^16-value BF16 chunks, 8.3 MiB for 2^12). */
+SZ_API sz_status sz_cuda_compress_entropy_workspace_size(uint64_t n_values, sz_dtype dtype, const sz_params* params,
+                                                         size_t* workspace_size);
+/** Compresses n values at d_src (any alignment) of tensor `tensor` of a symbol table into a version 3 frame at d_dst,
+ *  byte for byte the frame of sz_compress_entropy() with the same arguments, in one pass over the input.
+ *  d_image / image_size: the table's device image (sz_cuda_symbol_table_image, 16-byte aligned). params: as
+ *  sz_compress_entropy (NULL: SZ_ENTROPY_CHUNK_LOG2 and the default flags; threads ignored). dst_capacity must be at
+ *  least sz_compress_bound(n, dtype) (checked on the host: SZ_ERROR_DST_TOO_SMALL); the workspace, 16-byte aligned,
+ *  at least sz_cuda_compress_entropy_workspace_size() bytes, zero-filled once (see above). The frame size is written
+ *  to *d_frame_size and, if h_frame_size is not NULL, copied asynchronously to *h_frame_size, as sz_cuda_compress.
+ *  The host cannot read the image: an image that is not a valid image of a table of this dtype with more than
+ *  `tensor` tensors is found by the kernel, which then writes *d_frame_size = 0 and nothing else (as for a workspace
+ *  that was never zero-filled). */
+SZ_API sz_status sz_cuda_compress_entropy(const void* d_src, uint64_t n_values, sz_dtype dtype, const void* d_image,
+                                          size_t image_size, uint32_t tensor, const sz_params* params, void* d_dst,
+                                          size_t dst_capacity, void* d_workspace, size_t workspace_size,
+                                          uint64_t* d_frame_size, uint64_t* h_frame_size, sz_cuda_stream stream);
 /** Decompresses a version 3 frame in device memory with the device image of its table (d_image, image_size bytes)
  *  into a contiguous output, as sz_cuda_decompress does for the other versions: the workspace of
  *  sz_cuda_decompress_workspace_size, *d_status and *d_dst_size written by the kernel; a frame of another version

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "cuda/agent/entropy_decode.cuh"
+#include "cuda/agent/entropy_encode.cuh"
 #include "cuda/dispatch.cuh"
 #include "cuda/kernels.cuh"
 #include "splitzip/splitzip_cuda.h"
@@ -27,10 +28,12 @@ const void* encode_kernel_ptr(int index, bool teams, bool ch) {
 }
 
 // Resident CTAs per device of each kernel, computed at first use: encoder i's four kernels (team, channel windows) at
-// v * kEncodeKernels + i (resident_slot), the decoder's at kDecoderSlot.
+// v * kEncodeKernels + i (resident_slot), the decoder's at kDecoderSlot, the entropy coder's after it (the encoder
+// of dtype d at kEntropyEncoderSlot + d - 1).
 constexpr int kMaxDevices = 64;
 constexpr int kDecoderSlot = 4 * kEncodeKernels, kEntropyDecoderSlot = kDecoderSlot + 1;
-std::atomic<int> g_resident[kMaxDevices][kEntropyDecoderSlot + 1];
+constexpr int kEntropyEncoderSlot = kEntropyDecoderSlot + 1;
+std::atomic<int> g_resident[kMaxDevices][kEntropyEncoderSlot + 5];
 int resident_slot(int index, bool teams, bool ch) { return (teams + 2 * ch) * kEncodeKernels + index; }
 
 sz_status resident_ctas(const void* kernel, int index, size_t smem, int threads, int* ctas) {
@@ -112,6 +115,19 @@ sz_status launch_entropy_decode(const EntropyDecodeArgs& a, cudaStream_t stream)
   if (s != SZ_OK) return s;
   void* args[] = {const_cast<EntropyDecodeArgs*>(&a)};
   return launch_capped(kernel, entropy_grid_of(a.src_size), resident, EntropyDecodePolicy::kWarps * 32, args, smem,
+                       stream);
+}
+
+sz_status launch_entropy_encode(const EntropyEncodeArgs& a, cudaStream_t stream) {
+  const size_t smem = entropy_encode_smem_bytes();
+  const void* kernel = entropy_encode_kernel_address(a.dtype);
+  if (!kernel) return SZ_ERROR_INTERNAL;
+  int resident = 0;
+  const sz_status s = resident_ctas(kernel, kEntropyEncoderSlot + (int)a.dtype - 1, smem,
+                                    EntropyEncodePolicy::kWarps * 32, &resident);
+  if (s != SZ_OK) return s;
+  void* args[] = {const_cast<EntropyEncodeArgs*>(&a)};
+  return launch_capped(kernel, entropy_encode_grid(a), resident, EntropyEncodePolicy::kWarps * 32, args, smem,
                        stream);
 }
 
@@ -280,6 +296,27 @@ SZ_API sz_status sz_cuda_decompress_entropy(const void* d_src, size_t src_size, 
                                                d_workspace, workspace_size, d_status, d_dst_size, &a);
   if (s != SZ_OK) return s;
   return launch_entropy_decode(a, (cudaStream_t)stream);
+}
+
+SZ_API sz_status sz_cuda_compress_entropy_workspace_size(uint64_t n_values, sz_dtype dtype, const sz_params* params,
+                                                         size_t* workspace_size) {
+  return entropy_encode_workspace_query(n_values, dtype, params, workspace_size);
+}
+
+SZ_API sz_status sz_cuda_compress_entropy(const void* d_src, uint64_t n_values, sz_dtype dtype, const void* d_image,
+                                          size_t image_size, uint32_t tensor, const sz_params* params, void* d_dst,
+                                          size_t dst_capacity, void* d_workspace, size_t workspace_size,
+                                          uint64_t* d_frame_size, uint64_t* h_frame_size, sz_cuda_stream stream) {
+  EntropyEncodeArgs a;
+  sz_status s = make_entropy_encode_args(d_src, n_values, dtype, d_image, image_size, tensor, params, d_dst,
+                                         dst_capacity, d_workspace, workspace_size, d_frame_size, &a);
+  if (s != SZ_OK) return s;
+  s = launch_entropy_encode(a, (cudaStream_t)stream);
+  if (s != SZ_OK) return s;
+  if (h_frame_size && cudaMemcpyAsync(h_frame_size, d_frame_size, sizeof(uint64_t), cudaMemcpyDeviceToHost,
+                                      (cudaStream_t)stream) != cudaSuccess)
+    return SZ_ERROR_CUDA;
+  return SZ_OK;
 }
 
 }  // extern "C"

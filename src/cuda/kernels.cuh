@@ -18,6 +18,7 @@ SZ_CUDA_ENCODE_KERNELS(SZ_X)
 #undef SZ_X
 const void* decode_kernel_address();
 const void* entropy_decode_kernel_address();  // version 3 frames
+const void* entropy_encode_kernel_address(unsigned dtype);  // version 3 frames of a dtype (nullptr: none)
 
 #if defined(__CUDACC__)
 template <int DT, int K, bool kTeams, bool kCh>

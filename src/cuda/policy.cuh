@@ -61,5 +61,18 @@ struct EntropyDecodePolicy {
   static constexpr uint32_t kCmapCap = 8192;      // channels per tensor whose group map fits in shared memory
   static constexpr uint32_t kSmemBytes = 227u * 1024u;
 };
+// Encoder of entropy-coded frames: a warp per chunk (the chunk's 32 rANS lanes), chunks taken in order from the
+// workspace's ticket. One CTA per SM holds the encoder entries of the call's tensor (8 bytes per group and symbol:
+// about 2 KiB per group for 8-bit symbols) in shared memory beside the warps' input blocks; entries that do not
+// fit are read from the image in global memory. Each warp of a launch stages its chunk's record in a slot of the
+// workspace: kMaxSlots slots (one wave of 16-warp CTAs on 132 SMs) bound the workspace of any call.
+struct EntropyEncodePolicy {
+  static constexpr int kWarps = 16;
+  static constexpr int kMinBlocks = 1;
+  static constexpr uint32_t kBlockValues = 512;  // values of a chunk staged at a time (16 steps)
+  static constexpr uint32_t kCmapCap = 8192;     // channels per tensor whose group map fits in shared memory
+  static constexpr uint32_t kSmemBytes = 227u * 1024u;
+  static constexpr uint32_t kMaxSlots = 132 * kWarps;
+};
 }  // namespace cuda
 }  // namespace splitzip

@@ -948,3 +948,184 @@ TEST(CudaCodec, EntropyHandTablesEveryDtypeAndLayout) {
 }
 
 }  // namespace
+
+// ---- the encoder of entropy-coded frames ------------------------------------------------------------------------
+
+namespace {
+
+// The GPU encoder: values at src[off..] on the device (off makes the input unaligned), the frame into a poisoned
+// buffer of the bound's size followed by a guard; the workspace fresh (zero-filled) for each call.
+sztest::EncodedFrame gpu_compress_entropy(const std::vector<uint8_t>& src, size_t off, uint64_t n, sz_dtype dt,
+                                          const sz_symbol_table& t, uint32_t tensor, const sz_params& p) {
+  sztest::EncodedFrame r;
+  std::vector<uint8_t> image(sz_cuda_symbol_table_image_size(&t));
+  EXPECT_EQ(sz_cuda_symbol_table_image(&t, image.data(), image.size(), nullptr), SZ_OK);
+  size_t ws = 0;
+  EXPECT_EQ(sz_cuda_compress_entropy_workspace_size(n, dt, &p, &ws), SZ_OK);
+  const size_t bound = sz_compress_bound(n, dt);
+  constexpr size_t kGuard = 4096;
+  DevBuf in(src.size()), img(image.size()), dst(bound + kGuard), work(ws, true), fsize(8);
+  cudaMemcpy(in.p, src.data(), src.size(), cudaMemcpyHostToDevice);
+  cudaMemcpy(img.p, image.data(), image.size(), cudaMemcpyHostToDevice);
+  cudaMemset(dst.p, 0xA5, dst.size);
+  uint64_t* h_size = nullptr;
+  cudaMallocHost(&h_size, 8);
+  *h_size = ~0ull;
+  r.launch = sz_cuda_compress_entropy(in.p + off, n, dt, img.p, image.size(), tensor, &p, dst.p, bound, work.p, ws,
+                                      (uint64_t*)fsize.p, h_size, nullptr);
+  if (r.launch == SZ_OK) {
+    EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
+    cudaMemcpy(&r.frame_size, fsize.p, 8, cudaMemcpyDeviceToHost);
+    EXPECT_EQ(r.frame_size, *h_size) << "pinned copy of the frame size";
+    std::vector<uint8_t> all(dst.size);
+    cudaMemcpy(all.data(), dst.p, all.size(), cudaMemcpyDeviceToHost);
+    if (r.frame_size > bound) {
+      r.guard_ok = false;
+    } else {
+      for (size_t i = r.frame_size; i < all.size(); ++i)
+        if (all[i] != 0xA5) r.guard_ok = false;
+      all.resize(r.frame_size);
+      r.frame = std::move(all);
+    }
+  }
+  cudaFreeHost(h_size);
+  return r;
+}
+
+}  // namespace
+
+// GPU-encoded version 3 frames equal the reference coder's byte for byte and decode on the GPU to their input
+// (entropy_cases.h: every dtype, checksum kind, chunk sizes 2^8, 2^11, 2^16, tiny and partial chunks, raw chunks,
+// unaligned inputs, hand-made tables incl. the layouts read from the image).
+TEST(CudaCodec, EntropyEncoderFramesEqualReference) {
+  SZ_SKIP_WITHOUT_GPU();
+  const int cases = sztest::entropy_encoder_cases(gpu_compress_entropy,
+                                                  [](const std::vector<uint8_t>& frame, const sz_symbol_table& t,
+                                                     size_t capacity) {
+                                                    return gpu_decompress_entropy(frame, t, capacity, 1);
+                                                  });
+  printf("[ info ] %d version 3 frames encoded on the GPU equal the reference's\n", cases);
+}
+
+// A large call with more chunks than the workspace has slots (warps take several chunks each) on real-size chunks,
+// against the fast CPU coder; bad images and a never-zeroed workspace give no frame.
+TEST(CudaCodec, EntropyEncoderLargeCallAndRefusals) {
+  SZ_SKIP_WITHOUT_GPU();
+  const sz_dtype dt = SZ_DTYPE_BF16;
+  constexpr uint32_t kPeriod = 192, kTokens = 600;
+  const std::vector<uint8_t> kv = sztest::channel_values(dt, 1, kTokens, kPeriod, 77);
+  auto tb = sztest::calibrated_table(kv, dt, 1, kTokens, kPeriod, 16);
+  const uint64_t n = 2500ull * 4096 + 123;  // 2501 chunks of 2^12: more than kMaxSlots
+  std::vector<uint8_t> big(n * 2);
+  for (size_t o = 0; o < big.size(); o += kv.size()) memcpy(big.data() + o, kv.data(), std::min(kv.size(), big.size() - o));
+  const sz_params p = sztest::make_params(12, SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH);
+  std::vector<uint8_t> want(sz_compress_bound(n, dt));
+  size_t want_size = 0;
+  ASSERT_EQ(sz_compress_entropy(big.data(), n, dt, &tb->t, 0, &p, want.data(), want.size(), &want_size), SZ_OK);
+  want.resize(want_size);
+  const sztest::EncodedFrame e = gpu_compress_entropy(big, 0, n, dt, tb->t, 0, p);
+  ASSERT_EQ(e.launch, SZ_OK);
+  EXPECT_TRUE(e.guard_ok);
+  EXPECT_TRUE(e.frame == want);
+  // Refusals on the device: an image of another dtype, a tensor past the table's; and on the host.
+  EXPECT_EQ(gpu_compress_entropy(big, 0, 5000, dt, tb->t, 1, p).frame_size, 0u);
+  std::vector<uint8_t> image(sz_cuda_symbol_table_image_size(&tb->t));
+  ASSERT_EQ(sz_cuda_symbol_table_image(&tb->t, image.data(), image.size(), nullptr), SZ_OK);
+  size_t ws = 0;
+  ASSERT_EQ(sz_cuda_compress_entropy_workspace_size(5000, SZ_DTYPE_FP16, &p, &ws), SZ_OK);
+  DevBuf in(10000 * 2), img(image.size()), dst(sz_compress_bound(5000, SZ_DTYPE_FP16)), work(ws, true), junk(ws),
+      fsize(8);
+  cudaMemcpy(in.p, big.data(), in.size, cudaMemcpyHostToDevice);
+  cudaMemcpy(img.p, image.data(), image.size(), cudaMemcpyHostToDevice);
+  cudaMemset(junk.p, 0x3C, ws);
+  uint64_t got = ~0ull;
+  ASSERT_EQ(sz_cuda_compress_entropy(in.p, 5000, SZ_DTYPE_FP16, img.p, image.size(), 0, &p, dst.p, dst.size, work.p,
+                                     ws, (uint64_t*)fsize.p, nullptr, nullptr),
+            SZ_OK);
+  CUDA_OK(cudaMemcpy(&got, fsize.p, 8, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(got, 0u) << "an image of another dtype";
+  size_t bws = 0;
+  ASSERT_EQ(sz_cuda_compress_entropy_workspace_size(5000, dt, &p, &bws), SZ_OK);
+  ASSERT_LE(bws, ws);
+  ASSERT_EQ(sz_cuda_compress_entropy(in.p, 5000, dt, img.p, image.size(), 0, &p, dst.p, dst.size, junk.p, ws,
+                                     (uint64_t*)fsize.p, nullptr, nullptr),
+            SZ_OK);
+  CUDA_OK(cudaMemcpy(&got, fsize.p, 8, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(got, 0u) << "a workspace that was never zero-filled";
+  EXPECT_EQ(sz_cuda_compress_entropy(in.p, 5000, dt, img.p, image.size(), 0, &p, dst.p, sz_compress_bound(5000, dt) - 1,
+                                     work.p, ws, (uint64_t*)fsize.p, nullptr, nullptr),
+            SZ_ERROR_DST_TOO_SMALL);
+  EXPECT_EQ(sz_cuda_compress_entropy(in.p, 5000, dt, img.p, image.size(), 0, &p, dst.p, dst.size, work.p, bws - 1,
+                                     (uint64_t*)fsize.p, nullptr, nullptr),
+            SZ_ERROR_WORKSPACE_TOO_SMALL);
+  EXPECT_EQ(sz_cuda_compress_entropy(in.p, 5000, dt, img.p + 8, image.size() - 8, 0, &p, dst.p, dst.size, work.p, ws,
+                                     (uint64_t*)fsize.p, nullptr, nullptr),
+            SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_cuda_compress_entropy(in.p, 5000, dt, img.p, image.size(), 0, &p, dst.p, dst.size, work.p, ws, nullptr,
+                                     nullptr, nullptr),
+            SZ_ERROR_INVALID_ARGUMENT);
+  CUDA_OK(cudaDeviceSynchronize());
+}
+
+// Entropy compress and decompress captured in one CUDA graph and replayed with new input between replays, with
+// one pair of workspaces: every replay's frame equals the reference and decodes to its input.
+TEST(CudaCodec, EntropyGraphCaptureAndReplay) {
+  SZ_SKIP_WITHOUT_GPU();
+  const sz_dtype dt = SZ_DTYPE_BF16;
+  constexpr uint32_t kPeriod = 64, kTokens = 300;
+  const std::vector<uint8_t> calib = sztest::channel_values(dt, 1, kTokens, kPeriod, 5);
+  auto tb = sztest::calibrated_table(calib, dt, 1, kTokens, kPeriod, 8);
+  const uint64_t n = 5 * 4096 + 999;
+  const sz_params p = sztest::make_params(12, SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH);
+  std::vector<uint8_t> image(sz_cuda_symbol_table_image_size(&tb->t));
+  ASSERT_EQ(sz_cuda_symbol_table_image(&tb->t, image.data(), image.size(), nullptr), SZ_OK);
+  const size_t bound = sz_compress_bound(n, dt);
+  size_t ews = 0;
+  ASSERT_EQ(sz_cuda_compress_entropy_workspace_size(n, dt, &p, &ews), SZ_OK);
+  DevBuf src(n * 2), img(image.size()), frame(bound), out(n * 2), ework(ews, true), dwork(256, true), fsize(8), st(4),
+      osize(8);
+  CUDA_OK(cudaMemcpy(img.p, image.data(), image.size(), cudaMemcpyHostToDevice));
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  ASSERT_EQ(sz_cuda_compress_entropy(src.p, n, dt, img.p, image.size(), 0, &p, frame.p, bound, ework.p, ews,
+                                     (uint64_t*)fsize.p, nullptr, stream),
+            SZ_OK);
+  ASSERT_EQ(sz_cuda_decompress_entropy(frame.p, bound, img.p, image.size(), out.p, n * 2, dwork.p, 256,
+                                       (int32_t*)st.p, (uint64_t*)osize.p, stream),
+            SZ_OK);
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  size_t nodes = 0;
+  CUDA_OK(cudaGraphGetNodes(graph, nullptr, &nodes));
+  EXPECT_EQ(nodes, 2u) << "one kernel per direction";
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 4; ++replay) {
+    const std::vector<uint8_t> data = sztest::channel_values(dt, 1, n / kPeriod + 1, kPeriod, 100 + replay);
+    CUDA_OK(cudaMemcpy(src.p, data.data(), n * 2, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    uint64_t size = 0, got_size = 0;
+    int32_t status = -1;
+    CUDA_OK(cudaMemcpy(&size, fsize.p, 8, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&status, st.p, 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&got_size, osize.p, 8, cudaMemcpyDeviceToHost));
+    std::vector<uint8_t> ref(bound);
+    size_t ref_size = 0;
+    ASSERT_EQ(sz_compress_entropy_reference(data.data(), n, dt, &tb->t, 0, &p, ref.data(), ref.size(), &ref_size),
+              SZ_OK);
+    ref.resize(ref_size);
+    ASSERT_EQ(size, ref.size()) << "replay " << replay;
+    std::vector<uint8_t> f(size), back(n * 2);
+    CUDA_OK(cudaMemcpy(f.data(), frame.p, size, cudaMemcpyDeviceToHost));
+    ASSERT_TRUE(f == ref) << "replay " << replay;
+    ASSERT_EQ(status, SZ_OK) << "replay " << replay;
+    ASSERT_EQ(got_size, n * 2);
+    CUDA_OK(cudaMemcpy(back.data(), out.p, back.size(), cudaMemcpyDeviceToHost));
+    ASSERT_TRUE(std::equal(back.begin(), back.end(), data.begin())) << "replay " << replay;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}

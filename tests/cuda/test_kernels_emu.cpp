@@ -1,6 +1,6 @@
 // test_kernels_emu.cpp — the CUDA codec's kernels, compiled for the host and run on the SIMT emulator
 // (tests/cuda/emu), against the scalar reference codec: frames byte for byte, decodes value for value, corrupt frames
-// rejected as the reference rejects them. The same source as the GPU build (src/cuda, through dispatch.cuh) runs
+// rejected as the reference rejects them; the encoder of entropy-coded frames against the reference coder. The same source as the GPU build (src/cuda, through dispatch.cuh) runs
 // here with every lane a fiber, so CI, which has no GPU, tests the kernels' logic; the GPU suite
 // (test_cuda_codec.cpp) repeats the checks on the device, where races and the memory model are real.
 #include <cstdio>
@@ -14,6 +14,7 @@
 #include "codec_cases.h"
 #include "entropy_cases.h"
 #include "cuda/agent/entropy_decode.cuh"
+#include "cuda/agent/entropy_encode.cuh"
 #include "emu/kernels.h"
 #include "emu/simt_emu.h"
 #include "splitzip/splitzip_cuda.h"
@@ -888,4 +889,183 @@ TEST(CudaKernelsEmu, EntropyHandTablesEveryDtypeAndLayout) {
     return emu_decompress_entropy(frame, table_image(t), capacity);
   });
   printf("[ info ] %d version 3 frames of hand-made tables decoded to their input\n", cases);
+}
+
+// ---- the encoder of entropy-coded frames ------------------------------------------------------------------------
+
+namespace {
+
+void run_entropy_encoder(const EntropyEncodeArgs& a) {
+  switch (a.dtype) {
+    case 1: entropy_encode_warps<1>(a); break;
+    case 2: entropy_encode_warps<2>(a); break;
+    case 3: entropy_encode_warps<3>(a); break;
+    case 4: entropy_encode_warps<4>(a); break;
+    default: entropy_encode_warps<5>(a); break;
+  }
+}
+
+// A device-memory-like buffer: 16-byte aligned, zero-filled (a fresh workspace).
+struct Aligned {
+  std::vector<uint4> words;
+  explicit Aligned(size_t bytes) : words(bytes / 16 + 2, uint4{0, 0, 0, 0}) {}
+  uint8_t* data() { return reinterpret_cast<uint8_t*>(words.data()); }
+  size_t size() const { return (words.size() - 2) * 16; }
+};
+
+// The entropy encoder on the emulator: values at src[off..], the frame written into a poisoned buffer of the bound's
+// size (and a guard after it). ws: reused across calls when given (its size grows as needed, zero-filled).
+sztest::EncodedFrame emu_compress_entropy(const std::vector<uint8_t>& src, size_t off, uint64_t n, sz_dtype dt,
+                                          const std::vector<uint8_t>& image, uint32_t tensor, const sz_params& p,
+                                          std::vector<uint8_t>* ws_keep = nullptr) {
+  sztest::EncodedFrame r;
+  size_t wsz = 0;
+  EXPECT_EQ(entropy_encode_workspace_query(n, dt, &p, &wsz), SZ_OK);
+  std::vector<uint8_t> own;
+  std::vector<uint8_t>& keep = ws_keep ? *ws_keep : own;
+  if (keep.size() < wsz) keep.resize(wsz, 0);
+  Aligned ws(keep.size());
+  memcpy(ws.data(), keep.data(), keep.size());
+  Aligned img(image.size());
+  memcpy(img.data(), image.data(), image.size());
+  std::vector<uint8_t> in(src);
+  in.reserve(1);
+  const size_t bound = sz_compress_bound(n, dt);
+  constexpr size_t kGuard = 64;
+  std::vector<uint8_t> dst(bound + kGuard, 0xA5);
+  EntropyEncodeArgs a;
+  r.launch = make_entropy_encode_args(in.data() + off, n, dt, img.data(), image.size(), tensor, &p, dst.data(), bound,
+                                      ws.data(), ws.size(), &r.frame_size, &a);
+  if (r.launch != SZ_OK) return r;
+  uint64_t grid = entropy_encode_grid(a);
+  grid = grid < 1 ? 1 : (grid > kMaxGrid ? kMaxGrid : grid);
+  const char* why = nullptr;
+  const bool ok = simt_emu::launch((unsigned)grid, EntropyEncodePolicy::kWarps * 32, entropy_encode_smem_bytes(),
+                                   [&] { run_entropy_encoder(a); }, g_seed++, &why);
+  EXPECT_TRUE(ok) << "emulated entropy encoder: " << (why ? why : "");
+  if (!ok) {
+    r.launch = SZ_ERROR_INTERNAL;
+    return r;
+  }
+  memcpy(keep.data(), ws.data(), keep.size());
+  const uint64_t fs = r.frame_size;
+  if (fs > bound) {
+    r.guard_ok = false;
+    return r;
+  }
+  for (size_t i = fs; i < dst.size(); ++i)
+    if (dst[i] != 0xA5) r.guard_ok = false;
+  dst.resize(fs);
+  r.frame = std::move(dst);
+  return r;
+}
+
+}  // namespace
+
+// The division of a state by a frequency through an image entry is exact for every frequency and state.
+TEST(CudaKernelsEmu, EntropyEncoderDivisionExact) {
+  Rng rng(5);
+  for (uint32_t f = 1; f <= layout::kRansProbTotal; ++f) {
+    const uint32_t w = eimg::enc_word(f, 4095 - (f - 1) % 4096), m = eimg::enc_magic(f);
+    ASSERT_EQ(w & eimg::kEncFreqMask, f);
+    ASSERT_EQ((w >> 16) & 0xFFFu, 4095 - (f - 1) % 4096);
+    const uint32_t xs[] = {0u, 1u, f - 1, f, f + 1, 0xFFFFFFFFu, 0x80000000u, (uint32_t)(((uint64_t)f << 20) - 1)};
+    for (uint32_t x : xs) ASSERT_EQ(eimg::enc_div(x, w, m), x / f) << "f " << f << " x " << x;
+    for (int i = 0; i < 2000; ++i) {
+      const uint32_t x = (uint32_t)rng.next();
+      ASSERT_EQ(eimg::enc_div(x, w, m), x / f) << "f " << f << " x " << x;
+    }
+  }
+  EXPECT_EQ(eimg::enc_word(0, 17), 0u);
+}
+
+// The emulated encoder writes the reference coder's frames byte for byte (entropy_cases.h), and the emulated
+// decoder gives their input back.
+TEST(CudaKernelsEmu, EntropyEncoderFramesEqualReference) {
+  const int cases = sztest::entropy_encoder_cases(
+      [](const std::vector<uint8_t>& src, size_t off, uint64_t n, sz_dtype dt, const sz_symbol_table& t,
+         uint32_t tensor, const sz_params& p) { return emu_compress_entropy(src, off, n, dt, table_image(t), tensor, p); },
+      [](const std::vector<uint8_t>& frame, const sz_symbol_table& t, size_t capacity) {
+        return emu_decompress_entropy(frame, table_image(t), capacity, 1);
+      });
+  printf("[ info ] %d version 3 frames encoded on the emulator equal the reference's\n", cases);
+}
+
+// One workspace for calls of every size in turn (each leaves it ready for the next), a workspace that was never
+// zero-filled, images that are not the call's, and the host's argument checks.
+TEST(CudaKernelsEmu, EntropyEncoderWorkspaceImageAndArguments) {
+  const sz_dtype dt = SZ_DTYPE_BF16;
+  const std::vector<uint8_t> kv = channel_values(dt, 2, 100, 64, 3);
+  auto tb = calibrated_table(kv, dt, 2, 100, 64, 4);
+  const std::vector<uint8_t> image = table_image(tb->t);
+  sz_params p = sz_params_default();
+  p.chunk_log2 = 9;
+  std::vector<uint8_t> ws;
+  for (uint64_t n : {3000ull, 5ull, 0ull, 6400ull, 600ull, 6400ull, 17ull}) {
+    p.chunk_log2 = n == 6400 ? 8 : 9;  // 25 chunks: more than a CTA's warps, so CTAs wait for each other's sizes
+    const sztest::EncodedFrame e = emu_compress_entropy(kv, 0, n, dt, image, 1, p, &ws);
+    std::vector<uint8_t> want(sz_compress_bound(n, dt));
+    size_t want_size = 0;
+    ASSERT_EQ(sz_compress_entropy(kv.data(), n, dt, &tb->t, 1, &p, want.data(), want.size(), &want_size), SZ_OK);
+    want.resize(want_size);
+    EXPECT_TRUE(e.frame == want) << "n " << n;
+  }
+  p.chunk_log2 = 9;
+  // A workspace that was never zero-filled: no frame.
+  {
+    size_t wsz = 0;
+    ASSERT_EQ(entropy_encode_workspace_query(3000, dt, &p, &wsz), SZ_OK);
+    std::vector<uint8_t> junk(wsz, 0x3C);
+    const sztest::EncodedFrame e = emu_compress_entropy(kv, 0, 3000, dt, image, 1, p, &junk);
+    EXPECT_EQ(e.frame_size, 0u);
+    EXPECT_TRUE(e.frame.empty());
+  }
+  // Images that are not a valid one for this call: no frame, nothing written.
+  std::vector<uint8_t> bad_magic = image;
+  bad_magic[0] ^= 1;
+  std::vector<uint8_t> cut(image.begin(), image.end() - 16);
+  for (const auto* img : {&bad_magic, &cut}) {
+    const sztest::EncodedFrame e = emu_compress_entropy(kv, 0, 3000, dt, *img, 1, p);
+    EXPECT_EQ(e.launch, SZ_OK);
+    EXPECT_EQ(e.frame_size, 0u);
+    EXPECT_TRUE(e.guard_ok);
+  }
+  EXPECT_EQ(emu_compress_entropy(kv, 0, 3000, dt, image, 2, p).frame_size, 0u);            // tensor out of range
+  EXPECT_EQ(emu_compress_entropy(kv, 0, 1000, SZ_DTYPE_FP16, image, 0, p).frame_size, 0u);  // another dtype's
+  // Host checks: nothing is launched.
+  EntropyEncodeArgs a;
+  Aligned img(image.size()), w(1 << 20), dst(sz_compress_bound(3000, dt));
+  memcpy(img.data(), image.data(), image.size());
+  uint64_t fs = 0;
+  size_t need = 0;
+  ASSERT_EQ(entropy_encode_workspace_query(3000, dt, &p, &need), SZ_OK);
+  EXPECT_EQ(need, entropy_encode_workspace_bytes(6, 9, 8));
+  auto args = [&](const void* src, const void* im, size_t im_size, uint32_t tensor, size_t cap, void* wsp,
+                  size_t wss, const sz_params* pp) {
+    return make_entropy_encode_args(src, 3000, dt, im, im_size, tensor, pp, dst.data(), cap, wsp, wss, &fs, &a);
+  };
+  EXPECT_EQ(args(kv.data(), img.data(), image.size(), 1, dst.size(), w.data(), need, &p), SZ_OK);
+  EXPECT_EQ(args(nullptr, img.data(), image.size(), 1, dst.size(), w.data(), need, &p), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(args(kv.data(), nullptr, image.size(), 1, dst.size(), w.data(), need, &p), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(args(kv.data(), img.data() + 8, image.size() - 8, 1, dst.size(), w.data(), need, &p),
+            SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(args(kv.data(), img.data(), 63, 1, dst.size(), w.data(), need, &p), SZ_ERROR_BAD_CODEBOOK);
+  EXPECT_EQ(args(kv.data(), img.data(), image.size(), 1, dst.size() - 1, w.data(), need, &p), SZ_ERROR_DST_TOO_SMALL);
+  EXPECT_EQ(args(kv.data(), img.data(), image.size(), 1, dst.size(), w.data(), need - 1, &p),
+            SZ_ERROR_WORKSPACE_TOO_SMALL);
+  EXPECT_EQ(args(kv.data(), img.data(), image.size(), 1, dst.size(), nullptr, need, &p), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(args(kv.data(), img.data(), image.size(), 1, dst.size(), w.data() + 4, need, &p),
+            SZ_ERROR_INVALID_ARGUMENT);
+  sz_params bad = p;
+  bad.chunk_log2 = 17;
+  EXPECT_EQ(args(kv.data(), img.data(), image.size(), 1, dst.size(), w.data(), need, &bad), SZ_ERROR_INVALID_ARGUMENT);
+  bad = p;
+  bad.flags = SZ_FLAG_LANE_HASH;  // without checksums
+  EXPECT_EQ(args(kv.data(), img.data(), image.size(), 1, dst.size(), w.data(), need, &bad), SZ_ERROR_INVALID_ARGUMENT);
+  // NULL params: the recommended chunk, as sz_compress_entropy.
+  ASSERT_EQ(entropy_encode_workspace_query(3000, dt, nullptr, &need), SZ_OK);
+  EXPECT_EQ(need, entropy_encode_workspace_bytes(1, 16, 8));
+  Aligned w16(need);
+  EXPECT_EQ(args(kv.data(), img.data(), image.size(), 1, dst.size(), w16.data(), need, nullptr), SZ_OK);
+  EXPECT_EQ(a.chunk_log2, (uint32_t)SZ_ENTROPY_CHUNK_LOG2);
 }

@@ -1,0 +1,598 @@
+// agent/entropy_encode.cuh — the encoder of entropy-coded frames (docs/FORMAT.md §4.10, version 3) on a GPU: one warp
+// encodes one chunk, its 32 lanes being the chunk's 32 rANS lanes (value j of the chunk is lane j mod 32's), so a
+// step codes 32 values in one pass of straight-line code, stepping backwards from the chunk's end (§4.10.4).
+//
+// Per CTA: the device image of the table (entropy_image.h) is checked against the call (dtype, symbol bits, tensor,
+// its sections inside image_size) and the encoder entries of the groups that the call's tensor uses are copied
+// into shared memory with the channel -> group map, when they fit (else they are read from the image in global
+// memory, the same code through generic pointers). An entry holds F_g[s], Cum_g[s] and a multiplier and two shifts
+// that divide a state by F_g[s] exactly (eimg::enc_div), so a step is a table lookup, a multiply-high and a few
+// integer operations per lane, no division.
+//
+// Per chunk (warps take chunks in order from the workspace's ticket, warp/workspace.cuh): the chunk's input goes
+// through shared memory in blocks of kBlockValues values (cp.async, double-buffered, the last block first); per
+// block the lanes pack its raw parts (§4.10.2) into a small stage that goes out to their fixed place in the raw
+// section, add its 512-byte rows to LH32 (§4.6.1; sums, so the order of the blocks does not matter), and run its
+// steps from the last to the first. Within a step the emission order is lane 31 down to lane 0, so the lanes that
+// renormalise write their 16-bit words, in lane order, just below those of the step after (a ballot and a count of
+// the higher lanes), filling the warp's staging slot of the workspace from its end: the words end up in the order
+// the decoder reads them. Escaped symbols (F_g = 0) are listed from the slot's front in the order they are met
+// (decreasing j) and reversed when copied out. Once the coded record is known to exceed the raw size (§4.10.4: the
+// chunk is then stored raw) the steps stop; the raw parts and the checksum still see every block. Then the warp
+// publishes its record size, looks back over its predecessors for its offset in the symbol section, publishes its
+// end and copies the record out: states, escape count, escapes and words (or, for a raw chunk, its symbols packed
+// from the input), followed by its index entry, its checksum (LH32 from the blocks; H32 by hashing the chunk's input
+// afterwards) and, for the last chunk, the header and the frame size.
+//
+// Workspace: the look-back words of warp/workspace.cuh, then one staging slot per warp of the launch (a chunk's
+// raw symbol bytes and slack: the largest record a chunk can have), so a call needs at most kMaxSlots slots
+// whatever its size. A warp uses the slot of its index in the grid; the launcher runs no more warps than slots.
+#pragma once
+
+#include "cuda/agent/entropy_decode.cuh"  // ESplit, EFlag, hash_span, Span, LH32 rows, workspace, io
+#include "cuda/policy.cuh"
+#include "entropy_image.h"
+
+namespace splitzip {
+namespace cuda {
+
+struct EntropyEncodeArgs {
+  const uint8_t* src;  // n values, any alignment
+  uint64_t n, n_chunks;
+  const uint8_t* image;  // the table's device image (16-byte aligned)
+  uint64_t image_size;
+  uint8_t* dst;
+  uint64_t index_off, checksum_off, raw_off, sym_off;
+  uint32_t dtype, chunk_log2, flags, tensor;
+  WsHeader* ws;
+  uint8_t* slots;  // the workspace's staging slots (16-byte aligned), slot_bytes each
+  uint64_t slot_bytes;
+  uint64_t* frame_size;
+};
+
+// ---- the workspace ---------------------------------------------------------------------------------------------
+
+// A staging slot: the raw symbol bytes of a whole chunk (the largest coded record that a chunk keeps) and 16 bytes
+// of slack for the copy-out's aligned reads.
+SZ_HD uint64_t entropy_slot_bytes(uint32_t chunk_log2, uint32_t symbol_bits) {
+  return (((uint64_t)1 << chunk_log2) * symbol_bits / 8 + 15) / 16 * 16 + 16;
+}
+// The staging slots of a call of n_chunks chunks: one per warp that the call can use (whole CTAs).
+SZ_HD uint64_t entropy_slots(uint64_t n_chunks) {
+  using P = EntropyEncodePolicy;
+  const uint64_t w = (n_chunks + P::kWarps - 1) / P::kWarps * P::kWarps;
+  return w < P::kMaxSlots ? w : P::kMaxSlots;
+}
+SZ_HD uint64_t entropy_encode_workspace_bytes(uint64_t n_chunks, uint32_t chunk_log2, uint32_t symbol_bits) {
+  return encode_workspace_bytes(n_chunks) + entropy_slots(n_chunks) * entropy_slot_bytes(chunk_log2, symbol_bits);
+}
+
+// ---- per-dtype value split (§2, §4.10.2) -------------------------------------------------------------------------
+
+template <int DT>
+SZ_DEV uint32_t e_symbol(uint32_t v) {
+  if constexpr (DT == 1) return (v >> 7) & 0xFFu;
+  else if constexpr (DT == 2) return (v >> 10) & 0x1Fu;
+  else if constexpr (DT == 3) return (v >> 23) & 0xFFu;
+  else return v;
+}
+template <int DT>
+SZ_DEV uint32_t e_raw(uint32_t v) {
+  if constexpr (DT == 1) return ((v >> 8) & 0x80u) | (v & 0x7Fu);
+  else if constexpr (DT == 2) return ((v >> 5) & 0x400u) | (v & 0x3FFu);
+  else if constexpr (DT == 3) return ((v >> 8) & 0x800000u) | (v & 0x7FFFFFu);
+  else return 0;
+}
+// A value of VB bytes at p of any alignment, a byte at a time (the cold paths).
+template <uint32_t VB>
+SZ_DEV uint32_t load_value_bytes(const uint8_t* p) {
+  uint32_t v = 0;
+#pragma unroll
+  for (uint32_t b = 0; b < VB; ++b) v |= (uint32_t)p[b] << (8 * b);
+  return v;
+}
+
+// ---- what the CTA's warps share ----------------------------------------------------------------------------------
+
+struct EntropyEncodeShared {
+  int32_t err;
+  bool bad_image;
+  bool fast;           // the map and the entries are in shared memory (the CTA's plan)
+  uint32_t period, local, list_first, groups;
+  uint32_t warp_bytes, cmap_at, tables_at;
+  uint64_t table_id;
+  const uint2* enc;        // the image's enc[groups][A + 1]
+  const uint32_t* cmap_g;  // the image's map of the call's tensor (local | global << 16)
+  const uint16_t* lists;   // the image's group lists
+};
+constexpr uint32_t kEncSharedBytes = (sizeof(EntropyEncodeShared) + 15) / 16 * 16;
+
+// A warp's area: two input blocks (each with 32 bytes for its phase and slack) and the raw parts' stage.
+template <int DT>
+struct EncArea {
+  using E = ESplit<DT>;
+  static constexpr uint32_t kBlock = EntropyEncodePolicy::kBlockValues;
+  static constexpr uint32_t kBuf = kBlock * E::VB + 32;
+  static constexpr uint32_t kRawStage = E::RB ? kBlock / 8 * E::RB + 16 : 0;
+  static constexpr uint32_t kBytes = (2 * kBuf + kRawStage + 15) / 16 * 16;
+  static_assert(kBlock % 512 == 0, "a block is whole 512-byte rows of LH32 and whole steps");
+};
+constexpr size_t entropy_encode_smem_bytes() { return EntropyEncodePolicy::kSmemBytes; }
+static_assert(kEncSharedBytes + EntropyEncodePolicy::kWarps * EncArea<3>::kBytes + 2 * EntropyEncodePolicy::kCmapCap <
+                  EntropyEncodePolicy::kSmemBytes,
+              "the warps' areas (FP32's the largest) and a group map leave room for entries");
+
+// The image against the call (dtype, symbol bits, tensor) and its sections inside image_size; where the tensor's
+// map and lists are. One thread.
+SZ_NOINLINE sz_status open_encode_image(const EntropyEncodeArgs& a, EntropyEncodeShared& sh) {
+  if (!a.image || a.image_size < sizeof(eimg::Header)) return SZ_ERROR_BOOK_MISMATCH;
+  const eimg::Header im = *reinterpret_cast<const eimg::Header*>(a.image);
+  const uint32_t B = layout::symbol_split(a.dtype).symbol_bits, A1 = (1u << B) + 1;
+  if (im.magic != eimg::kMagic || im.dtype != a.dtype || im.symbol_bits != B || im.period < 1 ||
+      im.period > layout::kMaxPeriod || a.tensor >= im.tensors || im.groups < 1 || im.groups > layout::kMaxGroups ||
+      im.sym_stride != A1 + 1)
+    return SZ_ERROR_BOOK_MISMATCH;
+  const uint64_t tens_end = im.tensor_off + sizeof(eimg::TensorEntry) * (uint64_t)im.tensors;
+  const uint64_t cmap_end = im.cmap_off + 4ull * im.period * im.tensors;
+  const uint64_t enc_end = im.enc_off + 8ull * A1 * im.groups;
+  if ((im.tensor_off | im.cmap_off | im.enc_off) & 15u || tens_end > a.image_size || cmap_end > a.image_size ||
+      enc_end > a.image_size)
+    return SZ_ERROR_BOOK_MISMATCH;
+  const eimg::TensorEntry te =
+      *reinterpret_cast<const eimg::TensorEntry*>(a.image + im.tensor_off + sizeof(eimg::TensorEntry) * a.tensor);
+  if (te.local_groups < 1 || te.local_groups > im.groups ||
+      tens_end + 2ull * ((uint64_t)te.list_first + te.local_groups) > a.image_size)
+    return SZ_ERROR_BOOK_MISMATCH;
+  sh.period = im.period;
+  sh.groups = im.groups;
+  sh.local = te.local_groups;
+  sh.list_first = te.list_first;
+  sh.table_id = im.id;
+  sh.enc = reinterpret_cast<const uint2*>(a.image + im.enc_off);
+  sh.cmap_g = reinterpret_cast<const uint32_t*>(a.image + im.cmap_off) + (uint64_t)a.tensor * im.period;
+  sh.lists = reinterpret_cast<const uint16_t*>(a.image + tens_end);
+  return SZ_OK;
+}
+
+// The 64-byte header of a version 3 frame (§4.10.1), as the CPU coder writes it. One thread.
+SZ_NOINLINE void write_entropy_header(uint8_t* dst, uint32_t dtype, uint32_t chunk_log2, uint32_t flags, uint64_t n,
+                                      uint64_t sym_size, uint64_t table_id, uint32_t tensor, uint32_t period) {
+  uint8_t h[64];
+  for (int i = 0; i < 64; ++i) h[i] = 0;
+  layout::store_u32(h + layout::kOffMagic, layout::kFrameMagic);
+  h[layout::kOffVersion] = layout::kFormatVersionEntropy;
+  h[layout::kOffDtype] = (uint8_t)dtype;
+  h[layout::kOffChunkLog2] = (uint8_t)chunk_log2;
+  layout::store_u32(h + layout::kOffFlags, flags | layout::kFlagEntropy);
+  layout::store_u64(h + layout::kOffNValues, n);
+  layout::store_u64(h + layout::kOffExpSectionSize, sym_size);
+  layout::store_u64(h + layout::kOffBookId, table_id);
+  layout::store_u32(h + layout::kOffBookTensor, tensor);
+  layout::store_u32(h + layout::kOffBookPeriod, period);
+  layout::store_u32(h + layout::kOffHeaderChecksum, xxh3::h32(h, layout::kHeaderChecksummed));
+  for (int i = 0; i < 64; ++i) dst[i] = h[i];
+}
+
+// Copies len bytes from global s (any alignment; the aligned words around [s, s + len + 4) must be readable: the
+// staging slot's slack) to global g (any alignment), by the warp: the head up to g's 16-byte boundary and the tail
+// by bytes, the body by 16-byte stores assembled from 5 source words with funnel shifts.
+SZ_DEV void copy_global(uint8_t* g, const uint8_t* s, uint32_t len) {
+  const unsigned lane = simt::lane_id();
+  uint32_t head = (uint32_t)((16u - ((uintptr_t)g & 15u)) & 15u);
+  if (head > len) head = len;
+  if (lane < head) g[lane] = s[lane];
+  const uint32_t body = (len - head) >> 4;
+  const uint8_t* const sb = s + head;
+  const uint32_t sh = (uint32_t)((uintptr_t)sb & 3u) * 8u;
+  const uint32_t* const sw = reinterpret_cast<const uint32_t*>(sb - ((uintptr_t)sb & 3u));
+  uint8_t* const gb = g + head;
+  for (uint32_t b = lane; b < body; b += 32) {
+    const uint32_t* p = sw + 4 * b;
+    const uint32_t w0 = p[0], w1 = p[1], w2 = p[2], w3 = p[3], w4 = p[4];
+    simt::st_stream16(gb + 16 * b, make_uint4(simt::funnel_r(w0, w1, sh), simt::funnel_r(w1, w2, sh),
+                                              simt::funnel_r(w2, w3, sh), simt::funnel_r(w3, w4, sh)));
+  }
+  const uint32_t done = head + 16 * body;
+  if (done + lane < len) g[done + lane] = s[done + lane];
+}
+
+// A raw chunk's record (§4.10.3 mode 1): its L symbols packed with B bits, from the input (the rare path: the
+// lanes take groups of 8 values, a byte at a time).
+template <int DT>
+SZ_NOINLINE void emit_raw_symbols(uint8_t* out, const uint8_t* in, uint32_t L) {
+  using E = ESplit<DT>;
+  const uint32_t groups = (L + 7) / 8;
+  for (uint32_t g = simt::lane_id(); g < groups; g += 32) {
+    uint64_t acc = 0;
+    for (uint32_t i = 0; i < 8; ++i) {
+      const uint32_t j = 8 * g + i;
+      const uint32_t s = j < L ? e_symbol<DT>(load_value_bytes<E::VB>(in + (uint64_t)j * E::VB)) : 0u;
+      acc |= (uint64_t)s << (E::B * i);
+    }
+    for (uint32_t b = 0; b < E::B; ++b) out[g * E::B + b] = (uint8_t)(acc >> (8 * b));
+  }
+}
+
+// Chunk c by the warp, into its staging slot, then out to its place in the frame. kFast: the entries and the map
+// are in shared memory (the CTA's plan); else they are read from the image.
+template <int DT, bool kFast>
+SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncodeShared& sh, uint8_t* area,
+                                 uint8_t* slot, uint64_t c, uint64_t tag, const LhKeys& keys) {
+  using E = ESplit<DT>;
+  using Ar = EncArea<DT>;
+  constexpr uint32_t VB = E::VB, A = E::A, A1 = A + 1, RB = E::RB, kBlock = Ar::kBlock;
+  constexpr uint32_t kBlockSteps = kBlock / 32;
+  const unsigned lane = simt::lane_id();
+  const uint32_t lt = (1u << lane) - 1u;
+  const uint64_t S = 1ull << a.chunk_log2, first = c * S;
+  const uint32_t L = (uint32_t)(a.n - first < S ? a.n - first : S);
+  const uint32_t raw = (uint32_t)layout::packed_bytes(L, E::B);
+  const uint32_t CB = L * VB;
+  const bool cks = (a.flags & layout::kFlagChecksums) != 0, lh = lane_hash(a.flags);
+  LhState ls = lh ? lh_begin(keys) : lh_zero();
+
+  // ---- input blocks: block k (values [kBlock k, kBlock k + kBlock) of the chunk) into buffer k & 1 ----
+  uint8_t* const bufs = area;
+  uint8_t* const rstage = area + 2 * Ar::kBuf;
+  const uint8_t* const in0 = a.src + first * VB;
+  const uintptr_t src_lo = (uintptr_t)a.src, src_hi = (uintptr_t)a.src + a.n * VB;
+  const uint32_t ph = (uint32_t)((uintptr_t)in0 & 15u);  // the same for every block of every chunk
+  const bool aligned = ph % VB == 0;
+  const uint32_t nb = (L + kBlock - 1) / kBlock;
+  auto stage = [&](int k) {  // issues block k's copy (if it exists) and commits a group either way
+    if (k >= 0) {
+      const uint32_t vals = L - kBlock * (uint32_t)k < kBlock ? L - kBlock * (uint32_t)k : kBlock;
+      const uintptr_t a0 = (uintptr_t)in0 + (uintptr_t)kBlock * VB * (uint32_t)k - ph;
+      const uint32_t pieces = (ph + vals * VB + 15) / 16;
+      uint8_t* const d = bufs + (k & 1) * Ar::kBuf;
+      for (uint32_t i = lane; i < pieces; i += 32) {
+        const uintptr_t q = a0 + 16 * (uintptr_t)i;
+        if (q >= src_lo && q + 16 <= src_hi) {
+          simt::cp_async16(d + 16 * i, reinterpret_cast<const void*>(q));
+        } else {
+          for (uint32_t b = 0; b < 16; ++b)
+            d[16 * i + b] = q + b >= src_lo && q + b < src_hi ? *reinterpret_cast<const uint8_t*>(q + b) : 0;
+        }
+      }
+    }
+    simt::cp_async_commit();
+  };
+  // Value u of a staged block.
+  auto value = [&](const uint8_t* b, uint32_t u) -> uint32_t {
+    const uint8_t* const p = b + ph + u * VB;
+    if constexpr (VB == 1) return *p;
+    if (!aligned) return load_value_bytes<VB>(p);
+    if constexpr (VB == 2) return *reinterpret_cast<const uint16_t*>(p);
+    else return *reinterpret_cast<const uint32_t*>(p);
+  };
+
+  // ---- the coder's state ----
+  uint32_t x = layout::kRansLow;
+  uint32_t X = 0;                // escapes so far
+  int32_t wend = (int32_t)raw;   // the slot offset below which the next step's words go
+  bool over = false;             // the coded record exceeds the raw size: the chunk is stored raw
+  const uint32_t P = sh.period, adv = 32 % P;
+  const uint32_t steps = (L + 31) / 32;
+  uint32_t ch = (uint32_t)((first + 32ull * (steps - 1) + lane) % P);  // this lane's channel at the last step
+  uint8_t* const sm = simt::dyn_smem();
+  const uint16_t* const cmap_s = reinterpret_cast<const uint16_t*>(sm + sh.cmap_at);
+  const uint2* const tabs = reinterpret_cast<const uint2*>(sm + sh.tables_at);
+  const uint32_t* const cmap_g = sh.cmap_g;
+  const uint2* const enc_g = sh.enc;
+
+  // One step: value 32 s + lane of the chunk (u of the block at b). kTail: the chunk's last step, where lanes
+  // may have none.
+  auto step = [&](auto tail, const uint8_t* b, uint32_t s) {
+    constexpr bool kTail = decltype(tail)::value;
+    const bool act = !kTail || 32 * s + lane < L;
+    const uint32_t sym = e_symbol<DT>(value(b, 32 * (s % kBlockSteps) + lane));
+    const uint2* row;
+    if (kFast) row = tabs + (uint32_t)cmap_s[ch] * A1;
+    else row = enc_g + (uint64_t)(cmap_g[ch] >> 16) * A1;
+    uint2 e = row[sym];
+    const bool esc = act && e.x == 0;
+    const uint32_t em = simt::ballot(esc);
+    if (em) {  // (rare) escapes are listed in the order met: higher lanes first
+      if (esc) {
+        e = row[A];
+        const uint32_t at = (uint32_t)layout::kRansRecordHeader + X + (uint32_t)simt::popc((em >> lane) >> 1);
+        if (at < raw) slot[at] = (uint8_t)sym;
+      }
+      X += (uint32_t)simt::popc(em);
+    }
+    const uint32_t f = e.x & eimg::kEncFreqMask;
+    const bool need = act && (x >> layout::kRansEncShift) >= f;
+    const uint32_t m = simt::ballot(need);
+    if (need) {  // the step's words in lane order, just below the next step's
+      const int32_t pos = wend - 2 * simt::popc(m >> lane);
+      if (pos >= 0) *reinterpret_cast<uint16_t*>(slot + pos) = (uint16_t)x;
+      x >>= layout::kRansWordBits;
+    }
+    wend -= 2 * simt::popc(m);
+    if (act) {
+      const uint32_t q = eimg::enc_div(x, e.x, e.y);
+      x = (q << layout::kRansProbBits) + (x - q * f) + ((e.x >> 16) & 0xFFFu);
+    }
+    ch = ch >= adv ? ch - adv : ch + P - adv;
+  };
+
+  stage((int)nb - 1);
+  stage((int)nb - 2);
+  for (int k = (int)nb - 1; k >= 0; --k) {
+    simt::cp_async_wait<1>();  // block k has landed (block k - 1 may still be in flight)
+    simt::syncwarp();
+    const uint8_t* const b = bufs + (k & 1) * Ar::kBuf;
+    const uint32_t vals = L - kBlock * (uint32_t)k < kBlock ? L - kBlock * (uint32_t)k : kBlock;
+    // Raw parts: groups of 8 values packed into the stage, then out to their fixed place (§4.10.2).
+    if constexpr (RB != 0) {
+      const uint32_t groups = (vals + 7) / 8;
+      for (uint32_t g = lane; g < groups; g += 32) {
+        uint32_t r[8];
+#pragma unroll
+        for (uint32_t i = 0; i < 8; ++i) r[i] = 8 * g + i < vals ? e_raw<DT>(value(b, 8 * g + i)) : 0u;
+        uint8_t* const o = rstage + g * RB;
+        if constexpr (RB == 8) {
+          *reinterpret_cast<uint2*>(o) = make_uint2(r[0] | r[1] << 8 | r[2] << 16 | r[3] << 24,
+                                                    r[4] | r[5] << 8 | r[6] << 16 | r[7] << 24);
+        } else if constexpr (RB == 24) {
+          uint32_t* const w = reinterpret_cast<uint32_t*>(o);
+          w[0] = r[0] | r[1] << 24;
+          w[1] = r[1] >> 8 | r[2] << 16;
+          w[2] = r[2] >> 16 | r[3] << 8;
+          w[3] = r[4] | r[5] << 24;
+          w[4] = r[5] >> 8 | r[6] << 16;
+          w[5] = r[6] >> 16 | r[7] << 8;
+        } else {  // 11 bits: 88 bits of 8 fields
+          uint64_t lo = 0, hi = 0;
+#pragma unroll
+          for (uint32_t i = 0; i < 8; ++i) {
+            const uint32_t at = RB * i;
+            if (at < 64) lo |= (uint64_t)r[i] << at;
+            if (at + RB > 64) hi |= at >= 64 ? (uint64_t)r[i] << (at - 64) : (uint64_t)r[i] >> (64 - at);
+          }
+#pragma unroll
+          for (uint32_t i = 0; i < RB; ++i) o[i] = (uint8_t)(i < 8 ? lo >> (8 * i) : hi >> (8 * (i - 8)));
+        }
+      }
+      simt::syncwarp();
+      copy_out(a.dst + a.raw_off + (first + (uint64_t)kBlock * k) * RB / 8, rstage,
+               (uint32_t)layout::packed_bytes(vals, RB));
+      simt::syncwarp();  // the stage is read before the next block's groups go in
+    }
+    // LH32: the block's 512-byte rows (the sums do not depend on their order).
+    if (lh) {
+#pragma unroll
+      for (uint32_t r = 0; r < VB * kBlock / 512; ++r) {
+        uint32_t w[4];
+        smem_words<4>(b + ph + 512 * r + 16 * lane, w);
+        lh_add_row(ls, (uint64_t)w[0] | (uint64_t)w[1] << 32, (uint64_t)w[2] | (uint64_t)w[3] << 32, keys,
+                   (uint32_t)k * (VB * kBlock / 512) + r, CB);
+      }
+    }
+    // The block's steps, last to first, while the record may still be coded.
+    if (!over) {
+      uint32_t s = (kBlock * (uint32_t)k + vals + 31) / 32;  // one past the block's last step
+      if (s == steps && L % 32 != 0) step(EFlag<true>{}, b, --s);
+      const uint32_t s0 = kBlockSteps * (uint32_t)k;
+      while (s > s0) step(EFlag<false>{}, b, --s);
+      over = (int32_t)(layout::kRansRecordHeader + X) > wend;
+    }
+    simt::syncwarp();  // every lane is done with buffer k & 1
+    stage(k - 2);
+  }
+  simt::cp_async_wait<0>();
+  simt::syncwarp();  // the slot's words and escapes, written by the lanes, are read by others below
+
+  // ---- mode, size, offset ----
+  const bool coded = !over && (int32_t)(layout::kRansRecordHeader + X) <= wend;
+  const uint32_t size = coded ? (uint32_t)layout::kRansRecordHeader + X + (raw - (uint32_t)wend) : raw;
+  simt::Word128* const state = ws_states(a.ws);
+  publish(state, c, tag, c == 0 ? kFlagInclusive : kFlagAggregate, size);
+  uint64_t prefix = 0;
+  if (c > 0) {
+    prefix = look_back(state, c, tag);
+    publish(state, c, tag, kFlagInclusive, prefix + size);
+  }
+
+  // ---- the record ----
+  uint8_t* const out = a.dst + a.sym_off + prefix;
+  if (coded) {
+    put_u32(out + 4 * lane, x);
+    if (lane == 0) put_u32(out + layout::kRansStatesBytes, X);
+    for (uint32_t i = lane; i < X; i += 32)
+      out[layout::kRansRecordHeader + i] = slot[layout::kRansRecordHeader + X - 1 - i];
+    copy_global(out + layout::kRansRecordHeader + X, slot + wend, raw - (uint32_t)wend);
+  } else {
+    emit_raw_symbols<DT>(out, in0, L);
+  }
+
+  // ---- index entry, checksum, header ----
+  if (lane == 0) {
+    const uint64_t mode = coded ? layout::kModeCoded : layout::kModeRaw;
+    put_u64(a.dst + a.index_off + 8 * c, (prefix + size) | (mode << layout::kIndexModeShift));
+  }
+  if (cks) {
+    uint32_t h;
+    if (lh) {
+      h = lh_finish(ls, CB);
+    } else {
+      Span span{};
+      span.base = const_cast<uint8_t*>(a.src);
+      h = (uint32_t)hash_span(span, first * VB, CB);
+    }
+    if (lane == 0) put_u32(a.dst + a.checksum_off + 4 * c, h);
+  }
+  if (c + 1 == a.n_chunks && lane == 0) {
+    write_entropy_header(a.dst, a.dtype, a.chunk_log2, a.flags, a.n, prefix + size, sh.table_id, a.tensor,
+                         sh.period);
+    *a.frame_size = a.sym_off + prefix + size;
+  }
+  simt::syncwarp();  // the slot is reused by the warp's next chunk
+}
+
+// The warp's chunks, taken from the ticket until one past the chunks comes, which is returned.
+template <int DT, bool kFast>
+SZ_NOINLINE uint64_t entropy_encode_chunks(const EntropyEncodeArgs& a, const EntropyEncodeShared& sh, uint8_t* area,
+                                           uint8_t* slot, uint64_t tag) {
+  const LhKeys keys = lane_hash(a.flags) ? kLhKeys[simt::lane_id()] : LhKeys{0, 0, 0, 0};
+  for (;;) {
+    const uint64_t t = ws_ticket(a.ws);
+    if (t >= a.n_chunks) return t;
+    entropy_encode_chunk<DT, kFast>(a, sh, area, slot, t, tag, keys);
+  }
+}
+
+// The kernel of dtype DT: a persistent grid of at most as many warps as the workspace has slots; every warp takes
+// chunks until the tickets run out.
+template <int DT>
+SZ_DEV void entropy_encode_warps(const EntropyEncodeArgs& a) {
+  using E = ESplit<DT>;
+  constexpr uint32_t A1 = E::A + 1;
+  uint8_t* const smem = simt::dyn_smem();
+  EntropyEncodeShared& sh = *reinterpret_cast<EntropyEncodeShared*>(smem);
+  const unsigned tid = simt::thread_id(), nt = simt::block_threads();
+  WsWords wsw{0, 0};
+  if (simt::lane_id() == 0) wsw = ws_read(a.ws);  // in flight while the tables are built
+  if (tid == 0) {
+    sh.err = open_encode_image(a, sh);
+    sh.bad_image = false;
+    sh.fast = false;
+    if (sh.err == SZ_OK) {  // shared memory after the warps' areas: the group map, then the entries, if both fit
+      sh.warp_bytes = EncArea<DT>::kBytes;
+      const uint32_t areas = kEncSharedBytes + (nt / 32) * sh.warp_bytes;
+      const uint64_t at = areas + (2ull * sh.period + 15) / 16 * 16;
+      sh.fast = sh.period <= EntropyEncodePolicy::kCmapCap &&
+                at + 8ull * A1 * sh.local <= EntropyEncodePolicy::kSmemBytes;
+      sh.cmap_at = areas;
+      sh.tables_at = (uint32_t)at;
+    }
+  }
+  simt::syncthreads();
+  if (sh.err == SZ_OK) {
+    const bool fast = sh.fast;
+    const uint32_t nl = sh.local, lf = sh.list_first, P = sh.period, G = sh.groups;
+    uint16_t* const cm = reinterpret_cast<uint16_t*>(smem + sh.cmap_at);
+    uint2* const tb = reinterpret_cast<uint2*>(smem + sh.tables_at);
+    bool bad = false;  // a map entry or list entry out of range: not a valid image
+    for (uint32_t c = tid; c < P; c += nt) {
+      const uint32_t e = sh.cmap_g[c], lo = e & 0xFFFFu, gl = e >> 16;
+      if (lo >= nl || gl >= G || sh.lists[lf + lo] != gl) bad = true;
+      if (fast) cm[c] = (uint16_t)lo;
+    }
+    if (fast) {
+      for (uint32_t i = tid; i < nl * A1; i += nt) {
+        const uint32_t g = sh.lists[lf + i / A1];
+        if (g >= G) bad = true;
+        tb[i] = g < G ? sh.enc[(uint64_t)g * A1 + i % A1] : make_uint2(0, 0);
+      }
+    }
+    if (bad) sh.bad_image = true;  // (every thread that sees it stores the same value)
+  }
+  simt::syncthreads();
+  if (tid == 0 && sh.bad_image) sh.err = SZ_ERROR_BOOK_MISMATCH;  // every CTA reads the same entries: all see it
+  simt::syncthreads();
+  if (sh.err != SZ_OK) {  // not a valid image of a table for this call: no frame
+    if (simt::block_id() == 0 && tid == 0) *a.frame_size = 0;
+    return;
+  }
+  if (a.n_chunks == 0) {  // the header is the whole frame
+    if (simt::block_id() == 0 && tid == 0) {
+      write_entropy_header(a.dst, a.dtype, a.chunk_log2, a.flags, 0, 0, sh.table_id, a.tensor, sh.period);
+      *a.frame_size = layout::kHeaderSize;
+    }
+    return;
+  }
+  const uint64_t tag = ws_begin(wsw);
+  if (tag == 0) {  // the workspace was never zero-filled: report through the frame size, change nothing
+    if (simt::block_id() == 0 && tid == 0) *a.frame_size = 0;
+    return;
+  }
+  const uint64_t warp = (uint64_t)simt::block_id() * (nt / 32) + simt::warp_id();
+  uint8_t* const area = smem + kEncSharedBytes + simt::warp_id() * sh.warp_bytes;
+  uint8_t* const slot = a.slots + warp * a.slot_bytes;
+  const uint64_t u = sh.fast ? entropy_encode_chunks<DT, true>(a, sh, area, slot, tag)
+                             : entropy_encode_chunks<DT, false>(a, sh, area, slot, tag);
+  // Every warp draws one ticket past the chunks, after its last record is out: the warp that draws the call's last
+  // ticket knows that no warp still uses the workspace, and resets it.
+  const uint64_t warps = (uint64_t)simt::grid_blocks() * (nt / 32);
+  if (u == a.n_chunks + warps - 1 && simt::lane_id() == 0) ws_end(a.ws, tag);
+}
+
+// ---- host side -----------------------------------------------------------------------------------------------
+
+// The parameters of an entropy-coded frame, as sz_compress_entropy resolves them (NULL: the recommended chunk and
+// the default flags).
+inline sz_status resolve_entropy_params(const sz_params* params, sz_params* out) {
+  sz_params p = sz_params_default();
+  p.chunk_log2 = layout::kEntropyChunkLog2;
+  if (params) p = *params;
+  if (p.chunk_log2 < layout::kMinChunkLog2 || p.chunk_log2 > layout::kMaxChunkLog2 ||
+      (p.flags & ~layout::kKnownFlags) || !layout::flags_consistent(p.flags) || p.reserved != 0)
+    return SZ_ERROR_INVALID_ARGUMENT;
+  *out = p;
+  return SZ_OK;
+}
+
+// What sz_cuda_compress_entropy_workspace_size answers.
+inline sz_status entropy_encode_workspace_query(uint64_t n, sz_dtype dtype, const sz_params* params, size_t* ws) {
+  if (!ws) return SZ_ERROR_INVALID_ARGUMENT;
+  *ws = 0;
+  if (!layout::dtype_known((unsigned)dtype) || n >= layout::kMaxValues) return SZ_ERROR_INVALID_ARGUMENT;
+  sz_params p;
+  const sz_status s = resolve_entropy_params(params, &p);
+  if (s != SZ_OK) return s;
+  *ws = (size_t)entropy_encode_workspace_bytes(layout::n_chunks(n, p.chunk_log2), p.chunk_log2,
+                                               layout::symbol_split((unsigned)dtype).symbol_bits);
+  return SZ_OK;
+}
+
+// Resolves a compress call of a version 3 frame. Host checks only (the image lives in device memory: the kernel
+// checks it); nothing is enqueued.
+inline sz_status make_entropy_encode_args(const void* d_src, uint64_t n, sz_dtype dtype, const void* d_image,
+                                          size_t image_size, uint32_t tensor, const sz_params* params, void* d_dst,
+                                          size_t dst_capacity, void* d_workspace, size_t ws_size,
+                                          uint64_t* d_frame_size, EntropyEncodeArgs* a) {
+  if ((!d_src && n != 0) || !d_dst || !d_frame_size || !d_image) return SZ_ERROR_INVALID_ARGUMENT;
+  if (!layout::dtype_known((unsigned)dtype) || n >= layout::kMaxValues) return SZ_ERROR_INVALID_ARGUMENT;
+  if (((uintptr_t)d_image & 15u) != 0 || tensor >= layout::kMaxTensors) return SZ_ERROR_INVALID_ARGUMENT;
+  if (image_size < sizeof(eimg::Header)) return SZ_ERROR_BAD_CODEBOOK;
+  sz_params p;
+  sz_status s = resolve_entropy_params(params, &p);
+  if (s != SZ_OK) return s;
+  if (dst_capacity < sz_compress_bound(n, dtype)) return SZ_ERROR_DST_TOO_SMALL;
+  size_t need = 0;
+  if ((s = entropy_encode_workspace_query(n, dtype, &p, &need)) != SZ_OK) return s;
+  if (ws_size < need) return SZ_ERROR_WORKSPACE_TOO_SMALL;
+  if (!d_workspace || ((uintptr_t)d_workspace & 15u) != 0) return SZ_ERROR_INVALID_ARGUMENT;
+  const layout::SymbolSplit sp = layout::symbol_split((unsigned)dtype);
+  const bool checksums = (p.flags & layout::kFlagChecksums) != 0;
+  const uint64_t chunks = layout::n_chunks(n, p.chunk_log2);
+  const layout::FrameOffsets o = layout::entropy_frame_offsets(n, p.chunk_log2, checksums, sp.raw_bits, 0);
+  *a = EntropyEncodeArgs{};
+  a->src = (const uint8_t*)d_src;
+  a->n = n;
+  a->n_chunks = chunks;
+  a->image = (const uint8_t*)d_image;
+  a->image_size = image_size;
+  a->dst = (uint8_t*)d_dst;
+  a->index_off = o.index;
+  a->checksum_off = o.checksums;
+  a->raw_off = o.rest;
+  a->sym_off = o.exponents;
+  a->dtype = (uint32_t)dtype;
+  a->chunk_log2 = p.chunk_log2;
+  a->flags = p.flags;
+  a->tensor = tensor;
+  a->ws = (WsHeader*)d_workspace;
+  a->slots = (uint8_t*)d_workspace + encode_workspace_bytes(chunks);
+  a->slot_bytes = entropy_slot_bytes(p.chunk_log2, sp.symbol_bits);
+  a->frame_size = d_frame_size;
+  return SZ_OK;
+}
+// The CTAs of an encode call: no more warps than the workspace has slots.
+inline uint64_t entropy_encode_grid(const EntropyEncodeArgs& a) {
+  return entropy_slots(a.n_chunks) / EntropyEncodePolicy::kWarps;
+}
+
+}  // namespace cuda
+}  // namespace splitzip
