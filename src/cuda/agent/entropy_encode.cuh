@@ -223,7 +223,6 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
   constexpr uint32_t VB = E::VB, A = E::A, A1 = A + 1, RB = E::RB, kBlock = Ar::kBlock;
   constexpr uint32_t kBlockSteps = kBlock / 32;
   const unsigned lane = simt::lane_id();
-  const uint32_t lt = (1u << lane) - 1u;
   const uint64_t S = 1ull << a.chunk_log2, first = c * S;
   const uint32_t L = (uint32_t)(a.n - first < S ? a.n - first : S);
   const uint32_t raw = (uint32_t)layout::packed_bytes(L, E::B);
@@ -303,11 +302,11 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
     const uint32_t f = e.x & eimg::kEncFreqMask;
     const bool need = act && (x >> layout::kRansEncShift) >= f;
     const uint32_t m = simt::ballot(need);
-    if (need) {  // the step's words in lane order, just below the next step's
-      const int32_t pos = wend - 2 * simt::popc(m >> lane);
-      if (pos >= 0) *reinterpret_cast<uint16_t*>(slot + pos) = (uint16_t)x;
-      x >>= layout::kRansWordBits;
-    }
+    // The step's words in lane order, just below the next step's (a predicated store, no branch: the lanes that
+    // renormalise change at random).
+    const int32_t pos = wend - 2 * simt::popc(m >> lane);
+    if (need && pos >= 0) *reinterpret_cast<uint16_t*>(slot + pos) = (uint16_t)x;
+    x = need ? x >> layout::kRansWordBits : x;
     wend -= 2 * simt::popc(m);
     if (act) {
       const uint32_t q = eimg::enc_div(x, e.x, e.y);
