@@ -1,11 +1,12 @@
-// bench_entropy_gpu.cpp — GPU decode throughput of entropy-coded frames (the max mode, version 3) next to
-// cudaMemcpy of the same size in the same run, on real KV, with the ratio and the CPU decoder's speed.
+// bench_entropy_gpu.cpp — GPU encode and decode throughput of entropy-coded frames (the max mode, version 3) next
+// to cudaMemcpy of the same size in the same run, on real KV, with the ratio and the CPU decoder's speed.
 //
 // Per dataset: a symbol table (64 groups) calibrated on the code text's KV, applied to one tensor of the prose text
 // (layer 15's K), whose tokens are tiled to S MiB per call (--sizes): the CPU encodes one frame per chunk size
-// (--chunk-log2, default 16 and 14; LH32 checksums unless --checksums off|on), the GPU decodes it --reps times
-// (median; the first decode is compared with the input), and the same-size cudaMemcpyAsync D2D gives the baseline:
-// roofline = memcpy bytes/s x raw / (raw + frame), as in bench_gpu. The frames are one buffer, so at 16-64 MiB they
+// (--chunk-log2, default 16 and 14; LH32 checksums unless --checksums off|on), the GPU encodes the same input
+// --reps times (median; the first frame is compared with the CPU's, byte for byte) and decodes the frame --reps
+// times (median; the first decode is compared with the input), and the same-size cudaMemcpyAsync D2D gives the
+// baseline: roofline = memcpy bytes/s x raw / (raw + frame), as in bench_gpu (GB/s are of uncompressed bytes). The frames are one buffer, so at 16-64 MiB they
 // sit partly in the 60 MB L2 (read the larger sizes for DRAM speed).
 //
 // Datasets (--data, default .devdata): smollm2/{code,prose}_{bf16,fp16,e4m3,e5m2}.bin ([30 layers][K, V][tokens]
@@ -137,11 +138,15 @@ int main(int argc, char** argv) {
   CK(cudaEventCreate(&e1));
   FILE* csv = csv_path.empty() ? nullptr : fopen(csv_path.c_str(), "w");
   if (csv)
-    fprintf(csv, "data,dtype,mib,chunk_log2,flags,ratio,memcpy_gbps,roof_gbps,dec_gbps,dec_roof,cpu_dec_gbps,note\n");
-  printf("card: %s, %d SMs; decode of version 3 frames, LH32 %s\n\n", prop.name, prop.multiProcessorCount,
+    fprintf(csv,
+            "data,dtype,mib,chunk_log2,flags,ratio,memcpy_gbps,roof_gbps,enc_gbps,enc_roof,dec_gbps,dec_roof,"
+            "cpu_dec_gbps,note\n");
+  printf("card: %s, %d SMs; encode and decode of version 3 frames, LH32 %s\n\n", prop.name,
+         prop.multiProcessorCount,
          flags == 0 ? "off (no checksums)" : (flags & SZ_FLAG_LANE_HASH) ? "on" : "off (H32 checksums)");
-  printf("| data | MiB | chunk | ratio | memcpy GB/s | roofline GB/s | GPU decode GB/s | /roof | CPU decode GB/s (1 thread) |\n");
-  printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  printf("| data | MiB | chunk | ratio | memcpy GB/s | roofline GB/s | GPU encode GB/s | /roof | GPU decode GB/s | /roof "
+         "| CPU decode GB/s (1 thread) |\n");
+  printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const Set& s : sets) {
     if (!only.empty() && ("," + only + ",").find("," + s.name + ",") == std::string::npos) continue;
     Table tb;
@@ -191,6 +196,41 @@ int main(int argc, char** argv) {
         const szbench::Timer cpu_timer;
         SZ(sz_decompress_entropy(frame.data(), fsize, &tb.t, back.data(), back.size(), &got, 1));
         const double cpu_s = cpu_timer.seconds();
+        // GPU encode of the same input: its frame must be the CPU's, byte for byte.
+        size_t ews = 0;
+        SZ(sz_cuda_compress_entropy_workspace_size(n, s.dtype, &p, &ews));
+        void* d_ews = nullptr;
+        uint64_t* d_fsize = nullptr;
+        CK(cudaMalloc(&d_ews, ews));
+        CK(cudaMemset(d_ews, 0, ews));
+        CK(cudaMalloc(&d_fsize, 8));
+        CK(cudaMemset(d_frame, 0, sz_compress_bound(n, s.dtype)));
+        auto encode = [&] {
+          SZ(sz_cuda_compress_entropy(d_raw, n, s.dtype, d_image, image.size(), s.tensor, &p, d_frame,
+                                      sz_compress_bound(n, s.dtype), d_ews, ews, d_fsize, nullptr, st));
+        };
+        encode();
+        uint64_t gsize = 0;
+        CK(cudaMemcpyAsync(&gsize, d_fsize, 8, cudaMemcpyDeviceToHost, st));
+        CK(cudaStreamSynchronize(st));
+        std::vector<uint8_t> gframe(gsize);
+        if (gsize) CK(cudaMemcpy(gframe.data(), d_frame, gsize, cudaMemcpyDeviceToHost));
+        if (gsize != fsize || memcmp(gframe.data(), frame.data(), fsize) != 0) {
+          fprintf(stderr, "%s %u MiB 2^%u: GPU frame (%llu bytes) differs from the CPU's (%zu bytes)\n",
+                  s.name.c_str(), mib, log2, (unsigned long long)gsize, fsize);
+          return 1;
+        }
+        std::vector<double> et;
+        for (int r = 0; r < reps; ++r) {
+          CK(cudaEventRecord(e0, st));
+          encode();
+          CK(cudaEventRecord(e1, st));
+          CK(cudaEventSynchronize(e1));
+          et.push_back(ms_between(e0, e1));
+        }
+        const double enc_gbps = bytes / (szbench::median(et) * 1e-3) / 1e9;
+        CK(cudaFree(d_ews));
+        CK(cudaFree(d_fsize));
         CK(cudaMemcpy(d_frame, frame.data(), fsize, cudaMemcpyHostToDevice));
         CK(cudaMemset(d_out, 0, bytes));
         auto decode = [&] {
@@ -223,12 +263,13 @@ int main(int argc, char** argv) {
         const double dec_gbps = bytes / (szbench::median(dt) * 1e-3) / 1e9;
         const double roof = szbench::roofline_gbps(memcpy_gbps, bytes, fsize);
         const double ratio = (double)bytes / fsize, cpu_gbps = bytes / cpu_s / 1e9;
-        printf("| %s | %u | 2^%u | %.3f | %.0f | %.0f | %.0f | %.2f | %.2f |\n", s.name.c_str(), mib, log2, ratio,
-               memcpy_gbps, roof, dec_gbps, dec_gbps / roof, cpu_gbps);
+        printf("| %s | %u | 2^%u | %.3f | %.0f | %.0f | %.0f | %.2f | %.0f | %.2f | %.2f |\n", s.name.c_str(), mib,
+               log2, ratio, memcpy_gbps, roof, enc_gbps, enc_gbps / roof, dec_gbps, dec_gbps / roof, cpu_gbps);
         fflush(stdout);
         if (csv)
-          fprintf(csv, "%s,%u,%u,%u,%u,%.4f,%.1f,%.1f,%.1f,%.3f,%.3f,%s\n", s.name.c_str(), (unsigned)s.dtype, mib,
-                  log2, flags, ratio, memcpy_gbps, roof, dec_gbps, dec_gbps / roof, cpu_gbps, s.note.c_str());
+          fprintf(csv, "%s,%u,%u,%u,%u,%.4f,%.1f,%.1f,%.1f,%.3f,%.1f,%.3f,%.3f,%s\n", s.name.c_str(),
+                  (unsigned)s.dtype, mib, log2, flags, ratio, memcpy_gbps, roof, enc_gbps, enc_gbps / roof, dec_gbps,
+                  dec_gbps / roof, cpu_gbps, s.note.c_str());
       }
       CK(cudaFree(d_raw));
       CK(cudaFree(d_out));
