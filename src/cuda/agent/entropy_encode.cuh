@@ -53,7 +53,7 @@ struct EntropyEncodeArgs {
 // ---- the workspace ---------------------------------------------------------------------------------------------
 
 // A staging slot: the raw symbol bytes of a whole chunk (the largest coded record that a chunk keeps) and 16 bytes
-// of slack for the copy-out's aligned reads.
+// of slack for the copy-out's aligned reads and for the words' 2-byte alignment (an odd raw size is rounded up).
 SZ_HD uint64_t entropy_slot_bytes(uint32_t chunk_log2, uint32_t symbol_bits) {
   return (((uint64_t)1 << chunk_log2) * symbol_bits / 8 + 15) / 16 * 16 + 16;
 }
@@ -268,7 +268,10 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
   // ---- the coder's state ----
   uint32_t x = layout::kRansLow;
   uint32_t X = 0;                // escapes so far
-  int32_t wend = (int32_t)raw;   // the slot offset below which the next step's words go
+  // The words fill the slot down from wtop, raw rounded up to even so that they are 2-byte aligned (FP16's 5-bit
+  // symbols can make raw odd; the slot's slack holds the extra byte). pad counts it against the raw size.
+  const int32_t wtop = (int32_t)((raw + 1) & ~1u), pad = wtop - (int32_t)raw;
+  int32_t wend = wtop;           // the slot offset below which the next step's words go
   bool over = false;             // the coded record exceeds the raw size: the chunk is stored raw
   const uint32_t P = sh.period, adv = 32 % P;
   const uint32_t steps = (L + 31) / 32;
@@ -374,7 +377,7 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
       if (s == steps && L % 32 != 0) step(EFlag<true>{}, b, --s);
       const uint32_t s0 = kBlockSteps * (uint32_t)k;
       while (s > s0) step(EFlag<false>{}, b, --s);
-      over = (int32_t)(layout::kRansRecordHeader + X) > wend;
+      over = (int32_t)(layout::kRansRecordHeader + X) + pad > wend;
     }
     simt::syncwarp();  // every lane is done with buffer k & 1
     stage(k - 2);
@@ -383,8 +386,8 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
   simt::syncwarp();  // the slot's words and escapes, written by the lanes, are read by others below
 
   // ---- mode, size, offset ----
-  const bool coded = !over && (int32_t)(layout::kRansRecordHeader + X) <= wend;
-  const uint32_t size = coded ? (uint32_t)layout::kRansRecordHeader + X + (raw - (uint32_t)wend) : raw;
+  const bool coded = !over && (int32_t)(layout::kRansRecordHeader + X) + pad <= wend;
+  const uint32_t size = coded ? (uint32_t)layout::kRansRecordHeader + X + (uint32_t)(wtop - wend) : raw;
   simt::Word128* const state = ws_states(a.ws);
   publish(state, c, tag, c == 0 ? kFlagInclusive : kFlagAggregate, size);
   uint64_t prefix = 0;
@@ -400,7 +403,7 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
     if (lane == 0) put_u32(out + layout::kRansStatesBytes, X);
     for (uint32_t i = lane; i < X; i += 32)
       out[layout::kRansRecordHeader + i] = slot[layout::kRansRecordHeader + X - 1 - i];
-    copy_global(out + layout::kRansRecordHeader + X, slot + wend, raw - (uint32_t)wend);
+    copy_global(out + layout::kRansRecordHeader + X, slot + wend, (uint32_t)(wtop - wend));
   } else {
     emit_raw_symbols<DT>(out, in0, L);
   }
