@@ -27,7 +27,7 @@ RESULT_PAGES = (("gpu.md", "GPU codec on the H200"),
                 ("disagg_cpu.md", "Prefill → decode with a real model, CPU"),
                 ("disagg_gpu.md", "Prefill → decode on one H200"),
                 ("ratio_max.md", "Max mode (entropy-coded frames): ratio"),
-                ("entropy_gpu.md", "Max mode decoded on the GPU"),
+                ("entropy_gpu.md", "Max mode on the GPU: decode and encode"),
                 ("integrations_h200.md", "Engine adapters on the H200"),
                 ("p2p_loopback_h200.md", "GPU to GPU, layer by layer (`splitzip.p2p`)"))
 
