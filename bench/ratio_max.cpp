@@ -13,7 +13,7 @@
 //   frac     max / bound
 // and the single-thread CPU speed of the max mode (GB/s of uncompressed data per second of the thread's CPU time,
 // over all tensors) of the scalar reference coder (one run) and of the fast coder with each kernel set this CPU
-// runs (sz_set_cpu_isa: portable, avx2; median of 3 runs).
+// runs (sz_set_cpu_isa: portable, avx2, avx512; median of 3 runs).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
   };
   std::vector<Speed> speeds;
   std::vector<std::string> variants = {"reference", "portable"};
-  if (sz_set_cpu_isa("avx2") == SZ_OK && strcmp(sz_cpu_isa(), "avx2") == 0) variants.push_back("avx2");
+  for (const char* isa : {"avx2", "avx512"})
+    if (sz_set_cpu_isa(isa) == SZ_OK && strcmp(sz_cpu_isa(), isa) == 0) variants.push_back(isa);
   for (const std::string& v : variants) {
     const bool ref = v == "reference";
     if (!ref) ok(sz_set_cpu_isa(v.c_str()), "sz_set_cpu_isa");

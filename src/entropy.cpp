@@ -4,9 +4,10 @@
 // by sz_symbol_table_prepare into caller memory (per channel its group and first escape slot; per group and slot the
 // decoded symbol, frequency and offset; per group and symbol the encoder's frequency and cumulative frequency), the
 // values of a chunk split into symbol bytes and raw parts before coding and joined after decoding, the rANS lanes run
-// by the AVX2 kernels of entropy_avx2.cpp (when selected_isa allows them; sz_set_cpu_isa) a step of 32 values at a
-// time and by resumable scalar loops for the rest and for the portable build, and chunk-parallel decoding. The
-// frames are the reference coder's, byte for byte, and both decoders give the same status on any input.
+// by the AVX-512 or AVX2 kernels of entropy_avx512.cpp / entropy_avx2.cpp (as selected_isa allows; sz_set_cpu_isa) a
+// step of 32 values at a time (the AVX-512 decoder steps through up to four chunks together) and by resumable scalar
+// loops for the rest and for the portable build, and chunk-parallel decoding. The frames are the reference coder's,
+// byte for byte, and both decoders give the same status on any input.
 #include <math.h>
 #include <string.h>
 
@@ -274,8 +275,8 @@ bool rans_encode_scalar(const RansTables& t, unsigned B, RansEncodeState* s, uin
 
 // The coded record of a chunk's len symbols in buf[0, raw) (as encode_chunk), channel ch0 for value 0; 0 when it
 // does not fit.
-size_t encode_record_fast(const RansTables& t, unsigned B, bool simd, const uint8_t* sym, uint64_t len, uint64_t ch0,
-                          size_t raw, uint8_t* buf) {
+size_t encode_record_fast(const RansTables& t, unsigned B, detail::Isa isa, const uint8_t* sym, uint64_t len,
+                          uint64_t ch0, size_t raw, uint8_t* buf) {
   if (raw < kRansRecordHeader) return 0;
   RansEncodeState s;
   for (unsigned l = 0; l < kRansLanes; ++l) s.x[l] = kRansLow;
@@ -286,10 +287,14 @@ size_t encode_record_fast(const RansTables& t, unsigned B, bool simd, const uint
   s.ch = (uint32_t)((ch0 + len - 1) % t.period);
   s.sym = sym;
   if (!rans_encode_scalar(t, B, &s, len & ~(uint64_t)(kRansLanes - 1))) return 0;
-#if defined(SPLITZIP_HAVE_AVX2_TU)
-  if (simd) kernels::avx2::rans_encode_steps(t, B, &s);
+#if defined(SPLITZIP_HAVE_AVX512_TU)
+  if (isa >= detail::Isa::kAvx512) kernels::avx512::rans_encode_steps(t, B, &s);
+  else
 #endif
-  (void)simd;
+#if defined(SPLITZIP_HAVE_AVX2_TU)
+  if (isa >= detail::Isa::kAvx2) kernels::avx2::rans_encode_steps(t, B, &s);
+#endif
+  (void)isa;
   if (!rans_encode_scalar(t, B, &s, 0)) return 0;
   const size_t X = s.epos - kRansRecordHeader, words = raw - s.wpos;
   std::reverse(buf + kRansRecordHeader, buf + s.epos);  // escapes in increasing value order
@@ -412,11 +417,16 @@ void join_chunk(const uint8_t* sym, const uint8_t* rawsec, uint64_t len, uint64_
 }
 
 // The checksum of a chunk (H32, or LH32 with kFlagLaneHash in flags) with the build of the selected kernels.
-inline uint32_t chunk_h32(bool simd, uint32_t flags, const void* data, size_t size) {
-#if defined(SPLITZIP_HAVE_AVX2_TU)
-  if (simd) return (flags & kFlagLaneHash) ? kernels::avx2::lh32(data, size) : kernels::avx2::h32(data, size);
+inline uint32_t chunk_h32(detail::Isa isa, uint32_t flags, const void* data, size_t size) {
+#if defined(SPLITZIP_HAVE_AVX512_TU)
+  if (isa >= detail::Isa::kAvx512)
+    return (flags & kFlagLaneHash) ? kernels::avx512::lh32(data, size) : kernels::avx512::h32(data, size);
 #endif
-  (void)simd;
+#if defined(SPLITZIP_HAVE_AVX2_TU)
+  if (isa >= detail::Isa::kAvx2)
+    return (flags & kFlagLaneHash) ? kernels::avx2::lh32(data, size) : kernels::avx2::h32(data, size);
+#endif
+  (void)isa;
   return detail::chunk_checksum(flags, data, size);
 }
 
@@ -453,7 +463,8 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
     memset(rawsec, 0, packed_bytes(n, sp.raw_bits));
     for (uint64_t i = 0; i < n; ++i) put_field(rawsec, i, sp.raw_bits, raw_of(load_value(src, i, vb), t, sp));
   }
-  const bool simd = !reference && detail::selected_isa() >= detail::Isa::kAvx2;
+  const detail::Isa isa = reference ? detail::Isa::kPortable : detail::selected_isa();
+  const bool simd = isa >= detail::Isa::kAvx2;
   const RansTables tables = reference ? RansTables{} : rans_tables(*prep, tensor, P);
 
   // Chunk records. The reference builds a record in place when the raw size fits in dst, else in `local`; the fast
@@ -493,7 +504,7 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
         sym = local;
       }
       const size_t limit = in_place ? raw : (size_t)(dst_capacity - (off.exponents + pos));
-      size = encode_record_fast(tables, B, simd, sym, len, ch0, limit, buf);
+      size = encode_record_fast(tables, B, isa, sym, len, ch0, limit, buf);
     }
     uint64_t mode = kModeCoded;
     if (size == 0) {
@@ -512,7 +523,7 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
     }
     pos += size;
     store_u64(dst + off.index + kIndexEntrySize * c, pos | (mode << kIndexModeShift));
-    if (checksums) store_u32(dst + off.checksums + kChecksumEntrySize * c, chunk_h32(simd, p.flags, values, len * vb));
+    if (checksums) store_u32(dst + off.checksums + kChecksumEntrySize * c, chunk_h32(isa, p.flags, values, len * vb));
   }
   write_header(dst, (unsigned)dtype, p.chunk_log2, p.flags, n, pos, table->id, tensor, P);
   *dst_size = (size_t)(off.exponents + pos);
@@ -527,7 +538,8 @@ struct Frame {
   uint8_t* dst;
   const sz_symbol_table* table;
   const Prepared* prep;  // fast coder
-  bool simd;             // fast coder: the AVX2 kernels
+  bool simd;             // fast coder: the AVX2 kernels (split, join, checksums; the rANS steps unless AVX-512's)
+  detail::Isa isa;       // fast coder: the selected kernel set
 };
 
 sz_status open_frame(const void* src_v, size_t src_size, const sz_symbol_table* table, void* dst_v,
@@ -547,7 +559,8 @@ sz_status open_frame(const void* src_v, size_t src_size, const sz_symbol_table* 
     return SZ_ERROR_BOOK_MISMATCH;
   f->table = table;
   f->prep = nullptr;
-  f->simd = !reference && detail::selected_isa() >= detail::Isa::kAvx2;
+  f->isa = reference ? detail::Isa::kPortable : detail::selected_isa();
+  f->simd = f->isa >= detail::Isa::kAvx2;
   if (!reference && (f->prep = prepared_of(table)) == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
   if (reference && !table_contents_ok(*table)) return SZ_ERROR_BOOK_MISMATCH;
   const uint64_t out_size = h.n * (h.t.value_bits / 8);
@@ -626,12 +639,50 @@ sz_status decode_chunk_reference(const Frame& f, uint64_t c) {
   return SZ_OK;
 }
 
-// The fast decoder of a coded chunk: its len symbols into sym.
-sz_status decode_coded_fast(const Frame& f, const uint8_t* rec, uint64_t size, uint64_t len, uint64_t first,
-                            uint8_t* sym) {
-  const RansTables t = rans_tables(*f.prep, f.h.tensor, f.h.period);
-  const unsigned B = f.h.split.symbol_bits;
+// The fast decoder of a chunk in three phases, so that the AVX-512 kernel can run several coded chunks side by side:
+// chunk_begin checks what it can before decoding and sets up the coded chunk's state, the kernels take whole steps,
+// chunk_end decodes the rest with scalar code, makes the final checks, joins the values and checks the checksum.
+struct ChunkWork {
+  uint64_t len, first;
+  uint8_t* out;
+  const uint8_t* sym;  // the chunk's symbols once decoded (the values for FP8)
+  bool coded;          // a coded record, decoded through s
+  bool failed;         // a kernel met an invalid escape
   RansDecodeState s;
+};
+
+sz_status chunk_begin(const Frame& f, uint64_t c, ChunkWork* w) {
+  const detail::FrameHeader& h = f.h;
+  const unsigned vb = h.t.value_bits / 8, B = h.split.symbol_bits;
+  const uint64_t entry = load_u64(f.src + h.off.index + kIndexEntrySize * c);
+  const uint64_t begin = record_begin(f, c), end = entry & kIndexEndMask;
+  const uint64_t len = chunk_len(h.n, h.chunk_log2, c), first = c << h.chunk_log2;
+  const uint8_t* rec = f.src + h.off.exponents + begin;
+  uint8_t* out = f.dst + first * vb;
+  w->len = len;
+  w->first = first;
+  w->out = out;
+  w->failed = false;
+  w->coded = (entry >> kIndexModeShift) != kModeRaw;
+  if (!w->coded) {
+    if (!padding_zero(rec, len, B)) return SZ_ERROR_CORRUPT;
+    // FP8: the symbol is the value; the others' symbols go to the last len bytes of the chunk's output (see
+    // chunk_end), unpacked there unless they are bytes.
+    uint8_t* local = out + len * (vb - 1);
+    if (h.split.whole) {
+      memcpy(out, rec, (size_t)len);
+      w->sym = out;
+    } else if (B != 8) {
+      for (uint64_t j = 0; j < len; ++j) local[j] = (uint8_t)load_field(rec, j, B);
+      w->sym = local;
+    } else {
+      w->sym = rec;
+    }
+    return SZ_OK;
+  }
+  uint8_t* sym = h.split.whole ? out : out + len * (vb - 1);
+  w->sym = sym;
+  RansDecodeState& s = w->s;
   uint32_t low = 0xFFFFFFFFu;
   for (unsigned l = 0; l < kRansLanes; ++l) {
     s.x[l] = load_u32(rec + 4 * l);
@@ -641,60 +692,90 @@ sz_status decode_coded_fast(const Frame& f, const uint8_t* rec, uint64_t size, u
   s.n_esc = load_u32(rec + kRansStatesBytes);
   s.esc = rec + kRansRecordHeader;
   s.wp = s.esc + s.n_esc;
-  s.wend = rec + size;
+  s.wend = rec + (end - begin);
   s.q = 0;
   s.j = 0;
   s.len = len;
-  s.ch = (uint32_t)(first % f.h.period);
+  s.ch = (uint32_t)(first % h.period);
   s.sym = sym;
-#if defined(SPLITZIP_HAVE_AVX2_TU)
-  if (f.simd && !kernels::avx2::rans_decode_steps(t, B, &s)) return SZ_ERROR_CORRUPT;
-#endif
-  if (!rans_decode_scalar(t, B, &s) || s.wp != s.wend || s.q != s.n_esc) return SZ_ERROR_CORRUPT;
-  for (unsigned l = 0; l < kRansLanes; ++l)
-    if (s.x[l] != kRansLow) return SZ_ERROR_CORRUPT;
   return SZ_OK;
 }
 
-sz_status decode_chunk_fast(const Frame& f, uint64_t c) {
-  const detail::FrameHeader& h = f.h;
-  const DtypeTraits t = h.t;
-  const SymbolSplit sp = h.split;
-  const unsigned vb = t.value_bits / 8, B = sp.symbol_bits;
-  const uint64_t entry = load_u64(f.src + h.off.index + kIndexEntrySize * c);
-  const uint64_t begin = record_begin(f, c), end = entry & kIndexEndMask;
-  const uint64_t len = chunk_len(h.n, h.chunk_log2, c), first = c << h.chunk_log2;
-  const uint8_t* rec = f.src + h.off.exponents + begin;
-  const uint8_t* rawsec = f.src + h.off.rest;
-  uint8_t* out = f.dst + first * vb;
-  const bool raw_mode = (entry >> kIndexModeShift) == kModeRaw;
-  if (raw_mode && !padding_zero(rec, len, B)) return SZ_ERROR_CORRUPT;
-  if (sp.whole) {  // fp8: the symbol is the value
-    if (raw_mode) {
-      memcpy(out, rec, (size_t)len);
-    } else {
-      const sz_status s = decode_coded_fast(f, rec, end - begin, len, first, out);
-      if (s != SZ_OK) return s;
-    }
-  } else {
-    // The symbols go to the last len bytes of the chunk's output, and join_chunk rebuilds the values in place from
-    // the front: value j's bytes end at or before symbol j's, so no symbol is overwritten before it is read.
-    uint8_t* local = out + len * (vb - 1);
-    const uint8_t* sym = rec;
-    if (!raw_mode) {
-      const sz_status s = decode_coded_fast(f, rec, end - begin, len, first, local);
-      if (s != SZ_OK) return s;
-      sym = local;
-    } else if (B != 8) {
-      for (uint64_t j = 0; j < len; ++j) local[j] = (uint8_t)load_field(rec, j, B);
-      sym = local;
-    }
-    join_chunk(sym, rawsec, len, first, t, sp, f.simd, out);
+// The vector kernels' whole steps of one coded chunk.
+void chunk_kernels(const Frame& f, const RansTables& t, ChunkWork* w) {
+  const unsigned B = f.h.split.symbol_bits;
+#if defined(SPLITZIP_HAVE_AVX512_TU)
+  if (f.isa >= detail::Isa::kAvx512) {
+    w->failed = !kernels::avx512::rans_decode_steps(t, B, &w->s);
+    return;
   }
+#endif
+#if defined(SPLITZIP_HAVE_AVX2_TU)
+  if (f.isa >= detail::Isa::kAvx2) w->failed = !kernels::avx2::rans_decode_steps(t, B, &w->s);
+#endif
+  (void)t;
+  (void)B;
+}
+
+sz_status chunk_end(const Frame& f, const RansTables& t, uint64_t c, ChunkWork* w) {
+  const detail::FrameHeader& h = f.h;
+  const unsigned vb = h.t.value_bits / 8;
+  if (w->coded) {
+    RansDecodeState& s = w->s;
+    if (w->failed || !rans_decode_scalar(t, h.split.symbol_bits, &s) || s.wp != s.wend || s.q != s.n_esc)
+      return SZ_ERROR_CORRUPT;
+    for (unsigned l = 0; l < kRansLanes; ++l)
+      if (s.x[l] != kRansLow) return SZ_ERROR_CORRUPT;
+  }
+  // The values are rebuilt in place from the front: value j's bytes end at or before symbol j's, so no symbol is
+  // overwritten before it is read.
+  if (!h.split.whole) join_chunk(w->sym, f.src + h.off.rest, w->len, w->first, h.t, h.split, f.simd, w->out);
   if (h.checksums &&
-      chunk_h32(f.simd, h.flags, out, len * vb) != load_u32(f.src + h.off.checksums + kChecksumEntrySize * c))
+      chunk_h32(f.isa, h.flags, w->out, w->len * vb) != load_u32(f.src + h.off.checksums + kChecksumEntrySize * c))
     return SZ_ERROR_CHECKSUM;
   return SZ_OK;
+}
+
+// Decodes chunks lo..hi-1 in order; the first failing chunk's index and status into *fc and *fs.
+void decode_chunks_fast(const Frame& f, uint64_t lo, uint64_t hi, uint64_t* fc, sz_status* fs) {
+  const RansTables t = rans_tables(*f.prep, f.h.tensor, f.h.period);
+  constexpr unsigned kWays =
+#if defined(SPLITZIP_HAVE_AVX512_TU)
+      kernels::avx512::kDecodeWays;
+#else
+      1;
+#endif
+  ChunkWork w[kWays];
+  for (uint64_t c = lo; c < hi;) {
+    const unsigned n = f.isa >= detail::Isa::kAvx512 ? (unsigned)std::min<uint64_t>(kWays, hi - c) : 1;
+    sz_status st[kWays];
+    RansDecodeState* run[kWays];
+    unsigned of[kWays], coded = 0;  // the coded chunks among them: run[i] is chunk c + of[i]'s state
+    for (unsigned k = 0; k < n; ++k) {
+      st[k] = chunk_begin(f, c + k, &w[k]);
+      if (st[k] == SZ_OK && w[k].coded) {
+        run[coded] = &w[k].s;
+        of[coded++] = k;
+      }
+    }
+#if defined(SPLITZIP_HAVE_AVX512_TU)
+    if (coded >= 2) {
+      const unsigned failed = kernels::avx512::rans_decode_steps_n(t, f.h.split.symbol_bits, run, coded);
+      for (unsigned i = 0; i < coded; ++i) w[of[i]].failed = (failed >> i & 1u) != 0;
+    }
+#endif
+    (void)of;
+    for (unsigned k = 0; k < n; ++k) {
+      if (st[k] == SZ_OK && w[k].coded && !w[k].failed) chunk_kernels(f, t, &w[k]);
+      if (st[k] == SZ_OK) st[k] = chunk_end(f, t, c + k, &w[k]);
+      if (st[k] != SZ_OK) {
+        *fc = c + k;
+        *fs = st[k];
+        return;
+      }
+    }
+    c += n;
+  }
 }
 
 sz_status decompress_entropy(const void* src, size_t src_size, const sz_symbol_table* table, void* dst,
@@ -716,14 +797,7 @@ sz_status decompress_entropy(const void* src, size_t src_size, const sz_symbol_t
     std::vector<uint64_t> fail_chunk;
     std::vector<sz_status> fail_status;
     auto run = [&](uint64_t lo, uint64_t hi, uint64_t* fc, sz_status* fs) {
-      for (uint64_t c = lo; c < hi; ++c) {
-        const sz_status r = decode_chunk_fast(f, c);
-        if (r != SZ_OK) {
-          *fc = c;
-          *fs = r;
-          return;
-        }
-      }
+      decode_chunks_fast(f, lo, hi, fc, fs);
     };
     if (nt <= 1) {
       uint64_t fc = chunks;

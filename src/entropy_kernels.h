@@ -1,6 +1,7 @@
 // entropy_kernels.h — the interface between the entropy coder's driver (entropy.cpp) and its instruction-set
-// specific kernels (entropy_avx2.cpp): the 32-lane rANS coder of docs/FORMAT.md §4.10.3 / §4.10.4 over a chunk's
-// symbols, one byte each. Plain declarations and POD structs only, for the reason given in kernels.h.
+// specific kernels (entropy_avx2.cpp, entropy_avx512.cpp): the 32-lane rANS coder of docs/FORMAT.md §4.10.3 /
+// §4.10.4 over a chunk's symbols, one byte each. Plain declarations and POD structs only, for the reason given in
+// kernels.h.
 #pragma once
 
 #include <stddef.h>
@@ -62,6 +63,17 @@ void join_fp16(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out)
 void split_fp32(const uint8_t* src, size_t len, uint8_t* sym, uint8_t* raw);
 void join_fp32(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out);
 }  // namespace avx2
+
+namespace avx512 {
+// AVX-512 F/BW/VBMI forms. As avx2::rans_decode_steps and avx2::rans_encode_steps.
+bool rans_decode_steps(const RansTables& t, unsigned symbol_bits, RansDecodeState* s);
+void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeState* s);
+// Whole steps of n chunks (1 <= n <= kDecodeWays) of the same tables side by side while every one can take one (as
+// rans_decode_steps) and none has failed. Returns a mask of the chunks with an invalid escape (bit k: st[k]); a
+// chunk without its bit can go on.
+constexpr unsigned kDecodeWays = 4;
+unsigned rans_decode_steps_n(const RansTables& t, unsigned symbol_bits, RansDecodeState* const* st, unsigned n);
+}  // namespace avx512
 
 }  // namespace kernels
 }  // namespace splitzip
