@@ -1,13 +1,14 @@
 // entropy.cpp — entropy-coded frames (docs/FORMAT.md §4.10) and symbol tables (§5.3): parsing and checking tables,
 // calibrating them from per-channel symbol histograms, the scalar reference coder (the oracle: reads the table file
-// directly, one symbol at a time, exactly as the spec's pseudo-code) and the fast CPU coder: lookup tables derived
-// by sz_symbol_table_prepare into caller memory (per channel its group and first escape slot; per group and slot the
-// decoded symbol, frequency and offset; per group and symbol the encoder's frequency and cumulative frequency), the
-// values of a chunk split into symbol bytes and raw parts before coding and joined after decoding, the rANS lanes run
-// by the AVX-512 or AVX2 kernels of entropy_avx512.cpp / entropy_avx2.cpp (as selected_isa allows; sz_set_cpu_isa) a
-// step of 32 values at a time (the AVX-512 decoder steps through up to four chunks together) and by resumable scalar
-// loops for the rest and for the portable build, and chunk-parallel decoding. The frames are the reference coder's,
-// byte for byte, and both decoders give the same status on any input.
+// directly, one symbol at a time, exactly as the spec's pseudo-code) and the fast CPU coder: lookup tables derived by
+// sz_symbol_table_prepare into caller memory (per channel its group and first escape slot, and where its group's rows
+// of the next two tables start; per group and slot the decoded symbol, frequency and offset; per group and symbol the
+// encoder's frequency and cumulative frequency), the values of a chunk split into symbol bytes and raw parts before
+// coding and joined after decoding, the rANS lanes run by the AVX-512 or AVX2 kernels of entropy_avx512.cpp /
+// entropy_avx2.cpp (as selected_isa allows; sz_set_cpu_isa) a step of 32 values at a time (the AVX-512 decoder steps
+// through up to four chunks together) and by resumable scalar loops for the rest and for the portable build, and
+// chunk-parallel decoding. The frames are the reference coder's, byte for byte, and both decoders give the same status
+// on any input.
 #include <math.h>
 #include <string.h>
 
@@ -60,6 +61,8 @@ struct Prepared {
   const uint32_t* dec;   // [g][slot]: s | (F_g[s] - 1) << 8 | (slot - Cum_g[s]) << 20 for the symbol index s whose
                          // range holds the slot, with s = 0 in the escape's slots: one lookup decodes a value
   const uint32_t* chan;  // [tensor * period + channel]: its group g | (4096 - F_g[A]) << 16, the escape's first slot
+  const uint32_t* chan_dec;  // [tensor * period + channel]: g * 4096, the group's first entry of dec
+  const uint32_t* chan_enc;  // [tensor * period + channel]: g * a1, the group's first entry of enc
 };
 
 constexpr size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
@@ -67,7 +70,7 @@ constexpr size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
 size_t workspace_bytes(uint32_t groups, unsigned B, uint64_t channels) {
   const size_t a1 = (1u << B) + 1;
   return 64 + align64(sizeof(Prepared)) + align64(4 * (size_t)groups * a1) +
-         align64(4 * (size_t)groups * kRansProbTotal) + align64(4 * channels);
+         align64(4 * (size_t)groups * kRansProbTotal) + 3 * align64(4 * channels);
 }
 
 const Prepared* prepared_of(const sz_symbol_table* t) {
@@ -220,6 +223,8 @@ RansTables rans_tables(const Prepared& p, uint32_t tensor, uint32_t period) {
   t.dec = p.dec;
   t.enc = p.enc;
   t.chan = p.chan + (uint64_t)tensor * period;
+  t.chan_dec = p.chan_dec + (uint64_t)tensor * period;
+  t.chan_enc = p.chan_enc + (uint64_t)tensor * period;
   t.a1 = p.a1;
   t.period = period;
   return t;
@@ -978,6 +983,10 @@ SZ_API sz_status sz_symbol_table_prepare(sz_symbol_table* table, void* workspace
   uint32_t* dec = (uint32_t*)at;
   at += align64(4 * (size_t)G * kRansProbTotal);
   uint32_t* chan = (uint32_t*)at;
+  at += align64(4 * channels);
+  uint32_t* chan_dec = (uint32_t*)at;
+  at += align64(4 * channels);
+  uint32_t* chan_enc = (uint32_t*)at;
   for (uint32_t g = 0; g < G; ++g) {
     uint32_t cum = 0;
     for (uint32_t s = 0; s <= A; ++s) {
@@ -991,6 +1000,8 @@ SZ_API sz_status sz_symbol_table_prepare(sz_symbol_table* table, void* workspace
   for (uint64_t c = 0; c < channels; ++c) {
     const uint32_t g = file_group(*table, c);
     chan[c] = g | (kRansProbTotal - file_freq(*table, g, A)) << 16;
+    chan_dec[c] = g * kRansProbTotal;
+    chan_enc[c] = g * a1;
   }
   p->id = table->id;
   p->groups = G;
@@ -999,6 +1010,8 @@ SZ_API sz_status sz_symbol_table_prepare(sz_symbol_table* table, void* workspace
   p->enc = enc;
   p->dec = dec;
   p->chan = chan;
+  p->chan_dec = chan_dec;
+  p->chan_enc = chan_enc;
   table->prepared = p;
   return SZ_OK;
 }

@@ -2,13 +2,13 @@
 // §4.10.3 and the canonical encoder of §4.10.4. Compiled with AVX-512 F, BW and VBMI and only called after a run-time
 // CPU check (entropy.cpp through selected_isa); the split and join of values stay AVX2's.
 //
-// rANS: the 32 lane states of a chunk live in two registers of sixteen lanes; lane l of register b codes value
-// 16b + l of each step of 32 values. The decoder runs up to four chunks side by side (their steps independent), so
-// that up to eight gathers of sixteen are in flight at once; it gathers each lane's symbol, frequency and offset in
-// its slot as one u32 of the group's 4096-slot table, and takes the symbols out of the gathered entries with one byte
-// permutation per step. The encoder gathers the symbols' frequencies and cumulative frequencies a step
-// ahead, and with them the reciprocal of each frequency (an approximation refined by one Newton step), so that the
-// division on the state's path is a multiply and a correction by one.
+// rANS: the 32 lane states of a chunk live in two registers of sixteen lanes; lane l of register b codes value 16b + l
+// of each step of 32 values. The decoder runs up to four chunks side by side (their steps independent), so that up to
+// eight gathers of sixteen are in flight at once; it gathers each lane's symbol, frequency and offset in its slot as
+// one u32 of the group's 4096-slot table (the group's row read from a per-channel array), and takes the symbols out of
+// the gathered entries with one byte permutation per step. The encoder gathers the symbols' frequencies and cumulative
+// frequencies a step ahead, and with them the reciprocal of each frequency (an approximation refined by one Newton
+// step), so that the division on the state's path is a multiply and a correction by one.
 // Renormalisation has no branch: a compare gives a mask of the lanes that take (decoder) or give (encoder) a 16-bit
 // word; expand puts the next words into the taking lanes in lane order, compress packs the giving lanes' words into
 // consecutive places, and a popcount of the mask moves the word pointer. Escapes are rare and go through a scalar
@@ -40,28 +40,28 @@ inline uint32_t wrap_add(uint32_t ch, uint32_t add, uint32_t period) {  // (ch +
   return ch >= period ? ch - period : ch;
 }
 
-// The channel words of sixteen values from channel ch on: where they wrap around the period, two masked loads
-// (the lanes past the period's end read from its start), or lane by lane for a period below 16.
-inline __m512i load_chan16(const RansTables& t, uint32_t ch) {
-  const uint32_t P = t.period;
-  if (ch + 16 <= P) return _mm512_loadu_si512((const void*)(t.chan + ch));
+// Sixteen entries of a per-channel array (t.chan, t.chan_dec or t.chan_enc) from channel ch on: where they wrap
+// around the period, two masked loads (the lanes past the period's end read from its start), or lane by lane for a
+// period below 16.
+inline __m512i load_chan16(const uint32_t* a, uint32_t P, uint32_t ch) {
+  if (ch + 16 <= P) return _mm512_loadu_si512((const void*)(a + ch));
   if (P >= 16) {
     const __mmask16 head = (__mmask16)((1u << (P - ch)) - 1);
-    const __m512i a = _mm512_maskz_loadu_epi32(head, (const void*)(t.chan + ch));
-    return _mm512_mask_loadu_epi32(a, (__mmask16)~head, (const void*)(t.chan + ch - P));
+    const __m512i lo = _mm512_maskz_loadu_epi32(head, (const void*)(a + ch));
+    return _mm512_mask_loadu_epi32(lo, (__mmask16)~head, (const void*)(a + ch - P));
   }
   alignas(64) uint32_t v[16];
   for (unsigned i = 0; i < 16; ++i) {
-    v[i] = t.chan[ch];
+    v[i] = a[ch];
     ch = ch + 1 == P ? 0 : ch + 1;
   }
   return _mm512_load_si512((const void*)v);
 }
 
-// The channel words of the 32 values of a step from channel ch on, sixteen per register (add16 = 16 mod P).
-inline void load_chans(const RansTables& t, uint32_t ch, uint32_t add16, __m512i* cw) {
-  cw[0] = load_chan16(t, ch);
-  cw[1] = load_chan16(t, wrap_add(ch, add16, t.period));
+// The entries of the 32 values of a step from channel ch on, sixteen per register (add16 = 16 mod P).
+inline void load_chans(const uint32_t* a, uint32_t P, uint32_t ch, uint32_t add16, __m512i* cw) {
+  cw[0] = load_chan16(a, P, ch);
+  cw[1] = load_chan16(a, P, wrap_add(ch, add16, P));
 }
 
 // Steps of N chunks side by side while every one of them has room and none has failed; returns a mask of the chunks
@@ -70,7 +70,7 @@ template <unsigned N>
 unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeState* const* st) {
   const uint32_t A = 1u << symbol_bits, P = t.period, a1 = t.a1;
   const uint32_t add16 = 16 % P, add32 = 32 % P;
-  const __m512i m12 = _mm512_set1_epi32(0xFFF), m16 = _mm512_set1_epi32(0xFFFF);
+  const __m512i m12 = _mm512_set1_epi32(0xFFF);
   // Byte 0 of each u32 of two registers (the symbols of the gathered entries), in lane order.
   const __m512i bytes0 = _mm512_set_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                                          0, 0, 0, 0, 0, 0, 124, 120, 116, 112, 108, 104, 100, 96, 92, 88, 84, 80, 76,
@@ -103,13 +103,14 @@ unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeSt
     __m512i e[2 * N];
     __mmask16 esc[2 * N], need[2 * N];
     for (unsigned k = 0; k < N; ++k) {
-      __m512i cw[2];
-      load_chans(t, ch[k], add16, cw);
+      __m512i cw[2], row[2];
+      load_chans(t.chan, P, ch[k], add16, cw);
+      load_chans(t.chan_dec, P, ch[k], add16, row);
       for (unsigned h = 0; h < 2; ++h) {
         const unsigned b = 2 * k + h;
         const __m512i slot = _mm512_and_si512(x[b], m12);
         esc[b] = _mm512_cmpge_epu32_mask(slot, _mm512_srli_epi32(cw[h], 16));
-        e[b] = _mm512_add_epi32(_mm512_slli_epi32(_mm512_and_si512(cw[h], m16), 12), slot);  // the gather's index
+        e[b] = _mm512_add_epi32(row[h], slot);  // the gather's index
       }
     }
 #pragma GCC unroll 8
@@ -204,13 +205,10 @@ void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeStat
     return _mm512_fmadd_ps(r0, _mm512_fnmadd_ps(ff, r0, one), r0);
   };
   auto gather_step = [&](uint64_t base, uint32_t c0) {  // c0: the channel of value base
-    __m512i cw[2];
-    load_chans(t, c0, add16, cw);
+    load_chans(t.chan_enc, P, c0, add16, nga);  // g (A + 1)
 #pragma GCC unroll 2
     for (unsigned b = 0; b < 2; ++b) {
       nv[b] = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(sym + base + 16 * b)));
-      const __m512i g = _mm512_and_si512(cw[b], m16);
-      nga[b] = _mm512_add_epi32(_mm512_sllv_epi32(g, _mm512_set1_epi32((int)symbol_bits)), g);  // g (A + 1)
       ne[b] = _mm512_i32gather_epi32(_mm512_add_epi32(nga[b], nv[b]), enc, 4);
       nr[b] = recip(_mm512_and_si512(ne[b], m16));
     }

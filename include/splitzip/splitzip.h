@@ -336,7 +336,7 @@ SZ_API size_t sz_symbol_table_file_size(sz_dtype dtype, uint32_t tensors, uint32
 /** Parses and checks a table file (the errors of §5.3); the table then points into src (which must outlive it),
  *  prepared = NULL. Bytes after the table are not read: compare sz_symbol_table_file_size() for exact sizes. */
 SZ_API sz_status sz_symbol_table_parse(const void* src, size_t src_size, sz_symbol_table* table);
-/** Bytes of caller memory that sz_symbol_table_prepare() needs for this table (about 17 KiB per group and 4 bytes
+/** Bytes of caller memory that sz_symbol_table_prepare() needs for this table (about 17 KiB per group and 12 bytes
  *  per channel). */
 SZ_API size_t sz_symbol_table_workspace_size(const sz_symbol_table* table);
 /** Derives the lookup tables of the fast codec into the caller's workspace (any alignment) and sets
