@@ -47,6 +47,16 @@ struct TensorEntry {
 
 SZ_HD uint64_t align16(uint64_t x) { return (x + 15) & ~(uint64_t)15; }
 
+// Entry `tensor` of an image (of image_size bytes) whose tensor table, ending at tens_end, lies inside it: its local
+// groups and the start of its group list, which must be a valid count and lie inside the image. The readers of a
+// device image (the GPU coders) check it with this before they use the entry.
+SZ_HD bool tensor_entry(const uint8_t* image, uint64_t image_size, uint64_t tensor_off, uint64_t tens_end,
+                        uint32_t groups, uint32_t tensor, TensorEntry* te) {
+  *te = *reinterpret_cast<const TensorEntry*>(image + tensor_off + sizeof(TensorEntry) * tensor);
+  return te->local_groups >= 1 && te->local_groups <= groups &&
+         tens_end + 2ull * ((uint64_t)te->list_first + te->local_groups) <= image_size;
+}
+
 // Section offsets of an image of this shape; lists_total = the sum of the tensors' local group counts.
 struct Offsets {
   uint64_t sym, bucket, used, tensor, lists, cmap, enc, end;

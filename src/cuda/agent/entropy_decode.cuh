@@ -470,10 +470,8 @@ SZ_NOINLINE sz_status open_image(const EntropyDecodeArgs& a, EntropyShared& sh, 
       used_end > a.image_size ||
       bucket_end > a.image_size || tens_end > a.image_size || cmap_end > a.image_size)
     return SZ_ERROR_BOOK_MISMATCH;
-  const eimg::TensorEntry te =
-      *reinterpret_cast<const eimg::TensorEntry*>(a.image + im.tensor_off + sizeof(eimg::TensorEntry) * h.tensor);
-  if (te.local_groups < 1 || te.local_groups > im.groups ||
-      tens_end + 2ull * ((uint64_t)te.list_first + te.local_groups) > a.image_size)
+  eimg::TensorEntry te;
+  if (!eimg::tensor_entry(a.image, a.image_size, im.tensor_off, tens_end, im.groups, h.tensor, &te))
     return SZ_ERROR_BOOK_MISMATCH;
   *local = te.local_groups;
   *list_first = te.list_first;

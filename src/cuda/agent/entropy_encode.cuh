@@ -138,10 +138,8 @@ SZ_NOINLINE sz_status open_encode_image(const EntropyEncodeArgs& a, EntropyEncod
   if ((im.tensor_off | im.cmap_off | im.enc_off) & 15u || tens_end > a.image_size || cmap_end > a.image_size ||
       enc_end > a.image_size)
     return SZ_ERROR_BOOK_MISMATCH;
-  const eimg::TensorEntry te =
-      *reinterpret_cast<const eimg::TensorEntry*>(a.image + im.tensor_off + sizeof(eimg::TensorEntry) * a.tensor);
-  if (te.local_groups < 1 || te.local_groups > im.groups ||
-      tens_end + 2ull * ((uint64_t)te.list_first + te.local_groups) > a.image_size)
+  eimg::TensorEntry te;
+  if (!eimg::tensor_entry(a.image, a.image_size, im.tensor_off, tens_end, im.groups, a.tensor, &te))
     return SZ_ERROR_BOOK_MISMATCH;
   sh.period = im.period;
   sh.groups = im.groups;
@@ -171,29 +169,6 @@ SZ_NOINLINE void write_entropy_header(uint8_t* dst, uint32_t dtype, uint32_t chu
   layout::store_u32(h + layout::kOffBookPeriod, period);
   layout::store_u32(h + layout::kOffHeaderChecksum, xxh3::h32(h, layout::kHeaderChecksummed));
   for (int i = 0; i < 64; ++i) dst[i] = h[i];
-}
-
-// Copies len bytes from global s (any alignment; the aligned words around [s, s + len + 4) must be readable: the
-// staging slot's slack) to global g (any alignment), by the warp: the head up to g's 16-byte boundary and the tail
-// by bytes, the body by 16-byte stores assembled from 5 source words with funnel shifts.
-SZ_DEV void copy_global(uint8_t* g, const uint8_t* s, uint32_t len) {
-  const unsigned lane = simt::lane_id();
-  uint32_t head = (uint32_t)((16u - ((uintptr_t)g & 15u)) & 15u);
-  if (head > len) head = len;
-  if (lane < head) g[lane] = s[lane];
-  const uint32_t body = (len - head) >> 4;
-  const uint8_t* const sb = s + head;
-  const uint32_t sh = (uint32_t)((uintptr_t)sb & 3u) * 8u;
-  const uint32_t* const sw = reinterpret_cast<const uint32_t*>(sb - ((uintptr_t)sb & 3u));
-  uint8_t* const gb = g + head;
-  for (uint32_t b = lane; b < body; b += 32) {
-    const uint32_t* p = sw + 4 * b;
-    const uint32_t w0 = p[0], w1 = p[1], w2 = p[2], w3 = p[3], w4 = p[4];
-    simt::st_stream16(gb + 16 * b, make_uint4(simt::funnel_r(w0, w1, sh), simt::funnel_r(w1, w2, sh),
-                                              simt::funnel_r(w2, w3, sh), simt::funnel_r(w3, w4, sh)));
-  }
-  const uint32_t done = head + 16 * body;
-  if (done + lane < len) g[done + lane] = s[done + lane];
 }
 
 // A raw chunk's record (§4.10.3 mode 1): its L symbols packed with B bits, from the input (the rare path: the
@@ -403,7 +378,7 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
     if (lane == 0) put_u32(out + layout::kRansStatesBytes, X);
     for (uint32_t i = lane; i < X; i += 32)
       out[layout::kRansRecordHeader + i] = slot[layout::kRansRecordHeader + X - 1 - i];
-    copy_global(out + layout::kRansRecordHeader + X, slot + wend, (uint32_t)(wtop - wend));
+    copy_out(out + layout::kRansRecordHeader + X, slot + wend, (uint32_t)(wtop - wend));
   } else {
     emit_raw_symbols<DT>(out, in0, L);
   }

@@ -213,18 +213,19 @@ SZ_DEV void smem_words(const uint8_t* p, uint32_t w[N]) {
   }
 }
 
-// Copies len bytes from shared memory s (4-byte aligned, readable up to 4 bytes past len) to global g at any
-// alignment: the head up to a 16-byte boundary and the tail by bytes, the body by 16-byte stores assembled from 5
-// shared words with funnel shifts.
+// Copies len bytes from s (shared or global memory, any alignment; the aligned words around [s, s + len + 4) must be
+// readable) to global g at any alignment, by the warp: the head up to g's 16-byte boundary and the tail by bytes,
+// the body by 16-byte stores assembled from 5 source words with funnel shifts.
 SZ_DEV void copy_out(uint8_t* g, const uint8_t* s, uint32_t len) {
   const unsigned lane = simt::lane_id();
   uint32_t head = (uint32_t)((16u - ((uintptr_t)g & 15u)) & 15u);
   if (head > len) head = len;
   if (lane < head) g[lane] = s[lane];
   const uint32_t body = (len - head) >> 4;
-  const uint32_t sh = (head & 3u) * 8u;
-  const uint32_t* sw = reinterpret_cast<const uint32_t*>(s + (head & ~3u));
-  uint8_t* gb = g + head;
+  const uint8_t* const sb = s + head;
+  const uint32_t sh = (uint32_t)((uintptr_t)sb & 3u) * 8u;
+  const uint32_t* const sw = reinterpret_cast<const uint32_t*>(sb - ((uintptr_t)sb & 3u));
+  uint8_t* const gb = g + head;
   for (uint32_t b = lane; b < body; b += 32) {
     const uint32_t* p = sw + 4 * b;
     const uint32_t w0 = p[0], w1 = p[1], w2 = p[2], w3 = p[3], w4 = p[4];
