@@ -28,6 +28,7 @@ RESULT_PAGES = (("gpu.md", "GPU codec on the H200"),
                 ("disagg_gpu.md", "Prefill → decode on one H200"),
                 ("ratio_max.md", "Max mode (entropy-coded frames): ratio"),
                 ("entropy_gpu.md", "Max mode on the GPU: decode and encode"),
+                ("mode_choice.md", "Fast mode or max mode, by link rate"),
                 ("integrations_h200.md", "Engine adapters on the H200"),
                 ("p2p_loopback_h200.md", "GPU to GPU, layer by layer (`splitzip.p2p`)"))
 
