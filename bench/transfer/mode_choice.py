@@ -22,12 +22,10 @@ import argparse
 import csv
 import statistics
 
+from ttft_model import t_comp, t_raw  # the same pipelined transfer model
+
 LINKS_GBIT = [25, 100, 200, 400, 800, 1600, 3600]  # 3600: NVLink 4 one way (450 GB/s)
 REQUEST = ("Llama-3-8B, 4096 tokens", 131072 * 4096)  # bytes of BF16 KV (../shared/NOTES.md §5)
-
-
-def t_comp(b, link, ratio, enc, dec, msg):
-    return max(b / enc, b / (ratio * link), b / dec) + msg / enc + msg / dec
 
 
 def main():
@@ -68,7 +66,7 @@ def main():
             else:
                 hi = mid
         cross = f"{lo * 8 / 1e9:.0f} Gb/s"
-        raw = [b / (g * 1e9 / 8) * 1e3 for g in LINKS_GBIT]
+        raw = [t_raw(b, g * 1e9 / 8) * 1e3 for g in LINKS_GBIT]
         print(f"| {m} | raw | 1 | – | – | " + " | ".join(f"{x:.1f}" for x in raw) + " | |")
         for mode, e, d, r, note in (("fast", fe, fd, fr, ""), (f"max (chunks 2^{mc})", me, md, mr, cross)):
             ts = [t_comp(b, g * 1e9 / 8, r, e * 1e9, d * 1e9, msg) * 1e3 for g in LINKS_GBIT]
