@@ -145,17 +145,6 @@ sz_status check_table_arg(const sz_symbol_table* table, sz_dtype dtype, uint32_t
   return SZ_OK;
 }
 
-sz_status resolve_params(const sz_params* params, sz_params* out) {
-  sz_params p = sz_params_default();
-  p.chunk_log2 = kEntropyChunkLog2;
-  if (params) p = *params;
-  if (p.chunk_log2 < kMinChunkLog2 || p.chunk_log2 > kMaxChunkLog2 || (p.flags & ~kKnownFlags) ||
-      !flags_consistent(p.flags) || p.reserved != 0)
-    return SZ_ERROR_INVALID_ARGUMENT;
-  *out = p;
-  return SZ_OK;
-}
-
 void write_header(uint8_t* dst, unsigned dtype, unsigned chunk_log2, uint32_t flags, uint64_t n, uint64_t sym_size,
                   uint64_t table_id, uint32_t tensor, uint32_t period) {
   memset(dst, 0, kHeaderSize);
@@ -448,7 +437,7 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
   if (!reference && prep == nullptr) return SZ_ERROR_INVALID_ARGUMENT;  // sz_symbol_table_prepare first
   if (reference && !table_contents_ok(*table)) return SZ_ERROR_BAD_CODEBOOK;
   sz_params p;
-  if ((s = resolve_params(params, &p)) != SZ_OK) return s;
+  if ((s = detail::resolve_entropy_params(params, &p)) != SZ_OK) return s;
 
   const uint8_t* src = (const uint8_t*)src_v;
   uint8_t* dst = (uint8_t*)dst_v;

@@ -32,6 +32,7 @@
 #include "cuda/agent/entropy_decode.cuh"  // ESplit, EFlag, hash_span, Span, LH32 rows, workspace, io
 #include "cuda/policy.cuh"
 #include "entropy_image.h"
+#include "internal.h"  // resolve_entropy_params
 
 namespace splitzip {
 namespace cuda {
@@ -497,26 +498,13 @@ SZ_DEV void entropy_encode_warps(const EntropyEncodeArgs& a) {
 
 // ---- host side -----------------------------------------------------------------------------------------------
 
-// The parameters of an entropy-coded frame, as sz_compress_entropy resolves them (NULL: the recommended chunk and
-// the default flags).
-inline sz_status resolve_entropy_params(const sz_params* params, sz_params* out) {
-  sz_params p = sz_params_default();
-  p.chunk_log2 = layout::kEntropyChunkLog2;
-  if (params) p = *params;
-  if (p.chunk_log2 < layout::kMinChunkLog2 || p.chunk_log2 > layout::kMaxChunkLog2 ||
-      (p.flags & ~layout::kKnownFlags) || !layout::flags_consistent(p.flags) || p.reserved != 0)
-    return SZ_ERROR_INVALID_ARGUMENT;
-  *out = p;
-  return SZ_OK;
-}
-
 // What sz_cuda_compress_entropy_workspace_size answers.
 inline sz_status entropy_encode_workspace_query(uint64_t n, sz_dtype dtype, const sz_params* params, size_t* ws) {
   if (!ws) return SZ_ERROR_INVALID_ARGUMENT;
   *ws = 0;
   if (!layout::dtype_known((unsigned)dtype) || n >= layout::kMaxValues) return SZ_ERROR_INVALID_ARGUMENT;
   sz_params p;
-  const sz_status s = resolve_entropy_params(params, &p);
+  const sz_status s = detail::resolve_entropy_params(params, &p);
   if (s != SZ_OK) return s;
   *ws = (size_t)entropy_encode_workspace_bytes(layout::n_chunks(n, p.chunk_log2), p.chunk_log2,
                                                layout::symbol_split((unsigned)dtype).symbol_bits);
@@ -534,7 +522,7 @@ inline sz_status make_entropy_encode_args(const void* d_src, uint64_t n, sz_dtyp
   if (((uintptr_t)d_image & 15u) != 0 || tensor >= layout::kMaxTensors) return SZ_ERROR_INVALID_ARGUMENT;
   if (image_size < sizeof(eimg::Header)) return SZ_ERROR_BAD_CODEBOOK;
   sz_params p;
-  sz_status s = resolve_entropy_params(params, &p);
+  sz_status s = detail::resolve_entropy_params(params, &p);
   if (s != SZ_OK) return s;
   if (dst_capacity < sz_compress_bound(n, dtype)) return SZ_ERROR_DST_TOO_SMALL;
   size_t need = 0;
