@@ -10,7 +10,7 @@
     book = splitzip.calibrate_channels(sample_kv)   # per-channel windows from [L, 2, T, H, D] sample KV
     box = splitzip.compress_kv(kv, book)     # the book + one version 2 frame per (layer, K/V): more ratio
     table = splitzip.calibrate_max(sample_kv)       # max mode: a symbol table (per channel group) from sample KV
-    box = splitzip.compress_kv_max(kv, table)       # the table + one entropy-coded version 3 frame per tensor (CPU)
+    box = splitzip.compress_kv_max(kv, table)       # the table + one entropy-coded version 3 frame per tensor
     splitzip.decompress(splitzip.compress(kv[0, 1], table, book_tensor=1), table=table)   # one tensor
 
 Frames follow docs/FORMAT.md (format v1; v2 with channel books; v3, the max mode, with symbol tables) and are

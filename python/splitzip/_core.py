@@ -382,7 +382,7 @@ def compress(tensor: BufferLike, codebook: Union[CodebookLike, "ChannelBook", "S
         "value" / "generic" for a default codebook of that kind; or a :class:`ChannelBook` with ``book_tensor``
         (which of its tensors this is: 2 * layer, + 1 for V) for a version 2 frame (host tensors); or a
         :class:`SymbolTable` with ``book_tensor`` for an entropy-coded version 3 frame (the max mode: host tensors
-        only, a CUDA tensor raises ValueError; one thread; chunks of 65536 values by default).
+        on one thread, CUDA tensors on their GPU, the same bytes; chunks of 65536 values by default).
     chunk: values per chunk, a power of two from 256 to 65536 (default 4096).
     threads: CPU threads (default 1, as in the C API and the CLI; 0: one per hardware thread); never changes the
         bytes.

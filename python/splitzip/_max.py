@@ -12,10 +12,11 @@ its id. Channels are those of the channel books: a KV cache [layers][2][tokens][
     frame = splitzip.compress(kv[3, 1], table, book_tensor=7)   # one tensor: layer 3's V
     values = splitzip.decompress(frame, table=table)
 
-Encoding runs on the CPU only: compressing a CUDA tensor raises ValueError (copy it to the host first: ``.cpu()``,
-``cupy.asnumpy``); nothing is copied behind the caller's back. Decoding runs on the CPU or, for a frame in device
-memory (torch or cupy), on its GPU: ``splitzip.decompress(frame_on_gpu, table=table)`` (the table's device image is
-built and copied once per table and device). Calibration, an offline step, copies device samples to the host.
+Both directions run where the data is. A CUDA tensor (torch or cupy) is coded on its GPU, on the current stream,
+into the same bytes as the CPU coder's: ``splitzip.compress(kv_gpu[3, 1], table, book_tensor=7)`` gives the frame
+in device memory; a frame in device memory decodes on its GPU: ``splitzip.decompress(frame_on_gpu, table=table)``.
+The table's device image is built and copied once per table and device. Calibration, an offline step, copies device
+samples to the host.
 """
 
 from __future__ import annotations
@@ -35,19 +36,19 @@ from ._core import (
     BufferLike,
     DTypeLike,
     Tensor,
-    _Tensor,
+    _cupy_workspace,
+    _device_to_host,
     _flags,
     _host_bytes,
     _int_arg,
+    _Tensor,
     _threads,
+    _to_device_like,
 )
 from ._errors import check, error_for
 
 _MAGICS = {b"SPZK": "a channel book file (ChannelBook.load)", b"SPZB": "a codebook file (Codebook.load)",
            b"SPZF": "a SplitZip frame", b"SPZC": "a SplitZip container"}
-
-_CPU_ONLY = ("the max mode (version 3 frames) encodes on the CPU only: copy the tensor to the host first "
-             "(.cpu() for torch, cupy.asnumpy for cupy)")
 
 
 class SymbolTable:
@@ -260,22 +261,69 @@ def _encode(src: np.ndarray, n: int, did: int, table: SymbolTable, tensor: int, 
     return dst
 
 
+def _cuda_encode(t: _Tensor, spans: Sequence[Tuple[object, int]], n: int, did: int, table: SymbolTable, log2: int,
+                 flags: int, what: str) -> list:
+    """Version 3 frames coded on t's GPU: one per (flat uint8 device view of n values, table tensor) of ``spans``,
+    enqueued on the device's current stream one after the other (they share its workspace); then one wait for their
+    sizes. Returns the frames: uint8 device arrays of t's framework, views of compress_bound-sized allocations."""
+    image = table._device_image(t)
+    st, ws = _ext.cuda_compress_entropy_workspace_size(n, did, log2, flags)
+    check(st, what)
+    bound = _ext.compress_bound(n, did)
+    if t.framework == "torch":
+        import torch
+        from . import _torch_ops
+        dev = t.obj.device
+        with torch.cuda.device(dev):
+            stream = _torch_ops._stream(dev)
+            workspace = _torch_ops._workspace_for(ws, dev)
+            dsts = [torch.empty(bound, dtype=torch.uint8, device=dev) for _ in spans]
+            sizes_d = torch.zeros(len(spans), dtype=torch.int64, device=dev)  # uint64 on the device, < 2^63
+            for i, (src, tz) in enumerate(spans):
+                check(_ext.cuda_compress_entropy(src, n, did, image, tz, log2, flags, dsts[i], workspace,
+                                                 sizes_d[i:i + 1], stream), what)
+            sizes = sizes_d.cpu().tolist()  # the one wait: the frames' lengths
+    else:
+        import cupy
+        with t.obj.device:
+            stream = cupy.cuda.get_current_stream().ptr
+            workspace = _cupy_workspace(ws, stream)
+            dsts = [cupy.empty(bound, dtype=cupy.uint8) for _ in spans]
+            sizes_d = cupy.zeros(len(spans), dtype=cupy.uint64)
+            for i, (src, tz) in enumerate(spans):
+                check(_ext.cuda_compress_entropy(src, n, did, image, tz, log2, flags, dsts[i], workspace,
+                                                 sizes_d[i:i + 1], stream), what)
+            sizes = [int(v) for v in sizes_d.get()]
+    if any(v == 0 for v in sizes):  # the kernel's report of an image or workspace it cannot use; not a frame
+        raise error_for(1, f"{what}: the GPU encoder wrote no frame (the table's device image or the workspace "
+                           f"was not usable)")
+    return [d[:v] for d, v in zip(dsts, sizes)]
+
+
 def compress_entropy(tensor: BufferLike, table: Union[SymbolTable, str, "os.PathLike[str]"], book_tensor: int,
                      chunk: Optional[int] = None, checksum: Union[bool, str] = True, dtype: Optional[DTypeLike] = None, *,
-                     reference: bool = False) -> np.ndarray:
+                     reference: bool = False) -> Tensor:
     """A version 3 frame of one tensor (tensor ``book_tensor`` of the table: 2 * layer for K, + 1 for V): value i
-    belongs to channel i mod table.period. Host tensors; a 1-D uint8 numpy array. ``reference=True``: the
-    library's scalar reference coder (the oracle; the same bytes)."""
+    belongs to channel i mod table.period. Host tensors give a 1-D uint8 numpy array; CUDA tensors (torch, cupy)
+    are coded on their GPU, on the current stream, and give a 1-D uint8 array of their framework on that device,
+    the same bytes (the frame size is needed for its length: one wait for the stream, as ``compress``).
+    ``reference=True``: the library's scalar reference coder (the oracle; the same bytes; host tensors)."""
     b = _table_arg(table)
     t = _Tensor(tensor, "tensor")
-    if t.device != "cpu":
-        raise ValueError(f"compress: {_CPU_ONLY}")
     did = t.format_dtype(dtype, "tensor")
     if DTYPE_IDS[b.dtype] != did:
         raise error_for(9, f"compress: the symbol table is for {b.dtype}, the tensor is {_DTYPE_NAMES[did]}")
     tz = _int_arg(book_tensor, "book_tensor", 0, b.tensors - 1)
     n = t.nbytes // _DTYPE_SIZES[did]
-    return _encode(t.bytes, n, did, b, tz, _chunk_log2_max(chunk), _flags(checksum), reference, "compress")
+    log2, flags = _chunk_log2_max(chunk), _flags(checksum)
+    if t.device == "cuda":
+        if reference:
+            raise ValueError("compress: the reference coder runs on the host (reference=True takes host tensors)")
+        if n == 0:  # zero-size device arrays do not cross DLPack: the bare header, made on the host, copied over
+            return _to_device_like(t, _encode(np.empty(0, dtype=np.uint8), 0, did, b, tz, log2, flags, False,
+                                              "compress"))
+        return _cuda_encode(t, [(t.bytes, tz)], n, did, b, log2, flags, "compress")[0]
+    return _encode(t.bytes, n, did, b, tz, log2, flags, reference, "compress")
 
 
 def frame_table_id(frame: np.ndarray) -> Optional[Tuple[int, int]]:
@@ -303,18 +351,18 @@ def compress_kv_max(kv: Tensor, table: Union[SymbolTable, str, "os.PathLike[str]
     """A KV cache [layers, 2, tokens, kv_heads, head_dim] as a container (docs/FORMAT.md §6): the table (item
     "symbol_table", kind 4), then one version 3 frame per tensor ("layer<l>.k", "layer<l>.v", shape [tokens,
     kv_heads, head_dim]) that together restore its bytes. Byte-identical to ``splitzip compress --mode max
-    --kv-shape L,2,T,H,D --codebook TABLE`` (chunks of 2^16 values by default, as there). Host tensors.
+    --kv-shape L,2,T,H,D --codebook TABLE`` (chunks of 2^16 values by default, as there). The container is a host
+    array; a CUDA tensor (torch, cupy) is coded on its GPU, on the current stream (one wait, for the frames' sizes),
+    and its frames are copied to the host.
 
-    threads: tensors coded at once (default 1; 0: one per CPU); each frame is coded by one thread and the bytes
-    never depend on it."""
+    threads: host tensors: tensors coded at once (default 1; 0: one per CPU); each frame is coded by one thread and
+    the bytes never depend on it. Checked but unused for CUDA tensors."""
     from ._container import _assemble
 
     b = _table_arg(table)
     if isinstance(kv, np.ndarray) and not kv.flags.c_contiguous:
         kv = np.ascontiguousarray(kv)
     t = _Tensor(kv, "kv")
-    if t.device != "cpu":
-        raise ValueError(f"compress_kv_max: {_CPU_ONLY}")
     did = t.format_dtype(dtype, "kv")
     L, H, D = _kv_layout(t, kv_shape, "kv")
     if DTYPE_IDS[b.dtype] != did:
@@ -334,7 +382,13 @@ def compress_kv_max(kv: Tensor, table: Union[SymbolTable, str, "os.PathLike[str]
                        f"compress_kv_max: tensor {tz}")
 
     workers = min(2 * L, nthreads if nthreads else (os.cpu_count() or 1))
-    if workers > 1:  # the extension releases the GIL while it codes
+    if t.device == "cuda" and n > 0:
+        spans = [(flat[tz * tensor_bytes:(tz + 1) * tensor_bytes], tz) for tz in range(2 * L)]
+        frames = [_device_to_host(f) for f in _cuda_encode(t, spans, n, did, b, log2, flags, "compress_kv_max")]
+    elif t.device == "cuda":  # no tokens: bare headers, made on the host
+        frames = [_encode(np.empty(0, dtype=np.uint8), 0, did, b, tz, log2, flags, False,
+                          f"compress_kv_max: tensor {tz}") for tz in range(2 * L)]
+    elif workers > 1:  # the extension releases the GIL while it codes
         with ThreadPoolExecutor(max_workers=workers) as pool:
             frames = list(pool.map(one, range(2 * L)))
     else:

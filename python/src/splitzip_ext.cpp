@@ -591,6 +591,38 @@ std::tuple<int, nb::bytes> symbol_table_image(const SymbolTable& t) {
   return {static_cast<int>(st), nb::bytes(reinterpret_cast<const char*>(buf.data()), st == SZ_OK ? got : 0)};
 }
 
+std::tuple<int, size_t> cuda_compress_entropy_workspace_size(uint64_t n_values, int dtype, unsigned chunk_log2,
+                                                             unsigned flags) {
+  const sz_params p = params_from(chunk_log2, flags, 1);
+  size_t ws = 0;
+  const sz_status st = sz_cuda_compress_entropy_workspace_size(n_values, static_cast<sz_dtype>(dtype), &p, &ws);
+  return {static_cast<int>(st), ws};
+}
+
+// Tensor `tensor` of a symbol table, n values in device memory, coded on the GPU into a version 3 frame with the
+// table's device image: the CPU coder's bytes. The frame size goes to frame_size (0: the kernel found the image or
+// the workspace unusable).
+int cuda_compress_entropy(const InArray& src, uint64_t n_values, int dtype, const InArray& image, uint32_t tensor,
+                          unsigned chunk_log2, unsigned flags, const OutArray& dst, const OutArray& workspace,
+                          const OutArray& frame_size, uintptr_t stream) {
+  const Raw s = raw_view(src, "src", Where::kDevice);
+  const Raw im = raw_view(image, "table image", Where::kDevice);
+  const Raw d = raw_view(dst, "dst", Where::kDevice);
+  const Raw w = raw_view(workspace, "workspace", Where::kDevice);
+  const Raw fs = raw_view(frame_size, "frame_size", Where::kDevice);
+  if (fs.nbytes < sizeof(uint64_t)) throw nb::value_error("frame_size: needs 8 bytes");
+  const size_t vsize = sz_dtype_size(static_cast<sz_dtype>(dtype));
+  if (vsize == 0) return SZ_ERROR_UNSUPPORTED_DTYPE;
+  if (n_values > s.nbytes / vsize) throw nb::value_error("src: fewer bytes than n_values values");
+  const sz_params p = params_from(chunk_log2, flags, 1);
+  nb::gil_scoped_release release;
+  return static_cast<int>(sz_cuda_compress_entropy(s.ptr, n_values, static_cast<sz_dtype>(dtype), im.ptr, im.nbytes,
+                                                   tensor, &p, const_cast<void*>(d.ptr), d.nbytes,
+                                                   const_cast<void*>(w.ptr), w.nbytes,
+                                                   static_cast<uint64_t*>(const_cast<void*>(fs.ptr)), nullptr,
+                                                   stream_from(stream)));
+}
+
 // A version 3 frame in device memory decoded with the table's device image (also in device memory).
 int cuda_decompress_entropy(const InArray& src, const InArray& image, const OutArray& dst, const OutArray& workspace,
                             const OutArray& status, uintptr_t stream) {
@@ -783,6 +815,11 @@ NB_MODULE(_splitzip, m) {
   m.def("cuda_decompress", &cuda_decompress, nb::arg("src").noconvert(), nb::arg("dst").noconvert(),
         nb::arg("workspace").noconvert(), nb::arg("status").noconvert(), nb::arg("stream"));
   m.def("symbol_table_image", &symbol_table_image, nb::arg("table"));
+  m.def("cuda_compress_entropy_workspace_size", &cuda_compress_entropy_workspace_size);
+  m.def("cuda_compress_entropy", &cuda_compress_entropy, nb::arg("src").noconvert(), nb::arg("n_values"),
+        nb::arg("dtype"), nb::arg("image").noconvert(), nb::arg("tensor"), nb::arg("chunk_log2"), nb::arg("flags"),
+        nb::arg("dst").noconvert(), nb::arg("workspace").noconvert(), nb::arg("frame_size").noconvert(),
+        nb::arg("stream"));
   m.def("cuda_decompress_entropy", &cuda_decompress_entropy, nb::arg("src").noconvert(), nb::arg("image").noconvert(),
         nb::arg("dst").noconvert(), nb::arg("workspace").noconvert(), nb::arg("status").noconvert(),
         nb::arg("stream"));

@@ -390,19 +390,32 @@ def test_bad_arguments_raise_clear_errors(small):
         assert "incompatible function arguments" not in str(e.value), str(e.value)
 
 
-def test_device_tensors_encode_on_the_host_only_and_decode_on_the_gpu(small):
+def cuda_torch():
+    """torch with a CUDA device and a CUDA build of the extension, else the test is skipped."""
     torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
+    if not (torch.cuda.is_available() and splitzip.cuda_available()):
+        pytest.skip("needs a CUDA GPU and an extension built with SPLITZIP_ENABLE_CUDA=ON")
+    return torch
+
+
+def on_gpu(torch, x):
+    """The bytes of host array x as a CUDA uint8 tensor (pass dtype= with it)."""
+    return torch.from_numpy(bits_of(x).copy()).cuda()
+
+
+def test_device_tensors_encode_and_decode_on_the_gpu(small):
+    torch = cuda_torch()
     table, x, frame = small
-    with pytest.raises(ValueError, match="CPU only"):
-        splitzip.compress(torch.from_numpy(x.view(np.int16)).cuda().view(torch.bfloat16), table, book_tensor=0)
+    gframe = splitzip.compress(torch.from_numpy(x.view(np.int16)).cuda().view(torch.bfloat16), table, book_tensor=0,
+                               chunk=256)
+    assert gframe.is_cuda and gframe.dtype == torch.uint8
+    assert np.array_equal(gframe.cpu().numpy(), frame)  # the GPU encoder writes the CPU coder's bytes
     want = splitzip.decompress(frame, table=table)
-    got = splitzip.decompress(torch.from_numpy(frame).cuda(), table=table)  # the GPU decoder
+    got = splitzip.decompress(gframe, table=table)  # the GPU decoder
     assert got.is_cuda and np.array_equal(got.cpu().view(torch.int16).numpy(), np.asarray(want).view(np.int16))
     out = torch.empty(x.size, dtype=torch.bfloat16, device="cuda")
     st = torch.full((1,), -1, dtype=torch.int32, device="cuda")
-    splitzip.decompress(torch.from_numpy(frame).cuda(), out=out, status=st, table=table)  # enqueued, no wait
+    splitzip.decompress(gframe, out=out, status=st, table=table)  # enqueued, no wait
     splitzip.check_status(st)
     assert torch.equal(out.view(torch.int16), got.view(torch.int16))
     bad = frame.copy()
@@ -411,6 +424,61 @@ def test_device_tensors_encode_on_the_host_only_and_decode_on_the_gpu(small):
         splitzip.decompress(bad, table=table)
     with pytest.raises(splitzip.Error):
         splitzip.decompress(torch.from_numpy(bad).cuda(), table=table)
+    with pytest.raises(ValueError, match="reference"):
+        splitzip._max.compress_entropy(on_gpu(torch, x), table, 0, dtype="bf16", reference=True)
+    with pytest.raises(splitzip.Error, match="symbol table is for bf16"):
+        splitzip.compress(torch.zeros(64, dtype=torch.float16, device="cuda"), table, book_tensor=0)
+
+
+@needs_ml_dtypes
+@pytest.mark.parametrize("name", ALL_DTYPES)
+def test_gpu_frames_are_those_of_the_cpu_coder_in_every_dtype(real_kv, name):
+    torch = cuda_torch()
+    samples, held = split_tokens(real_kv[name])
+    table = splitzip.calibrate_max(samples, groups=16)
+    g = on_gpu(torch, held)
+    # A whole KV cache: its frames coded on the GPU, the container on the host, byte for byte the CPU's.
+    box = splitzip.compress_kv_max(g, table, kv_shape=(L, H, D), dtype=name)
+    assert isinstance(box, np.ndarray) and np.array_equal(box, splitzip.compress_kv_max(held, table))
+    n = (T - 112) * H * D
+    size = np.dtype(numpy_dtype(name)).itemsize
+    for chunk, checksum in [(None, True), (256, False), (4096, "h32"), (1 << 12, "lh32")]:
+        for tz in (0, 2 * L - 1):
+            part = g[tz * n * size:(tz + 1) * n * size]
+            gframe = splitzip.compress(part, table, book_tensor=tz, dtype=name, chunk=chunk, checksum=checksum)
+            want = splitzip.compress(np.ascontiguousarray(held[tz // 2, tz % 2]), table, book_tensor=tz, chunk=chunk,
+                                     checksum=checksum)
+            assert np.array_equal(gframe.cpu().numpy(), want), (name, chunk, checksum, tz)
+            back = splitzip.decompress(gframe, table=table)
+            assert back.is_cuda and torch.equal(back.view(torch.uint8).reshape(-1), part), (name, chunk, tz)
+
+
+@pytest.mark.parametrize("name,period", [("bf16", 48), ("fp16", 64), ("fp32", 32), ("fp8_e4m3", 96),
+                                         ("fp8_e5m2", 128)])
+def test_gpu_encoder_escapes_odd_sizes_and_empty_frames(name, period):
+    torch = cuda_torch()
+    bits = kv_like_bits(name, 2 * 3 * 40 * period, seed=7)  # arbitrary bit patterns: escapes of every kind
+    table = splitzip.calibrate_max(bits[: bits.size // 2], kv_shape=(3, 1, period), dtype=name, groups=4)
+    other = kv_like_bits(name, bits.size, seed=8)
+    g = on_gpu(torch, other)
+    size = other.itemsize
+    for n in (0, 1, 31, 33, 40 * period - 1, 40 * period):
+        for chunk in (256, 512):
+            want = splitzip.compress(other[:n], table, book_tensor=1, dtype=name, chunk=chunk)
+            gframe = splitzip.compress(g[:n * size], table, book_tensor=1, dtype=name, chunk=chunk)
+            assert gframe.is_cuda and np.array_equal(gframe.cpu().numpy(), want), (name, n, chunk)
+    box = splitzip.compress_kv_max(g, table, kv_shape=(3, 1, period), dtype=name, chunk=256)
+    assert np.array_equal(box, splitzip.compress_kv_max(other, table, kv_shape=(3, 1, period), dtype=name, chunk=256))
+
+
+def test_gpu_encoder_with_cupy(small):
+    cuda_torch()
+    cupy = pytest.importorskip("cupy")
+    table, x, frame = small
+    gframe = splitzip.compress(cupy.asarray(x.view(np.uint8)), table, book_tensor=0, dtype="bf16", chunk=256)
+    assert isinstance(gframe, cupy.ndarray) and np.array_equal(cupy.asnumpy(gframe), frame)
+    back = splitzip.decompress(gframe, table=table)
+    assert np.array_equal(cupy.asnumpy(back).view(np.uint16), x)
 
 
 @needs_ml_dtypes
