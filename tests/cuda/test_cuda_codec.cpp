@@ -565,6 +565,53 @@ TEST(CudaCodec, HostArgumentChecks) {
 
 // Compress and decompress captured in one CUDA graph and replayed, with new input between replays: one launch per
 // direction, no memset, no host work; every replay's frame equals the reference and decodes to its input.
+// One compress and one decompress call captured into a CUDA graph by enqueue(stream) (outputs: the frame and its
+// size, the decoder's status and output size, the decoded values), which must hold one kernel per direction; then
+// four replays, each on input(replay) (at least raw_bytes bytes, copied into src first), checked against the CPU's
+// frame reference(data) and against the input itself.
+struct GraphIo {
+  DevBuf &src, &frame, &out, &fsize, &st, &osize;
+  size_t raw_bytes;
+};
+template <class Enqueue, class Input, class Reference>
+void check_graph_replays(const GraphIo& io, Enqueue enqueue, Input input, Reference reference) {
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  enqueue(stream);
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  size_t nodes = 0;
+  CUDA_OK(cudaGraphGetNodes(graph, nullptr, &nodes));
+  EXPECT_EQ(nodes, 2u) << "one kernel per direction";
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 4; ++replay) {
+    const std::vector<uint8_t> data = input(replay);
+    ASSERT_GE(data.size(), io.raw_bytes);
+    CUDA_OK(cudaMemcpy(io.src.p, data.data(), io.raw_bytes, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    uint64_t size = 0, got_size = 0;
+    int32_t status = -1;
+    CUDA_OK(cudaMemcpy(&size, io.fsize.p, 8, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&status, io.st.p, 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&got_size, io.osize.p, 8, cudaMemcpyDeviceToHost));
+    const std::vector<uint8_t> ref = reference(data);
+    ASSERT_EQ(size, ref.size()) << "replay " << replay;
+    std::vector<uint8_t> f(size), back(io.raw_bytes);
+    CUDA_OK(cudaMemcpy(f.data(), io.frame.p, size, cudaMemcpyDeviceToHost));
+    ASSERT_TRUE(f == ref) << "replay " << replay;
+    ASSERT_EQ(status, SZ_OK) << "replay " << replay;
+    ASSERT_EQ(got_size, io.raw_bytes);
+    CUDA_OK(cudaMemcpy(back.data(), io.out.p, back.size(), cudaMemcpyDeviceToHost));
+    ASSERT_TRUE(std::equal(back.begin(), back.end(), data.begin())) << "replay " << replay;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
 TEST(CudaCodec, GraphCaptureAndReplay) {
   SZ_SKIP_WITHOUT_GPU();
   const uint64_t n = 3 * 4096 + 1000;
@@ -576,46 +623,22 @@ TEST(CudaCodec, GraphCaptureAndReplay) {
   ASSERT_EQ(sz_cuda_compress_workspace_size(n, SZ_DTYPE_BF16, &p, &ews), SZ_OK);
   ASSERT_EQ(sz_cuda_decompress_workspace_size(bound, n * 2, &dws), SZ_OK);
   DevBuf src(n * 2), frame(bound), out(n * 2), ework(ews, true), dwork(dws, true), fsize(8), st(4), osize(8);
-  cudaStream_t stream;
-  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  ASSERT_EQ(sz_cuda_compress(src.p, n, SZ_DTYPE_BF16, &cb, &p, frame.p, bound, ework.p, ews, (uint64_t*)fsize.p,
-                             nullptr, stream),
-            SZ_OK);
-  // The decoder reads the frame size from the frame itself; it is given the bound as the buffer size.
-  ASSERT_EQ(sz_cuda_decompress(frame.p, bound, out.p, n * 2, dwork.p, dws, (int32_t*)st.p, (uint64_t*)osize.p, stream),
-            SZ_OK);
-  CUDA_OK(cudaStreamEndCapture(stream, &graph));
-  size_t nodes = 0;
-  CUDA_OK(cudaGraphGetNodes(graph, nullptr, &nodes));
-  EXPECT_EQ(nodes, 2u) << "one kernel per direction";
-  cudaGraphExec_t exec;
-  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int replay = 0; replay < 4; ++replay) {
-    unsigned center = 0;
-    const std::vector<uint8_t> data = test_values(SZ_DTYPE_BF16, n, 500 + replay, &center);
-    CUDA_OK(cudaMemcpy(src.p, data.data(), data.size(), cudaMemcpyHostToDevice));
-    CUDA_OK(cudaGraphLaunch(exec, stream));
-    CUDA_OK(cudaStreamSynchronize(stream));
-    uint64_t size = 0, got_size = 0;
-    int32_t status = -1;
-    CUDA_OK(cudaMemcpy(&size, fsize.p, 8, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(&status, st.p, 4, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(&got_size, osize.p, 8, cudaMemcpyDeviceToHost));
-    const std::vector<uint8_t> ref = cpu_compress(data, n, SZ_DTYPE_BF16, cb, p);
-    ASSERT_EQ(size, ref.size()) << "replay " << replay;
-    std::vector<uint8_t> f(size), back(n * 2);
-    CUDA_OK(cudaMemcpy(f.data(), frame.p, size, cudaMemcpyDeviceToHost));
-    ASSERT_TRUE(f == ref) << "replay " << replay;
-    ASSERT_EQ(status, SZ_OK) << "replay " << replay;
-    ASSERT_EQ(got_size, n * 2);
-    CUDA_OK(cudaMemcpy(back.data(), out.p, back.size(), cudaMemcpyDeviceToHost));
-    ASSERT_TRUE(back == data) << "replay " << replay;
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
+  check_graph_replays(
+      GraphIo{src, frame, out, fsize, st, osize, n * 2},
+      [&](cudaStream_t stream) {
+        ASSERT_EQ(sz_cuda_compress(src.p, n, SZ_DTYPE_BF16, &cb, &p, frame.p, bound, ework.p, ews, (uint64_t*)fsize.p,
+                                   nullptr, stream),
+                  SZ_OK);
+        // The decoder reads the frame size from the frame itself; it is given the bound as the buffer size.
+        ASSERT_EQ(sz_cuda_decompress(frame.p, bound, out.p, n * 2, dwork.p, dws, (int32_t*)st.p, (uint64_t*)osize.p,
+                                     stream),
+                  SZ_OK);
+      },
+      [&](int replay) {
+        unsigned center = 0;
+        return test_values(SZ_DTYPE_BF16, n, 500 + replay, &center);
+      },
+      [&](const std::vector<uint8_t>& data) { return cpu_compress(data, n, SZ_DTYPE_BF16, cb, p); });
 }
 
 // Many calls of serving sizes (1 KiB .. 2 MiB, every dtype) enqueued back to back on one stream with one pair of
@@ -1085,47 +1108,23 @@ TEST(CudaCodec, EntropyGraphCaptureAndReplay) {
   DevBuf src(n * 2), img(image.size()), frame(bound), out(n * 2), ework(ews, true), dwork(256, true), fsize(8), st(4),
       osize(8);
   CUDA_OK(cudaMemcpy(img.p, image.data(), image.size(), cudaMemcpyHostToDevice));
-  cudaStream_t stream;
-  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  ASSERT_EQ(sz_cuda_compress_entropy(src.p, n, dt, img.p, image.size(), 0, &p, frame.p, bound, ework.p, ews,
-                                     (uint64_t*)fsize.p, nullptr, stream),
-            SZ_OK);
-  ASSERT_EQ(sz_cuda_decompress_entropy(frame.p, bound, img.p, image.size(), out.p, n * 2, dwork.p, 256,
-                                       (int32_t*)st.p, (uint64_t*)osize.p, stream),
-            SZ_OK);
-  CUDA_OK(cudaStreamEndCapture(stream, &graph));
-  size_t nodes = 0;
-  CUDA_OK(cudaGraphGetNodes(graph, nullptr, &nodes));
-  EXPECT_EQ(nodes, 2u) << "one kernel per direction";
-  cudaGraphExec_t exec;
-  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int replay = 0; replay < 4; ++replay) {
-    const std::vector<uint8_t> data = sztest::channel_values(dt, 1, n / kPeriod + 1, kPeriod, 100 + replay);
-    CUDA_OK(cudaMemcpy(src.p, data.data(), n * 2, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaGraphLaunch(exec, stream));
-    CUDA_OK(cudaStreamSynchronize(stream));
-    uint64_t size = 0, got_size = 0;
-    int32_t status = -1;
-    CUDA_OK(cudaMemcpy(&size, fsize.p, 8, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(&status, st.p, 4, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(&got_size, osize.p, 8, cudaMemcpyDeviceToHost));
-    std::vector<uint8_t> ref(bound);
-    size_t ref_size = 0;
-    ASSERT_EQ(sz_compress_entropy_reference(data.data(), n, dt, &tb->t, 0, &p, ref.data(), ref.size(), &ref_size),
-              SZ_OK);
-    ref.resize(ref_size);
-    ASSERT_EQ(size, ref.size()) << "replay " << replay;
-    std::vector<uint8_t> f(size), back(n * 2);
-    CUDA_OK(cudaMemcpy(f.data(), frame.p, size, cudaMemcpyDeviceToHost));
-    ASSERT_TRUE(f == ref) << "replay " << replay;
-    ASSERT_EQ(status, SZ_OK) << "replay " << replay;
-    ASSERT_EQ(got_size, n * 2);
-    CUDA_OK(cudaMemcpy(back.data(), out.p, back.size(), cudaMemcpyDeviceToHost));
-    ASSERT_TRUE(std::equal(back.begin(), back.end(), data.begin())) << "replay " << replay;
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
+  check_graph_replays(
+      GraphIo{src, frame, out, fsize, st, osize, n * 2},
+      [&](cudaStream_t stream) {
+        ASSERT_EQ(sz_cuda_compress_entropy(src.p, n, dt, img.p, image.size(), 0, &p, frame.p, bound, ework.p, ews,
+                                           (uint64_t*)fsize.p, nullptr, stream),
+                  SZ_OK);
+        ASSERT_EQ(sz_cuda_decompress_entropy(frame.p, bound, img.p, image.size(), out.p, n * 2, dwork.p, 256,
+                                             (int32_t*)st.p, (uint64_t*)osize.p, stream),
+                  SZ_OK);
+      },
+      [&](int replay) { return sztest::channel_values(dt, 1, n / kPeriod + 1, kPeriod, 100 + replay); },
+      [&](const std::vector<uint8_t>& data) {
+        std::vector<uint8_t> ref(bound);
+        size_t ref_size = 0;
+        EXPECT_EQ(sz_compress_entropy_reference(data.data(), n, dt, &tb->t, 0, &p, ref.data(), ref.size(), &ref_size),
+                  SZ_OK);
+        ref.resize(ref_size);
+        return ref;
+      });
 }
