@@ -44,7 +44,7 @@
 #include "wire/protocol.h"
 #include "session/session.h"
 #include "splitzip/transfer.hpp"
-#include "transport/ucx.h"
+#include "transport/transport.h"
 
 namespace splitzip {
 namespace transfer {
@@ -98,7 +98,6 @@ struct Slot {
   uint8_t* rbuf = nullptr;   // where UCX receives: buf or mem
   size_t cap = 0;
   uint8_t hdr[proto::kHeaderSize] = {};  // a direct message's header, copied to the host
-  Op op;
   proto::Header h;
   uint64_t n_values = 0;
   uint32_t tensor = 0;
@@ -270,8 +269,10 @@ sz_status Server::open(const ServeOptions& options, std::string* error) {
   if (s.opt.gpu && s.opt.gpu_path == GpuPath::kDirect) {
     // Whether this UCX can take device memory is a property of the build and its transports: ask now (a context
     // only, no worker, so no socket), so that the error comes at open() and not with the first peer.
-    if (!Ucx::cuda_memory_supported())
-      return fail(error, SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support (GpuPath::kDirect)");
+    const Transport& transport = session_transport();
+    if (!transport.device_memory_supported())
+      return fail(error, SZ_ERROR_NOT_SUPPORTED, std::string("this ") + transport.name() +
+                                                     " build does not report CUDA memory support (GpuPath::kDirect)");
   }
   s.notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (s.notify_fd < 0) return fail(error, SZ_ERROR_IO, std::string("eventfd: ") + strerror(errno));
@@ -454,7 +455,9 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
   std::vector<GpuWorker> gpu_workers;
   std::vector<AlignedBuffer> scratch;
   std::unique_ptr<CodecPool> pool;
-  Ucx ucx;
+  const Transport& transport = session_transport();
+  std::unique_ptr<Endpoint> endpoint;  // after the buffers, so that it goes first
+  Endpoint* ep = nullptr;              // endpoint, once open
   const bool use_gpu = opt.gpu;
   const bool files = !opt.discard && !opt.destination;  // tensors go to out_dir
   const bool raw = plan.raw;
@@ -483,18 +486,24 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
       if (t.given && opt.release) opt.release(t.name, t.dst, t.finished);
       t.given = false;
     }
-    for (auto& sl : slots) ucx.cancel(&sl.op);
+    if (ep != nullptr)
+      for (size_t i = 0; i < slots.size(); ++i) ep->cancel(i);
   };
-  // Half-closes the control connection and waits (bounded) for the sender to hang up, progressing the worker
-  // meanwhile: the sender's endpoint close needs this side's worker to answer.
+  // Half-closes the control connection and waits (bounded) for the sender to hang up, progressing the endpoint
+  // meanwhile: the sender's endpoint close needs this side's to answer.
   auto linger = [&](double seconds) {
     shutdown(fd, SHUT_WR);
     const double deadline = now_s() + seconds;
     while (now_s() < deadline) {
-      ucx.progress();
+      if (ep != nullptr) ep->progress();
       bool extra = false;
       if (net::peer_closed(fd, &extra) || extra) break;
-      ucx.wait(0.01);
+      if (ep != nullptr) {
+        ep->wait(0.01);
+      } else {
+        pollfd p = {fd, POLLIN, 0};
+        poll(&p, 1, 10);
+      }
     }
   };
   auto abort_session = [&](sz_status st, const std::string& msg) {
@@ -510,18 +519,23 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
     return fail(error, SZ_ERROR_IO, "the sender disconnected");
   };
 
-  // ---- the session's worker, restricted to the interface this connection arrived on ----
+  // ---- the session's endpoint, restricted to the interface this connection arrived on; a request per slot ----
   {
-    std::string device, why;
-    if (!net::local_interface(fd, &device, &why))
+    EndpointConfig config;
+    std::string why;
+    if (!net::local_interface(fd, &config.net_device, &why))
       return abort_session(SZ_ERROR_IO, "the network interface of the connection: " + why);
+    config.watch_fd = fd;
+    config.requests = plan.n_slots;
     std::string uerr;
-    if (ucx.init(device, &uerr) != SZ_OK) return abort_session(SZ_ERROR_IO, uerr);
-    ucx.watch(fd);
+    if (transport.open(config, &endpoint, &uerr) != SZ_OK) return abort_session(SZ_ERROR_IO, uerr);
+    ep = endpoint.get();
   }
-  direct = use_gpu && opt.gpu_path != GpuPath::kStaged && ucx.cuda_memory();
+  direct = use_gpu && opt.gpu_path != GpuPath::kStaged && ep->device_memory();
   if (use_gpu && opt.gpu_path == GpuPath::kDirect && !direct)
-    return abort_session(SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support");
+    return abort_session(SZ_ERROR_NOT_SUPPORTED,
+                         std::string("this ") + transport.name() + " build does not report CUDA memory support");
+  const MemoryType rtype = direct ? MemoryType::kDevice : MemoryType::kHost;  // where the slots receive
 
   ts.resize(plan.tensors.size());
   for (size_t i = 0; i < ts.size(); ++i) {
@@ -711,7 +725,7 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
       sl.why = "cannot write " + t.name + ": " + strerror(errno);
     }
   };
-  pool.reset(new CodecPool(opt.threads, decode, [&ucx] { ucx.wake(); }));
+  pool.reset(new CodecPool(opt.threads, decode, [ep] { ep->wake(); }));
 
   // A GPU-received tensor that goes to a file: device -> host in pieces, written at its offsets.
   auto write_from_device = [&](TensorState& t) -> bool {
@@ -769,17 +783,23 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
   }
 
   for (size_t i = 0; i < slots.size(); ++i) {
-    if (ucx.recv(data_tag, proto::kTagFull, slots[i].rbuf, slots[i].cap, &slots[i].op, direct) != SZ_OK)
+    std::string why;
+    if (ep->register_memory(slots[i].rbuf, slots[i].cap, rtype, &why) != SZ_OK)
+      return abort_session(SZ_ERROR_IO, std::string("registering the receive buffers with ") + transport.name() +
+                                            ": " + why);
+  }
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (ep->post_recv(i, data_tag, slots[i].rbuf, slots[i].cap, rtype, nullptr) != SZ_OK)
       return abort_session(SZ_ERROR_IO, "cannot post a receive");
     slots[i].state = Slot::kPosted;
   }
-  // Receives are posted: hand the sender this worker's address.
+  // Receives are posted: hand the sender this endpoint's address.
   {
     std::vector<uint8_t> address;
     std::string why;
-    if (ucx.address(&address, &why) != SZ_OK) return abort_session(SZ_ERROR_IO, why);
+    if (ep->local_address(&address, &why) != SZ_OK) return abort_session(SZ_ERROR_IO, why);
     if (address.empty() || address.size() > proto::kMaxAddress)
-      return abort_session(SZ_ERROR_IO, "the UCX worker address does not fit the handshake");
+      return abort_session(SZ_ERROR_IO, std::string("the ") + transport.name() + " address does not fit the handshake");
     if (reply(SZ_OK, "", address) != SZ_OK) return peer_gone();
   }
 
@@ -789,7 +809,7 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
   uint64_t consumed = 0, credited = 0, received = 0;
   double last_activity = now_s();
   for (;;) {
-    bool active = ucx.progress();
+    bool active = ep->progress();
     {
       bool extra = false;
       if (net::peer_closed(fd, &extra)) return peer_gone();
@@ -799,13 +819,15 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
     if (S.stopping) return abort_session(SZ_ERROR_IO, "the server is closing");
     for (size_t i = 0; i < slots.size(); ++i) {
       Slot& sl = slots[i];
-      if (sl.state != Slot::kPosted || !sl.op.done) continue;
+      if (sl.state != Slot::kPosted) continue;
+      size_t len = 0;
+      std::string failure;
+      const Completion c = ep->test(i, &len, &failure);
+      if (c == Completion::kPending) continue;
       active = true;
-      const ucs_status_t us = ucx.reap(&sl.op);
-      if (us == UCS_ERR_MESSAGE_TRUNCATED)
+      if (c == Completion::kTruncated)
         return abort_session(SZ_ERROR_CORRUPT, "the sender sent a message larger than it announced");
-      if (us != UCS_OK) return abort_session(SZ_ERROR_IO, "receive failed: " + ucs_text(us));
-      const size_t len = sl.op.length;
+      if (c != Completion::kOk) return abort_session(SZ_ERROR_IO, "receive failed: " + failure);
       const uint8_t* hdr = sl.rbuf;
       if (direct) {  // the header is in device memory: bring it over
         std::string why;
@@ -862,7 +884,7 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
       if (received + (uint64_t)std::count_if(slots.begin(), slots.end(),
                                              [](const Slot& x) { return x.state == Slot::kPosted; }) <
           total) {
-        if (ucx.recv(data_tag, proto::kTagFull, sl.rbuf, sl.cap, &sl.op, direct) != SZ_OK)
+        if (ep->post_recv((size_t)done, data_tag, sl.rbuf, sl.cap, rtype, nullptr) != SZ_OK)
           return abort_session(SZ_ERROR_IO, "cannot post a receive");
         sl.state = Slot::kPosted;
       }
@@ -898,7 +920,7 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
       return abort_session(SZ_ERROR_IO, "the sender stalled: nothing arrived for " + std::to_string(opt.timeout_s) +
                                             " s (" + std::to_string(received) + " of " + std::to_string(total) +
                                             " messages)");
-    ucx.wait(direct ? 0.001 : 0.05);  // device memory: see the sender
+    ep->wait(direct && !ep->device_completions_signalled() ? 0.001 : 0.05);  // device memory: see the sender
   }
   stats.seconds = now_s() - t_session;
   pool->stop();

@@ -28,7 +28,7 @@
 #include "session/pool.h"
 #include "wire/protocol.h"
 #include "splitzip/transfer.hpp"
-#include "transport/ucx.h"
+#include "transport/transport.h"
 
 namespace splitzip {
 namespace transfer {
@@ -62,7 +62,6 @@ struct Slot {
   size_t payload_size = 0;
   sz_status status = SZ_OK;
   std::string why;
-  Op op;
 };
 
 // What a codec thread owns for the GPU codec.
@@ -195,8 +194,11 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   if (hello_bytes.size() > proto::kMaxHelloBytes)
     return fail(error, SZ_ERROR_INVALID_ARGUMENT, "tensor list too long for one handshake");
 
-  if (use_gpu && opt.gpu_path == GpuPath::kDirect && !Ucx::cuda_memory_supported())
-    return fail(error, SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support (GpuPath::kDirect)");
+  const Transport& transport = session_transport();
+  const std::string no_device_memory =
+      std::string("this ") + transport.name() + " build does not report CUDA memory support (GpuPath::kDirect)";
+  if (use_gpu && opt.gpu_path == GpuPath::kDirect && !transport.device_memory_supported())
+    return fail(error, SZ_ERROR_NOT_SUPPORTED, no_device_memory);
 
   // ---- connect and handshake (PROTOCOL.md §1, §3): HELLO on the control connection, then UCX ----
   const double t_start = now_s();
@@ -233,14 +235,18 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
       return fail(error, ps, "the receiver refused the transfer: " + text);
     }
   }
-  // UCX only now, restricted to the interface this end of the control connection uses.
-  std::string device;
-  if (!net::local_interface(ctrl_fd, &device, &why))
+  // The data transport only now, restricted to the interface this end of the control connection uses; one request
+  // per slot.
+  const size_t nslots = (size_t)opt.window + threads;
+  EndpointConfig ep_config;
+  if (!net::local_interface(ctrl_fd, &ep_config.net_device, &why))
     return fail(error, SZ_ERROR_IO, "the network interface of the connection to " + where + ": " + why);
-  Ucx ucx;
-  st = ucx.init(device, error);
+  ep_config.watch_fd = ctrl_fd;
+  ep_config.requests = nslots;
+  std::unique_ptr<Endpoint> endpoint;
+  st = transport.open(ep_config, &endpoint, error);
   if (st != SZ_OK) return st;
-  ucx.watch(ctrl_fd);
+  Endpoint* const ep = endpoint.get();
   // The producer's ready() and fail() wake this thread while the send runs (and no longer once it returned).
   struct GateHook {
     ReadyGate::Impl* gate;
@@ -253,15 +259,15 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   if (gate != nullptr) {
     std::lock_guard<std::mutex> lock(gate->mu);
     if (gate->wake) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "the ready gate is in use by another send");
-    gate->wake = [&ucx] { ucx.wake(); };
+    gate->wake = [ep] { ep->wake(); };
     gate_hook.gate = gate;
   }
-  const bool direct = use_gpu && opt.gpu_path != GpuPath::kStaged && ucx.cuda_memory();
+  const bool direct = use_gpu && opt.gpu_path != GpuPath::kStaged && ep->device_memory();
   if (use_gpu && opt.gpu_path == GpuPath::kDirect && !direct)
-    return fail(error, SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support (GpuPath::kDirect)");
+    return fail(error, SZ_ERROR_NOT_SUPPORTED, no_device_memory);
   stats.gpu = use_gpu;
   stats.gpu_direct = direct;
-  st = ucx.connect(receiver_address, error);
+  st = ep->connect(receiver_address, error);
   if (st != SZ_OK) return st;
   const uint64_t data_tag = proto::tag_of(proto::kChunk, hello.session);
 
@@ -273,8 +279,8 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
     if (pool) pool->stop();
     // Closing the endpoint first completes its sends (forced: with an error), so that no cancel below waits on a
     // peer that does not answer.
-    ucx.close_ep(flush, flush ? 2.0 : 0.5);
-    for (auto& s : slots) ucx.cancel(&s.op);
+    ep->close(flush, flush ? 2.0 : 0.5);
+    for (size_t i = 0; i < slots.size(); ++i) ep->cancel(i);
   };
 
   // Control messages (CREDIT, RESULT) arrive on the control connection, in order.
@@ -328,14 +334,13 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
     if (got_result && result_status != SZ_OK)
       return fail(error, peer_status(result_status), "the receiver failed: " + result_text);
     if (!what.empty()) return fail(error, SZ_ERROR_IO, what);
-    if (ucx.ep_failed())
-      return fail(error, SZ_ERROR_IO, "connection to " + where + " failed: " + ucs_text(ucx.ep_status()));
+    std::string ep_why;
+    if (ep->failed(&ep_why)) return fail(error, SZ_ERROR_IO, "connection to " + where + " failed: " + ep_why);
     return fail(error, SZ_ERROR_IO, "connection to " + where + " failed: " + ctrl_why);
   };
   stats.handshake_seconds = now_s() - t_start;
 
   // ---- the pipeline ----
-  const size_t nslots = (size_t)opt.window + threads;
   // Raw mode copies each message into its slot too: UCX 1.13 over TCP sends one contiguous buffer about 3x faster
   // than a two-part (header, data) iov on this machine, far more than the copy costs (bench/results/transfer.md).
   const size_t slot_capacity = raw ? (size_t)(opt.chunk_values * max_value_bytes)
@@ -381,6 +386,21 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
         cleanup(false);
         return fail(error, st, "GPU codec resources: " + why);
       }
+    }
+  }
+  // The message buffers, to the transport (the one a slot sends from: host, device when direct, else pinned host).
+  for (auto& s : slots) {
+    std::string why;
+    if (!use_gpu) {
+      st = ep->register_memory(s.buf.data(), s.buf.size(), MemoryType::kHost, &why);
+    } else if (direct) {
+      st = ep->register_memory(s.d_buf.get(), s.d_buf.size(), MemoryType::kDevice, &why);
+    } else {
+      st = ep->register_memory(s.h_buf.get(), s.h_buf.size(), MemoryType::kHost, &why);
+    }
+    if (st != SZ_OK) {
+      cleanup(false);
+      return fail(error, st, std::string("registering the message buffers with ") + transport.name() + ": " + why);
     }
   }
   std::vector<int> slot_of_seq(nslots, -1);  // ring: seq % nslots -> slot, for seqs assigned and not yet sent
@@ -482,7 +502,7 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
     s.msg = s.buf.data();
     s.msg_device = false;
   };
-  pool.reset(new CodecPool(threads, encode, [&ucx] { ucx.wake(); }));
+  pool.reset(new CodecPool(threads, encode, [ep] { ep->wake(); }));
 
   uint64_t next_job = 0;   // next seq to hand to a codec thread
   uint64_t next_send = 0;  // next seq to hand to UCX
@@ -500,7 +520,7 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   bool stalled = false;
 
   for (;;) {
-    bool active = ucx.progress();
+    bool active = ep->progress();
     {
       const bool had_result = got_result;
       const uint64_t had_consumed = consumed;
@@ -511,7 +531,7 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
       }
       if (got_result != had_result || consumed != had_consumed) active = true;
     }
-    if (!got_result && (ucx.ep_failed() || ctrl_closed)) return peer_failed("");
+    if (!got_result && (ep->failed(nullptr) || ctrl_closed)) return peer_failed("");
     if (consumed > next_send) {
       cleanup(false);
       return fail(error, SZ_ERROR_CORRUPT, "the receiver sent an impossible credit");
@@ -528,13 +548,15 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
       break;
     }
     // completed sends free their slots
-    for (auto& s : slots) {
-      if (s.state == Slot::kSending && s.op.done) {
-        const ucs_status_t us = ucx.reap(&s.op);
-        if (us != UCS_OK) return peer_failed("send failed: " + ucs_text(us));
-        s.state = Slot::kFree;
-        active = true;
-      }
+    for (size_t i = 0; i < nslots; ++i) {
+      Slot& s = slots[i];
+      if (s.state != Slot::kSending) continue;
+      std::string why;
+      const Completion c = ep->test(i, nullptr, &why);
+      if (c == Completion::kPending) continue;
+      if (c != Completion::kOk) return peer_failed("send failed: " + why);
+      s.state = Slot::kFree;
+      active = true;
     }
     // finished encodes
     int done_slot;
@@ -614,9 +636,10 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
           }
         }
       }
-      if (ucx.send(data_tag, s.msg, proto::kHeaderSize + s.payload_size, nullptr, 0, &s.op, s.msg_device) != SZ_OK) {
-        return peer_failed(ucx.ep_failed() ? std::string() : "send failed: " + ucs_text(s.op.status));
-      }
+      std::string why;
+      if (ep->post_send((size_t)si, data_tag, s.msg, msg, s.msg_device ? MemoryType::kDevice : MemoryType::kHost,
+                        &why) != SZ_OK)
+        return peer_failed(ep->failed(nullptr) ? std::string() : "send failed: " + why);
       s.state = Slot::kSending;
       stats.payload_bytes += s.payload_size;
       stats.wire_bytes += msg;
@@ -624,7 +647,7 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
       ++next_send;
       active = true;
       if (opt.faults.die_after_chunks != 0 && next_send == opt.faults.die_after_chunks && opt.faults.die) {
-        ucx.progress();
+        ep->progress();
         opt.faults.die();
       }
       if (opt.faults.stall_after_chunks != 0 && next_send == opt.faults.stall_after_chunks) stalled = true;
@@ -642,8 +665,8 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
                       std::to_string(next_send) + " of " + std::to_string(total) + " messages, " +
                       std::to_string(consumed) + " confirmed)");
     }
-    // Device memory: UCX may complete a CUDA copy without signalling its event fd, so poll at 1 ms at most.
-    ucx.wait(direct ? std::min(wait_s, 0.001) : wait_s);
+    // Device memory, where the transport does not signal its completions: poll at 1 ms at most.
+    ep->wait(direct && !ep->device_completions_signalled() ? std::min(wait_s, 0.001) : wait_s);
   }
   stats.seconds = now_s() - t_data;
   pool->stop();
