@@ -3,7 +3,7 @@
 // (src/session/) call only this interface; ucx_transport.cpp implements it over UCX's tag API (ucx.h).
 //
 // A session opens one Endpoint of its own, restricted to the network interface of its control connection:
-//   receiver: open → post_recv × window → local_address (sent in HELLO_ACK) → progress / test / wait ... → cancel
+//   receiver: open → post_recv × slots → local_address (sent in HELLO_ACK) → progress / test / wait ... → cancel
 //   sender:   open → connect(the receiver's address from HELLO_ACK) → post_send ... → close → cancel
 // Requests are numbered 0 .. EndpointConfig::requests-1 (one per slot of the session); a request is posted, then
 // tested until it completed (test() then releases it), or cancelled. One thread (the session's) calls everything but
@@ -14,11 +14,14 @@
 //    same tag (any of them: the receiver takes messages in any order and derives each one's place from its header),
 //    and that receive completes with the length; a message longer than the receive's capacity completes it as
 //    kTruncated, never by writing past the buffer. A send completes once its buffer may be reused.
-//    A transport with one-sided writes only (NIXL: agents, registered memory, transfers posted as descriptor lists,
-//    notifications) builds this itself: the receiver's local_address carries its agent's metadata and the
-//    descriptors of its registered receive buffers; post_recv announces a free buffer to the sender, post_send
-//    writes into a buffer the receiver announced (waiting for one when none is free, the credit window bounds how
-//    many are needed) and its notification carries the tag and the length to the receiver.
+//    A transport with one-sided writes only builds this itself. NIXL, say (an agent per endpoint; registerMem of
+//    descriptor lists; getLocalMD / loadRemoteMD; prepXferDlist, then makeXferReq by descriptor index, postXferReq,
+//    getXferStatus; genNotif / getNotifs): the receiver's local_address carries its agent's metadata and the
+//    descriptors of its registered receive buffers (request i = descriptor i); post_recv makes buffer i free for
+//    the sender again, post_send writes into a buffer the receiver made free (waiting for one when none is: the
+//    credit window bounds how many are needed) with a notification that carries the tag and the length, and the
+//    receiver completes request i when that notification arrives. Telling the sender which buffers are free is
+//    the part NIXL does not give: the receiver's notifications to the sender, or a protocol change (see Security).
 //  - Memory: register_memory() is called for every buffer before it is posted (once, at allocation; UCX needs
 //    nothing); device memory (MemoryType::kDevice, CUDA) is posted only where device_memory() says so.
 //  - Security: an endpoint is opened only after the handshake was accepted (the token checked), so no transport
