@@ -1,7 +1,9 @@
 // ucx_transport.cpp — the data transport (transport.h) over UCX's tag API: an endpoint is one Ucx (ucx.h: a context
 // and a worker of the session's own, restricted to one network interface, and at most one ucp endpoint created
 // from the peer's worker address), its requests are Ucx::Op objects, one per request number.
-#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "transport/transport.h"
 #include "transport/ucx.h"
