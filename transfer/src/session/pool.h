@@ -1,5 +1,5 @@
-// pool.h — the codec threads of a pipeline: jobs are slot numbers, results go to a done queue that the (single) UCX
-// thread drains after being woken.
+// pool.h — the codec threads of a pipeline: jobs are slot numbers, results go to a done queue that the (single)
+// session thread drains after being woken.
 #pragma once
 
 #include <time.h>

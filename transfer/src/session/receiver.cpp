@@ -2,23 +2,24 @@
 //
 // The server listens on one TCP socket (the control connection, PROTOCOL.md §1). Each accepted connection gets a
 // thread that reads the HELLO with the bounded reader of wire/protocol.h, admits it (session.h) and checks the
-// session and memory limits; only then does the session create its own UCX worker, restricted to the interface the
-// connection arrived on, and answer with its address. So no UCX code sees a byte from a peer that was not accepted,
-// and idle, the server has no socket but its listener.
+// session and memory limits; only then does the session open its own data endpoint (transport/transport.h: a UCX
+// worker), restricted to the interface the connection arrived on, and answer with its address. So no transport code
+// sees a byte from a peer that was not accepted, and idle, the server has no socket but its listener.
 //
-// In a session, the session's thread keeps `window` receives posted, one per slot. A completed receive is checked
-// (header, then sequence, tensor, chunk and sizes by the ChunkTracker) and handed to a codec thread, which verifies
-// the payload (the frame's checksums, or the message's XXH3 in raw mode), decodes it and writes it at its offset in
-// the tensor's temporary file (created at the tensor's first chunk with its final size and its blocks allocated,
-// see preallocate()), or, with ServeOptions::destination, decodes it straight into the caller's memory. When every
-// chunk of a tensor verified, the file gets its name (linked, so that nothing is replaced, unless overwrite is set);
-// on any failure temporary files are removed. The caller's destinations are released when the session ends, after
-// the codec threads stopped. Every size the peer announces is checked against the ServeOptions limits (admit())
-// before anything is allocated.
+// In a session (run_session), the session's thread keeps `window` receives posted, one per slot (slot i is request
+// i of the endpoint), and answers on the control connection (SenderLink: HELLO_ACK, CREDIT, RESULT). A completed
+// receive is checked (header, then sequence, tensor, chunk and sizes by the ChunkTracker) and handed to a codec
+// thread (Decoder), which verifies the payload (the frame's checksums, or the message's XXH3 in raw mode), decodes it
+// and writes it at its offset in the tensor's temporary file (created at the tensor's first chunk with its final
+// size and its blocks allocated, see preallocate()), or, with ServeOptions::destination, decodes it straight into the
+// caller's memory (Outputs). When every chunk of a tensor verified, the file gets its name (linked, so that nothing
+// is replaced, unless overwrite is set); on any failure temporary files are removed. The caller's destinations are
+// released when the session ends, after the codec threads stopped. Every size the peer announces is checked against
+// the ServeOptions limits (admit()) before anything is allocated.
 //
-// With ServeOptions::gpu the slots are device buffers that UCX receives into (direct, when UCX reports CUDA memory
-// support) or pinned host buffers (staged), and a codec thread decodes each message on its own CUDA stream
-// (sz_cuda_decompress, status read back and checked) into the tensor's device destination; raw messages are
+// With ServeOptions::gpu the slots are device buffers that the transport receives into (direct, where
+// Endpoint::device_memory()) or pinned host buffers (staged), and a codec thread decodes each message on its own CUDA
+// stream (sz_cuda_decompress, status read back and checked) into the tensor's device destination; raw messages are
 // hashed on the host (a staged message where it lies, a direct one after a copy) before they are copied in place.
 // A tensor that goes to out_dir is copied back and written once all its chunks verified.
 #include <errno.h>
@@ -44,7 +45,7 @@
 #include "wire/protocol.h"
 #include "session/session.h"
 #include "splitzip/transfer.hpp"
-#include "transport/ucx.h"
+#include "transport/transport.h"
 
 namespace splitzip {
 namespace transfer {
@@ -95,10 +96,9 @@ struct Slot {
   enum State { kPosted, kDecoding, kIdle } state = kIdle;
   AlignedBuffer buf;         // host receive buffer: [pad | header | payload], the payload at kBufferAlign
   gpu::Mem mem;              // GPU receive: device (direct) or pinned host (staged) receive buffer
-  uint8_t* rbuf = nullptr;   // where UCX receives: buf or mem
+  uint8_t* rbuf = nullptr;   // where the transport receives: buf or mem
   size_t cap = 0;
   uint8_t hdr[proto::kHeaderSize] = {};  // a direct message's header, copied to the host
-  Op op;
   proto::Header h;
   uint64_t n_values = 0;
   uint32_t tensor = 0;
@@ -159,6 +159,354 @@ bool write_all(int fd, const uint8_t* p, size_t n, uint64_t off) {
   }
   return true;
 }
+
+
+// The control connection of an admitted session, on the receiver's side (PROTOCOL.md §1, §3, §4): HELLO_ACK, then
+// CREDIT messages and one RESULT go out; nothing may come in but the sender's close.
+class SenderLink {
+ public:
+  SenderLink(int fd, double timeout_s) : fd_(fd), timeout_s_(timeout_s) {}
+
+  // HELLO_ACK (the first answer) or RESULT (any later one), written within min(2 s, the timeout).
+  sz_status reply(sz_status status, const std::string& text, const std::vector<uint8_t>& address) {
+    const std::vector<uint8_t> msg =
+        answered_ ? proto::encode_message(proto::kResult, proto::encode_status((uint32_t)status, text), true)
+                  : proto::encode_message(proto::kHelloAck, proto::encode_ack((uint32_t)status, text, address), true);
+    answered_ = true;
+    std::string ignored;
+    return net::write_all(fd_, msg.data(), msg.size(), now_s() + std::min(2.0, timeout_s_), &ignored);
+  }
+  // CREDIT(consumed), written within the timeout.
+  sz_status credit(uint64_t consumed) {
+    proto::Header h;
+    h.type = proto::kCredit;
+    h.chunk = consumed;
+    proto::write_header(credit_header_, h);
+    std::string ignored;
+    return net::write_all(fd_, credit_header_, sizeof credit_header_, now_s() + timeout_s_, &ignored);
+  }
+  // True when the sender hung up or the connection failed; *extra is set when it sent bytes instead.
+  bool closed(bool* extra) const { return net::peer_closed(fd_, extra); }
+  // Half-closes the connection and waits (at most `seconds`) for the sender to hang up, progressing the data
+  // endpoint `ep` (when open) meanwhile: the sender's endpoint close needs this side's to answer.
+  void linger(double seconds, Endpoint* ep) {
+    shutdown(fd_, SHUT_WR);
+    const double deadline = now_s() + seconds;
+    while (now_s() < deadline) {
+      if (ep != nullptr) ep->progress();
+      bool extra = false;
+      if (net::peer_closed(fd_, &extra) || extra) break;
+      if (ep != nullptr) {
+        ep->wait(0.01);
+      } else {
+        pollfd p = {fd_, POLLIN, 0};
+        poll(&p, 1, 10);
+      }
+    }
+  }
+
+ private:
+  int fd_;
+  double timeout_s_;
+  bool answered_ = false;  // HELLO_ACK sent: later answers are RESULTs
+  uint8_t credit_header_[proto::kHeaderSize] = {};
+};
+
+// A session's buffers, every size checked by admit(): the receive slots (host: [pad | header | payload] with the
+// payload at kBufferAlign; a GPU receive: device memory when direct, else pinned host memory), the codec threads'
+// decode scratch, and for a GPU receive a stream, a workspace and staging buffers per codec thread. SZ_OK, or the
+// status and *why.
+sz_status allocate(const Plan& plan, const ServeOptions& opt, bool direct, int cuda_device, std::vector<Slot>* slots,
+                   std::vector<AlignedBuffer>* scratch, std::vector<GpuWorker>* gpu_workers, std::string* why) {
+  const bool raw = plan.raw;
+  const uint64_t chunk_cap = plan.chunk_cap;
+  const size_t max_w = plan.max_value_bytes;
+  const uint64_t max_payload = plan.max_payload;
+  slots->resize(plan.n_slots);
+  scratch->resize(opt.threads);
+  if (!opt.gpu) {
+    for (auto& sl : *slots) {
+      if (!sl.buf.alloc(kBufferAlign + max_payload)) return fail(why, SZ_ERROR_IO, "out of memory for receive slots");
+      sl.rbuf = sl.buf.data() + kBufferAlign - proto::kHeaderSize;
+      sl.cap = (size_t)(proto::kHeaderSize + max_payload);
+    }
+    if (!raw && !opt.destination)  // with a destination, frames decode in place
+      for (auto& b : *scratch)
+        if (!b.alloc(chunk_cap * max_w)) return fail(why, SZ_ERROR_IO, "out of memory for decode buffers");
+    return SZ_OK;
+  }
+  std::string w;
+  sz_status st = gpu::set_device(cuda_device, &w);
+  for (auto& sl : *slots) {
+    if (st == SZ_OK)
+      st = sl.mem.alloc(direct ? gpu::Mem::kDevice : gpu::Mem::kPinned, (size_t)(proto::kHeaderSize + max_payload),
+                        &w);
+    sl.rbuf = sl.mem.get();
+    sl.cap = (size_t)(proto::kHeaderSize + max_payload);
+  }
+  size_t ws = 0;
+  if (st == SZ_OK && !raw) {
+    st = sz_cuda_decompress_workspace_size((size_t)max_payload, (size_t)(chunk_cap * max_w), &ws);
+    if (st != SZ_OK) w = std::string("workspace size: ") + sz_status_name(st);
+  }
+  gpu_workers->resize(opt.threads);
+  for (auto& g : *gpu_workers) {
+    if (st == SZ_OK) st = g.stream.create(&w);
+    if (st == SZ_OK && ws > 0) st = g.workspace.alloc(gpu::Mem::kDevice, ws, &w);
+    if (st == SZ_OK && !raw && !direct) st = g.d_frame.alloc(gpu::Mem::kDevice, (size_t)max_payload, &w);
+    if (st == SZ_OK && direct)
+      st = g.h_scratch.alloc(gpu::Mem::kPinned, raw ? (size_t)max_payload : (size_t)SZ_FRAME_HEADER_SIZE, &w);
+    if (st == SZ_OK) st = g.d_result.alloc(gpu::Mem::kDevice, 16, &w);
+    if (st == SZ_OK) st = g.h_result.alloc(gpu::Mem::kPinned, 16, &w);
+  }
+  if (st != SZ_OK) return fail(why, st, "GPU receive buffers: " + w);
+  return SZ_OK;
+}
+
+// The codec threads' job: verifies the message in slots[si] (the frame's checksums, or the XXH3 of a raw payload)
+// and decodes it into its tensor's destination at its offset, or into the thread's scratch buffer and the tensor's
+// file; a GPU receive on codec thread `worker`'s stream (sz_cuda_decompress). Leaves an error in sl.status, sl.why.
+struct Decoder {
+  std::vector<TensorState>& ts;
+  std::vector<Slot>& slots;
+  std::vector<AlignedBuffer>& scratch;
+  std::vector<GpuWorker>& gpu_workers;
+  uint64_t chunk_values = 0;
+  bool raw = false;
+  bool use_gpu = false;
+  bool direct = false;  // GPU receive: the slots are device memory
+  int cuda_device = 0;
+
+  void operator()(unsigned worker, int si) {
+    Slot& sl = slots[(size_t)si];
+    TensorState& t = ts[sl.tensor];
+    if (use_gpu) {
+      sl.status = SZ_OK;
+      gpu(worker, sl);
+      return;
+    }
+    const uint8_t* payload = sl.rbuf + proto::kHeaderSize;
+    const size_t psize = (size_t)sl.h.payload_size;
+    const size_t bytes = (size_t)(sl.n_values * t.value_bytes);
+    const uint8_t* out = payload;
+    // With a destination, straight into the caller's memory at the chunk's offset; else into scratch for the file.
+    uint8_t* const dst = t.dst != nullptr ? t.dst + sl.h.chunk * chunk_values * t.value_bytes : nullptr;
+    sl.status = SZ_OK;
+    if (raw) {
+      if (proto::h32(payload, psize) != sl.h.payload_hash) {
+        sl.status = SZ_ERROR_CHECKSUM;
+        sl.why = "chunk " + std::to_string(sl.h.chunk) + " of " + t.name + " failed its XXH3 check";
+        return;
+      }
+      if (dst != nullptr) memcpy(dst, payload, bytes);
+    } else {
+      sz_status fs = check_frame(payload, psize, t, sl.n_values, psize);
+      size_t written = 0;
+      if (fs == SZ_OK && dst != nullptr) {
+        fs = sz_decompress(payload, psize, dst, bytes, &written, 1);
+      } else if (fs == SZ_OK) {
+        fs = sz_decompress(payload, psize, scratch[worker].data(), scratch[worker].size, &written, 1);
+      }
+      if (fs == SZ_OK && written != bytes) fs = SZ_ERROR_CORRUPT;
+      if (fs != SZ_OK) {
+        sl.status = fs;
+        sl.why = "chunk " + std::to_string(sl.h.chunk) + " of " + t.name + " failed verification: " +
+                 sz_status_name(fs);
+        return;
+      }
+      out = scratch[worker].data();
+    }
+    // Direct I/O writes whole blocks: a tensor's short last chunk is rounded up (into the buffer's slack) and the
+    // bytes past the tensor's end are cut off when it is finished.
+    const size_t n = t.direct ? (size_t)align_up(bytes) : bytes;
+    if (t.fd >= 0 && !write_all(t.fd, out, n, sl.h.chunk * chunk_values * t.value_bytes)) {
+      sl.status = SZ_ERROR_IO;
+      sl.why = "cannot write " + t.name + ": " + strerror(errno);
+    }
+  }
+
+  // One message on codec thread `worker`'s stream, into the tensor's device destination.
+  void gpu(unsigned worker, Slot& sl) {
+    TensorState& t = ts[sl.tensor];
+    GpuWorker& g = gpu_workers[worker];
+    const sz_cuda_stream stream = g.stream.get();
+    const uint8_t* payload = sl.rbuf + proto::kHeaderSize;  // device memory when direct, else pinned host
+    const size_t psize = (size_t)sl.h.payload_size;
+    const size_t bytes = (size_t)(sl.n_values * t.value_bytes);
+    uint8_t* const dst = t.dst + sl.h.chunk * chunk_values * t.value_bytes;
+    std::string why;
+    sz_status e = gpu::set_device(cuda_device, &why);
+    const std::string where = "chunk " + std::to_string(sl.h.chunk) + " of " + t.name;
+    if (raw) {
+      const uint8_t* host = payload;
+      if (e == SZ_OK && direct) {
+        e = gpu::copy_async(g.h_scratch.get(), payload, psize, stream, &why);
+        if (e == SZ_OK) e = gpu::sync(stream, &why);
+        host = g.h_scratch.get();
+      }
+      if (e == SZ_OK && proto::h32(host, psize) != sl.h.payload_hash) {
+        sl.status = SZ_ERROR_CHECKSUM;
+        sl.why = where + " failed its XXH3 check";
+        return;
+      }
+      if (e == SZ_OK) e = gpu::copy_async(dst, payload, bytes, stream, &why);
+      if (e == SZ_OK) e = gpu::sync(stream, &why);
+    } else {
+      const size_t head = std::min(psize, (size_t)SZ_FRAME_HEADER_SIZE);
+      const uint8_t* frame_header = payload;
+      if (e == SZ_OK && direct) {
+        e = gpu::copy_async(g.h_scratch.get(), payload, head, stream, &why);
+        if (e == SZ_OK) e = gpu::sync(stream, &why);
+        frame_header = g.h_scratch.get();
+      }
+      if (e == SZ_OK) {
+        const sz_status fs = check_frame(frame_header, head, t, sl.n_values, psize);
+        if (fs != SZ_OK) {
+          sl.status = fs;
+          sl.why = where + " failed verification: " + sz_status_name(fs);
+          return;
+        }
+      }
+      const uint8_t* src = payload;
+      if (e == SZ_OK && !direct) {
+        e = gpu::copy_async(g.d_frame.get(), payload, psize, stream, &why);
+        src = g.d_frame.get();
+      }
+      int32_t* const d_status = reinterpret_cast<int32_t*>(g.d_result.get());
+      uint64_t* const d_size = reinterpret_cast<uint64_t*>(g.d_result.get() + 8);
+      if (e == SZ_OK) {
+        e = sz_cuda_decompress(src, psize, dst, bytes, g.workspace.get(), g.workspace.size(), d_status, d_size,
+                               stream);
+        if (e != SZ_OK) why = std::string("sz_cuda_decompress: ") + sz_status_name(e);
+      }
+      if (e == SZ_OK) e = gpu::copy_async(g.h_result.get(), g.d_result.get(), 16, stream, &why);
+      if (e == SZ_OK) e = gpu::sync(stream, &why);
+      if (e == SZ_OK) {
+        int32_t ds;
+        uint64_t dn;
+        memcpy(&ds, g.h_result.get(), sizeof ds);
+        memcpy(&dn, g.h_result.get() + 8, sizeof dn);
+        if (ds == SZ_OK && dn != bytes) ds = SZ_ERROR_CORRUPT;
+        if (ds != SZ_OK) {
+          sl.status = (ds > 0 && ds <= SZ_ERROR_INTERNAL) ? (sz_status)ds : SZ_ERROR_CORRUPT;
+          sl.why = where + " failed verification on the GPU: " + sz_status_name(sl.status);
+          return;
+        }
+      }
+    }
+    if (e != SZ_OK) {
+      sl.status = e;
+      sl.why = where + ": " + why;
+    }
+  }
+};
+
+// Where a session's tensors go: the caller's destinations (ServeOptions::destination), device memory the session
+// allocates (a GPU receive), and temporary files in the output directory that get their names once complete.
+struct Outputs {
+  const ServeOptions& opt;
+  int dir_fd = -1;
+  bool files = false;  // tensors go to out_dir
+  bool use_gpu = false;
+  uint64_t chunk_values = 0;
+  std::vector<ReceivedTensor>* done = nullptr;  // finished tensors are reported here
+
+  // Before a chunk of t is decoded (does its work at the tensor's first chunk): t's destination, and its temporary
+  // file, created at the tensor's size with its blocks allocated. SZ_OK, or the status and *why.
+  sz_status open(TensorState& t, std::string* why) {
+    if (t.dst == nullptr && opt.destination) {
+      t.dst = static_cast<uint8_t*>(opt.destination(t.name, t.dtype, t.size));
+      if (t.dst == nullptr) return fail(why, SZ_ERROR_IO, "no destination for " + t.name);
+      t.given = true;
+    } else if (t.dst == nullptr && use_gpu) {
+      std::string w;
+      const sz_status as = t.owned.alloc(gpu::Mem::kDevice, (size_t)t.size, &w);
+      if (as != SZ_OK) return fail(why, as, "device memory for " + t.name + ": " + w);
+      t.dst = t.owned.get();
+    }
+    if (files && t.fd < 0) {
+      t.fd = openat(dir_fd, t.tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+      if (t.fd < 0) return fail(why, SZ_ERROR_IO, "cannot create a file for " + t.name + ": " + strerror(errno));
+      if (!preallocate(t.fd, t.size))
+        return fail(why, SZ_ERROR_IO, "cannot reserve " + std::to_string(t.size) + " bytes for " + t.name +
+                                          " in the output directory: " + strerror(errno));
+      if (opt.direct_io && !use_gpu && (chunk_values * t.value_bytes) % kBufferAlign == 0) {
+        const int fl = fcntl(t.fd, F_GETFL);  // a file system without direct I/O refuses it: buffered writes then
+        t.direct = fl >= 0 && fcntl(t.fd, F_SETFL, fl | O_DIRECT) == 0;
+      }
+    }
+    return SZ_OK;
+  }
+
+  // A GPU-received tensor that goes to a file: device -> host in pieces, written at its offsets.
+  bool write_from_device(TensorState& t) {
+    if (t.dst == nullptr || t.size == 0) return true;
+    std::vector<uint8_t> piece((size_t)std::min<uint64_t>(t.size, (uint64_t)64 << 20));
+    std::string why;
+    for (uint64_t off = 0; off < t.size; off += piece.size()) {
+      const size_t n = (size_t)std::min<uint64_t>(piece.size(), t.size - off);
+      if (gpu::copy(piece.data(), t.dst + off, n, &why) != SZ_OK) {
+        errno = EIO;
+        return false;
+      }
+      if (!write_all(t.fd, piece.data(), n, off)) return false;
+    }
+    return true;
+  }
+
+  // Once every chunk of t verified and was written: its file gets its name (linked, so that nothing is replaced,
+  // unless overwrite is set) and the tensor is reported. False (errno set) when that failed.
+  bool finish(TensorState& t) {
+    if (files && use_gpu && t.fd >= 0 && !write_from_device(t)) return false;
+    if (files) {
+      if (t.fd < 0) {  // an empty tensor
+        t.fd = openat(dir_fd, t.tmp_name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (t.fd < 0) return false;
+      }
+      const int tfd = t.fd;
+      t.fd = -1;
+      struct stat stt;
+      bool ok = fstat(tfd, &stt) == 0;
+      if (ok && (uint64_t)stt.st_size != t.size) ok = ftruncate(tfd, (off_t)t.size) == 0;
+      ok = (::close(tfd) == 0) && ok;
+      if (ok && opt.overwrite) {
+        ok = renameat(dir_fd, t.tmp_name.c_str(), dir_fd, t.name.c_str()) == 0;
+      } else if (ok) {  // link fails if a file of that name appeared since the handshake: nothing is replaced
+        ok = linkat(dir_fd, t.tmp_name.c_str(), dir_fd, t.name.c_str(), 0) == 0;
+        unlinkat(dir_fd, t.tmp_name.c_str(), 0);
+      }
+      if (!ok) {
+        unlinkat(dir_fd, t.tmp_name.c_str(), 0);
+        return false;
+      }
+    }
+    t.finished = true;
+    ReceivedTensor r;
+    r.name = t.name;
+    r.dtype = t.dtype;
+    r.size = t.size;
+    if (files) r.path = opt.out_dir + "/" + t.name;
+    r.direct_io = t.direct;
+    if (t.given) r.data = t.dst;
+    t.owned.reset();
+    done->push_back(r);
+    return true;
+  }
+
+  // The session ends: removes every temporary file (linked, complete tensors stay) and releases the caller's
+  // destinations. The codec threads must have stopped, so that nothing writes to a destination once released.
+  void close(std::vector<TensorState>& ts) {
+    for (auto& t : ts) {
+      if (t.fd >= 0) {
+        ::close(t.fd);
+        t.fd = -1;
+        unlinkat(dir_fd, t.tmp_name.c_str(), 0);
+      }
+      if (t.given && opt.release) opt.release(t.name, t.dst, t.finished);
+      t.given = false;
+    }
+  }
+};
 
 }  // namespace
 
@@ -268,10 +616,12 @@ sz_status Server::open(const ServeOptions& options, std::string* error) {
       return fail(error, SZ_ERROR_IO, "cannot open output directory " + s.opt.out_dir + ": " + strerror(errno));
   }
   if (s.opt.gpu && s.opt.gpu_path == GpuPath::kDirect) {
-    // Whether this UCX can take device memory is a property of the build and its transports: ask now (a context
-    // only, no worker, so no socket), so that the error comes at open() and not with the first peer.
-    if (!Ucx::cuda_memory_supported())
-      return fail(error, SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support (GpuPath::kDirect)");
+    // Whether the transport can take device memory is a property of its build: ask now (without opening any socket),
+    // so that the error comes at open() and not with the first peer.
+    const Transport& transport = session_transport();
+    if (!transport.device_memory_supported())
+      return fail(error, SZ_ERROR_NOT_SUPPORTED, std::string("this ") + transport.name() +
+                                                     " build does not report CUDA memory support (GpuPath::kDirect)");
   }
   s.notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (s.notify_fd < 0) return fail(error, SZ_ERROR_IO, std::string("eventfd: ") + strerror(errno));
@@ -449,59 +799,37 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
   Impl& S = *this;
   SessionStats stats;
   const double t_session = now_s();
-  std::vector<Slot> slots;  // declared before the worker, so that the worker goes first
+  std::vector<Slot> slots;  // declared before the endpoint, so that the endpoint goes first
   std::vector<TensorState> ts;
   std::vector<GpuWorker> gpu_workers;
   std::vector<AlignedBuffer> scratch;
   std::unique_ptr<CodecPool> pool;
-  Ucx ucx;
+  const Transport& transport = session_transport();
+  std::unique_ptr<Endpoint> endpoint;
+  Endpoint* ep = nullptr;  // endpoint, once open
   const bool use_gpu = opt.gpu;
-  const bool files = !opt.discard && !opt.destination;  // tensors go to out_dir
   const bool raw = plan.raw;
   bool direct = false;
-  bool answered = false;  // HELLO_ACK sent: later errors go in a RESULT
+  SenderLink link(fd, opt.timeout_s);
+  Outputs outputs{opt};
+  outputs.dir_fd = S.dir_fd;
+  outputs.files = !opt.discard && !opt.destination;
+  outputs.use_gpu = use_gpu;
+  outputs.chunk_values = plan.chunk_values;
+  outputs.done = &stats.tensors;
 
-  // Sends HELLO_ACK or RESULT on the control connection (bounded wait).
-  auto reply = [&](sz_status status, const std::string& text, const std::vector<uint8_t>& address) {
-    const std::vector<uint8_t> msg =
-        answered ? proto::encode_message(proto::kResult, proto::encode_status((uint32_t)status, text), true)
-                 : proto::encode_message(proto::kHelloAck, proto::encode_ack((uint32_t)status, text, address), true);
-    answered = true;
-    std::string ignored;
-    return net::write_all(fd, msg.data(), msg.size(), now_s() + std::min(2.0, opt.timeout_s), &ignored);
-  };
-  // Tears the session down; removes every temporary file; linked (complete) tensors stay.
-  // The codec threads stop first, so that nothing writes to a destination once it is released.
+  // Tears the session down; the codec threads stop first, so that nothing writes to a destination once released.
   auto cleanup = [&]() {
     if (pool) pool->stop();
-    for (auto& t : ts) {
-      if (t.fd >= 0) {
-        ::close(t.fd);
-        t.fd = -1;
-        unlinkat(S.dir_fd, t.tmp_name.c_str(), 0);
-      }
-      if (t.given && opt.release) opt.release(t.name, t.dst, t.finished);
-      t.given = false;
-    }
-    for (auto& sl : slots) ucx.cancel(&sl.op);
-  };
-  // Half-closes the control connection and waits (bounded) for the sender to hang up, progressing the worker
-  // meanwhile: the sender's endpoint close needs this side's worker to answer.
-  auto linger = [&](double seconds) {
-    shutdown(fd, SHUT_WR);
-    const double deadline = now_s() + seconds;
-    while (now_s() < deadline) {
-      ucx.progress();
-      bool extra = false;
-      if (net::peer_closed(fd, &extra) || extra) break;
-      ucx.wait(0.01);
-    }
+    outputs.close(ts);
+    if (ep != nullptr)
+      for (size_t i = 0; i < slots.size(); ++i) ep->cancel(i);
   };
   auto abort_session = [&](sz_status st, const std::string& msg) {
-    reply(st, msg, {});
+    link.reply(st, msg, {});
     // Linger (bounded) until the sender has read the result and hung up: closing first would reset the connection
     // under a sender that is still sending, and it could lose the result and see only the reset.
-    linger(std::min(0.5, opt.timeout_s));
+    link.linger(std::min(0.5, opt.timeout_s), ep);
     cleanup();
     return fail(error, st, msg);
   };
@@ -510,18 +838,23 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
     return fail(error, SZ_ERROR_IO, "the sender disconnected");
   };
 
-  // ---- the session's worker, restricted to the interface this connection arrived on ----
+  // ---- the session's endpoint, restricted to the interface this connection arrived on; a request per slot ----
   {
-    std::string device, why;
-    if (!net::local_interface(fd, &device, &why))
+    EndpointConfig config;
+    std::string why;
+    if (!net::local_interface(fd, &config.net_device, &why))
       return abort_session(SZ_ERROR_IO, "the network interface of the connection: " + why);
+    config.watch_fd = fd;
+    config.requests = plan.n_slots;
     std::string uerr;
-    if (ucx.init(device, &uerr) != SZ_OK) return abort_session(SZ_ERROR_IO, uerr);
-    ucx.watch(fd);
+    if (transport.open(config, &endpoint, &uerr) != SZ_OK) return abort_session(SZ_ERROR_IO, uerr);
+    ep = endpoint.get();
   }
-  direct = use_gpu && opt.gpu_path != GpuPath::kStaged && ucx.cuda_memory();
+  direct = use_gpu && opt.gpu_path != GpuPath::kStaged && ep->device_memory();
   if (use_gpu && opt.gpu_path == GpuPath::kDirect && !direct)
-    return abort_session(SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support");
+    return abort_session(SZ_ERROR_NOT_SUPPORTED,
+                         std::string("this ") + transport.name() + " build does not report CUDA memory support");
+  const MemoryType rtype = direct ? MemoryType::kDevice : MemoryType::kHost;  // where the slots receive
 
   ts.resize(plan.tensors.size());
   for (size_t i = 0; i < ts.size(); ++i) {
@@ -537,275 +870,78 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
     t.tmp_name = "." + t.name + ".sz-partial-" + std::to_string(getpid()) + "-" + std::to_string(number);
   }
   const uint64_t total = plan.total_messages;
-  const uint64_t total_bytes = plan.total_bytes;
-  const uint64_t chunk_cap = plan.chunk_cap;
-  const size_t max_w = plan.max_value_bytes;
-  const uint64_t max_payload = plan.max_payload;
   stats.raw = raw;
   stats.buffer_bytes = plan.buffer_bytes;
   stats.wire_bytes = hello_bytes;  // what arrived: the HELLO, then the chunks
+  stats.gpu = use_gpu;
+  stats.gpu_direct = direct;
 
   // ---- allocate (all sizes checked by admit()) ----
   sz_status st = SZ_OK;
   const uint64_t data_tag = proto::tag_of(proto::kChunk, plan.session);
-  slots.resize(plan.n_slots);
-  scratch.resize(opt.threads);
-  stats.gpu = use_gpu;
-  stats.gpu_direct = direct;
-  if (!use_gpu) {
-    for (auto& sl : slots) {
-      if (!sl.buf.alloc(kBufferAlign + max_payload))
-        return abort_session(SZ_ERROR_IO, "out of memory for receive slots");
-      sl.rbuf = sl.buf.data() + kBufferAlign - proto::kHeaderSize;
-      sl.cap = (size_t)(proto::kHeaderSize + max_payload);
-    }
-    if (!raw && !opt.destination)  // with a destination, frames decode in place
-      for (auto& b : scratch)
-        if (!b.alloc(chunk_cap * max_w)) return abort_session(SZ_ERROR_IO, "out of memory for decode buffers");
-  } else {
+  {
     std::string why;
-    st = gpu::set_device(S.cuda_device, &why);
-    for (auto& sl : slots) {
-      if (st == SZ_OK)
-        st = sl.mem.alloc(direct ? gpu::Mem::kDevice : gpu::Mem::kPinned, (size_t)(proto::kHeaderSize + max_payload),
-                          &why);
-      sl.rbuf = sl.mem.get();
-      sl.cap = (size_t)(proto::kHeaderSize + max_payload);
-    }
-    size_t ws = 0;
-    if (st == SZ_OK && !raw) {
-      st = sz_cuda_decompress_workspace_size((size_t)max_payload, (size_t)(chunk_cap * max_w), &ws);
-      if (st != SZ_OK) why = std::string("workspace size: ") + sz_status_name(st);
-    }
-    gpu_workers.resize(opt.threads);
-    for (auto& g : gpu_workers) {
-      if (st == SZ_OK) st = g.stream.create(&why);
-      if (st == SZ_OK && ws > 0) st = g.workspace.alloc(gpu::Mem::kDevice, ws, &why);
-      if (st == SZ_OK && !raw && !direct) st = g.d_frame.alloc(gpu::Mem::kDevice, (size_t)max_payload, &why);
-      if (st == SZ_OK && direct)
-        st = g.h_scratch.alloc(gpu::Mem::kPinned, raw ? (size_t)max_payload : (size_t)SZ_FRAME_HEADER_SIZE, &why);
-      if (st == SZ_OK) st = g.d_result.alloc(gpu::Mem::kDevice, 16, &why);
-      if (st == SZ_OK) st = g.h_result.alloc(gpu::Mem::kPinned, 16, &why);
-    }
-    if (st != SZ_OK) return abort_session(st, "GPU receive buffers: " + why);
+    st = allocate(plan, opt, direct, S.cuda_device, &slots, &scratch, &gpu_workers, &why);
+    if (st != SZ_OK) return abort_session(st, why);
   }
+  Decoder decoder{ts, slots, scratch, gpu_workers};
+  decoder.chunk_values = plan.chunk_values;
+  decoder.raw = raw;
+  decoder.use_gpu = use_gpu;
+  decoder.direct = direct;
+  decoder.cuda_device = S.cuda_device;
+  pool.reset(new CodecPool(opt.threads, decoder, [ep] { ep->wake(); }));
 
-  // One message on codec thread `worker`'s stream, into the tensor's device destination.
-  auto decode_gpu = [&](unsigned worker, Slot& sl) {
-    TensorState& t = ts[sl.tensor];
-    GpuWorker& g = gpu_workers[worker];
-    const sz_cuda_stream stream = g.stream.get();
-    const uint8_t* payload = sl.rbuf + proto::kHeaderSize;  // device memory when direct, else pinned host
-    const size_t psize = (size_t)sl.h.payload_size;
-    const size_t bytes = (size_t)(sl.n_values * t.value_bytes);
-    uint8_t* const dst = t.dst + sl.h.chunk * plan.chunk_values * t.value_bytes;
-    std::string why;
-    sz_status e = gpu::set_device(S.cuda_device, &why);
-    const std::string where = "chunk " + std::to_string(sl.h.chunk) + " of " + t.name;
-    if (raw) {
-      const uint8_t* host = payload;
-      if (e == SZ_OK && direct) {
-        e = gpu::copy_async(g.h_scratch.get(), payload, psize, stream, &why);
-        if (e == SZ_OK) e = gpu::sync(stream, &why);
-        host = g.h_scratch.get();
-      }
-      if (e == SZ_OK && proto::h32(host, psize) != sl.h.payload_hash) {
-        sl.status = SZ_ERROR_CHECKSUM;
-        sl.why = where + " failed its XXH3 check";
-        return;
-      }
-      if (e == SZ_OK) e = gpu::copy_async(dst, payload, bytes, stream, &why);
-      if (e == SZ_OK) e = gpu::sync(stream, &why);
-    } else {
-      const size_t head = std::min(psize, (size_t)SZ_FRAME_HEADER_SIZE);
-      const uint8_t* frame_header = payload;
-      if (e == SZ_OK && direct) {
-        e = gpu::copy_async(g.h_scratch.get(), payload, head, stream, &why);
-        if (e == SZ_OK) e = gpu::sync(stream, &why);
-        frame_header = g.h_scratch.get();
-      }
-      if (e == SZ_OK) {
-        const sz_status fs = check_frame(frame_header, head, t, sl.n_values, psize);
-        if (fs != SZ_OK) {
-          sl.status = fs;
-          sl.why = where + " failed verification: " + sz_status_name(fs);
-          return;
-        }
-      }
-      const uint8_t* src = payload;
-      if (e == SZ_OK && !direct) {
-        e = gpu::copy_async(g.d_frame.get(), payload, psize, stream, &why);
-        src = g.d_frame.get();
-      }
-      int32_t* const d_status = reinterpret_cast<int32_t*>(g.d_result.get());
-      uint64_t* const d_size = reinterpret_cast<uint64_t*>(g.d_result.get() + 8);
-      if (e == SZ_OK) {
-        e = sz_cuda_decompress(src, psize, dst, bytes, g.workspace.get(), g.workspace.size(), d_status, d_size,
-                               stream);
-        if (e != SZ_OK) why = std::string("sz_cuda_decompress: ") + sz_status_name(e);
-      }
-      if (e == SZ_OK) e = gpu::copy_async(g.h_result.get(), g.d_result.get(), 16, stream, &why);
-      if (e == SZ_OK) e = gpu::sync(stream, &why);
-      if (e == SZ_OK) {
-        int32_t ds;
-        uint64_t dn;
-        memcpy(&ds, g.h_result.get(), sizeof ds);
-        memcpy(&dn, g.h_result.get() + 8, sizeof dn);
-        if (ds == SZ_OK && dn != bytes) ds = SZ_ERROR_CORRUPT;
-        if (ds != SZ_OK) {
-          sl.status = (ds > 0 && ds <= SZ_ERROR_INTERNAL) ? (sz_status)ds : SZ_ERROR_CORRUPT;
-          sl.why = where + " failed verification on the GPU: " + sz_status_name(sl.status);
-          return;
-        }
-      }
-    }
-    if (e != SZ_OK) {
-      sl.status = e;
-      sl.why = where + ": " + why;
-    }
-  };
-  auto decode = [&](unsigned worker, int si) {
-    Slot& sl = slots[(size_t)si];
-    TensorState& t = ts[sl.tensor];
-    if (use_gpu) {
-      sl.status = SZ_OK;
-      decode_gpu(worker, sl);
-      return;
-    }
-    const uint8_t* payload = sl.rbuf + proto::kHeaderSize;
-    const size_t psize = (size_t)sl.h.payload_size;
-    const size_t bytes = (size_t)(sl.n_values * t.value_bytes);
-    const uint8_t* out = payload;
-    // With a destination, straight into the caller's memory at the chunk's offset; else into scratch for the file.
-    uint8_t* const dst = t.dst != nullptr ? t.dst + sl.h.chunk * plan.chunk_values * t.value_bytes : nullptr;
-    sl.status = SZ_OK;
-    if (raw) {
-      if (proto::h32(payload, psize) != sl.h.payload_hash) {
-        sl.status = SZ_ERROR_CHECKSUM;
-        sl.why = "chunk " + std::to_string(sl.h.chunk) + " of " + t.name + " failed its XXH3 check";
-        return;
-      }
-      if (dst != nullptr) memcpy(dst, payload, bytes);
-    } else {
-      sz_status fs = check_frame(payload, psize, t, sl.n_values, psize);
-      size_t written = 0;
-      if (fs == SZ_OK && dst != nullptr) {
-        fs = sz_decompress(payload, psize, dst, bytes, &written, 1);
-      } else if (fs == SZ_OK) {
-        fs = sz_decompress(payload, psize, scratch[worker].data(), scratch[worker].size, &written, 1);
-      }
-      if (fs == SZ_OK && written != bytes) fs = SZ_ERROR_CORRUPT;
-      if (fs != SZ_OK) {
-        sl.status = fs;
-        sl.why = "chunk " + std::to_string(sl.h.chunk) + " of " + t.name + " failed verification: " +
-                 sz_status_name(fs);
-        return;
-      }
-      out = scratch[worker].data();
-    }
-    // Direct I/O writes whole blocks: a tensor's short last chunk is rounded up (into the buffer's slack) and the
-    // bytes past the tensor's end are cut off when it is finished.
-    const size_t n = t.direct ? (size_t)align_up(bytes) : bytes;
-    if (t.fd >= 0 && !write_all(t.fd, out, n, sl.h.chunk * plan.chunk_values * t.value_bytes)) {
-      sl.status = SZ_ERROR_IO;
-      sl.why = "cannot write " + t.name + ": " + strerror(errno);
-    }
-  };
-  pool.reset(new CodecPool(opt.threads, decode, [&ucx] { ucx.wake(); }));
-
-  // A GPU-received tensor that goes to a file: device -> host in pieces, written at its offsets.
-  auto write_from_device = [&](TensorState& t) -> bool {
-    if (t.dst == nullptr || t.size == 0) return true;
-    std::vector<uint8_t> piece((size_t)std::min<uint64_t>(t.size, (uint64_t)64 << 20));
-    std::string why;
-    for (uint64_t off = 0; off < t.size; off += piece.size()) {
-      const size_t n = (size_t)std::min<uint64_t>(piece.size(), t.size - off);
-      if (gpu::copy(piece.data(), t.dst + off, n, &why) != SZ_OK) {
-        errno = EIO;
-        return false;
-      }
-      if (!write_all(t.fd, piece.data(), n, off)) return false;
-    }
-    return true;
-  };
-  auto finish_tensor = [&](TensorState& t) -> bool {
-    if (files && use_gpu && t.fd >= 0 && !write_from_device(t)) return false;
-    if (files) {
-      if (t.fd < 0) {  // an empty tensor
-        t.fd = openat(S.dir_fd, t.tmp_name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (t.fd < 0) return false;
-      }
-      const int fd = t.fd;
-      t.fd = -1;
-      struct stat stt;
-      bool ok = fstat(fd, &stt) == 0;
-      if (ok && (uint64_t)stt.st_size != t.size) ok = ftruncate(fd, (off_t)t.size) == 0;
-      ok = (::close(fd) == 0) && ok;
-      if (ok && opt.overwrite) {
-        ok = renameat(S.dir_fd, t.tmp_name.c_str(), S.dir_fd, t.name.c_str()) == 0;
-      } else if (ok) {  // link fails if a file of that name appeared since the handshake: nothing is replaced
-        ok = linkat(S.dir_fd, t.tmp_name.c_str(), S.dir_fd, t.name.c_str(), 0) == 0;
-        unlinkat(S.dir_fd, t.tmp_name.c_str(), 0);
-      }
-      if (!ok) {
-        unlinkat(S.dir_fd, t.tmp_name.c_str(), 0);
-        return false;
-      }
-    }
-    t.finished = true;
-    ReceivedTensor r;
-    r.name = t.name;
-    r.dtype = t.dtype;
-    r.size = t.size;
-    if (files) r.path = opt.out_dir + "/" + t.name;
-    r.direct_io = t.direct;
-    if (t.given) r.data = t.dst;
-    t.owned.reset();
-    stats.tensors.push_back(r);
-    return true;
-  };
   for (auto& t : ts) {
-    if (t.chunks == 0 && !finish_tensor(t)) return abort_session(SZ_ERROR_IO, "cannot create " + t.name);
+    if (t.chunks == 0 && !outputs.finish(t)) return abort_session(SZ_ERROR_IO, "cannot create " + t.name);
   }
 
   for (size_t i = 0; i < slots.size(); ++i) {
-    if (ucx.recv(data_tag, proto::kTagFull, slots[i].rbuf, slots[i].cap, &slots[i].op, direct) != SZ_OK)
+    std::string why;
+    if (ep->register_memory(slots[i].rbuf, slots[i].cap, rtype, &why) != SZ_OK)
+      return abort_session(SZ_ERROR_IO, std::string("registering the receive buffers with ") + transport.name() +
+                                            ": " + why);
+  }
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (ep->post_recv(i, data_tag, slots[i].rbuf, slots[i].cap, rtype, nullptr) != SZ_OK)
       return abort_session(SZ_ERROR_IO, "cannot post a receive");
     slots[i].state = Slot::kPosted;
   }
-  // Receives are posted: hand the sender this worker's address.
+  // Receives are posted: hand the sender this endpoint's address.
   {
     std::vector<uint8_t> address;
     std::string why;
-    if (ucx.address(&address, &why) != SZ_OK) return abort_session(SZ_ERROR_IO, why);
+    if (ep->local_address(&address, &why) != SZ_OK) return abort_session(SZ_ERROR_IO, why);
     if (address.empty() || address.size() > proto::kMaxAddress)
-      return abort_session(SZ_ERROR_IO, "the UCX worker address does not fit the handshake");
-    if (reply(SZ_OK, "", address) != SZ_OK) return peer_gone();
+      return abort_session(SZ_ERROR_IO, std::string("the ") + transport.name() + " address does not fit the handshake");
+    if (link.reply(SZ_OK, "", address) != SZ_OK) return peer_gone();
   }
 
   // ---- the pipeline ----
   ChunkTracker tracker(plan);
-  uint8_t credit_header[proto::kHeaderSize];
   uint64_t consumed = 0, credited = 0, received = 0;
   double last_activity = now_s();
   for (;;) {
-    bool active = ucx.progress();
+    bool active = ep->progress();
     {
       bool extra = false;
-      if (net::peer_closed(fd, &extra)) return peer_gone();
+      if (link.closed(&extra)) return peer_gone();
       if (extra)
         return abort_session(SZ_ERROR_CORRUPT, "the sender sent bytes on the control connection after its handshake");
     }
     if (S.stopping) return abort_session(SZ_ERROR_IO, "the server is closing");
+    // Completed receives: checked (header, then sequence, tensor, chunk and sizes) and handed to a codec thread.
     for (size_t i = 0; i < slots.size(); ++i) {
       Slot& sl = slots[i];
-      if (sl.state != Slot::kPosted || !sl.op.done) continue;
+      if (sl.state != Slot::kPosted) continue;
+      size_t len = 0;
+      std::string failure;
+      const Completion c = ep->test(i, &len, &failure);
+      if (c == Completion::kPending) continue;
       active = true;
-      const ucs_status_t us = ucx.reap(&sl.op);
-      if (us == UCS_ERR_MESSAGE_TRUNCATED)
+      if (c == Completion::kTruncated)
         return abort_session(SZ_ERROR_CORRUPT, "the sender sent a message larger than it announced");
-      if (us != UCS_OK) return abort_session(SZ_ERROR_IO, "receive failed: " + ucs_text(us));
-      const size_t len = sl.op.length;
+      if (c != Completion::kOk) return abort_session(SZ_ERROR_IO, "receive failed: " + failure);
       const uint8_t* hdr = sl.rbuf;
       if (direct) {  // the header is in device memory: bring it over
         std::string why;
@@ -819,35 +955,17 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
       std::string why;
       st = tracker.accept(sl.h, len, &ref, &why);
       if (st != SZ_OK) return abort_session(st, why);
-      TensorState& t = ts[ref.tensor];
       sl.tensor = ref.tensor;
       sl.n_values = ref.n_values;
-      if (t.dst == nullptr && opt.destination) {
-        t.dst = static_cast<uint8_t*>(opt.destination(t.name, t.dtype, t.size));
-        if (t.dst == nullptr) return abort_session(SZ_ERROR_IO, "no destination for " + t.name);
-        t.given = true;
-      } else if (t.dst == nullptr && use_gpu) {
-        const sz_status as = t.owned.alloc(gpu::Mem::kDevice, (size_t)t.size, &why);
-        if (as != SZ_OK) return abort_session(as, "device memory for " + t.name + ": " + why);
-        t.dst = t.owned.get();
-      }
-      if (files && t.fd < 0) {
-        t.fd = openat(S.dir_fd, t.tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (t.fd < 0) return abort_session(SZ_ERROR_IO, "cannot create a file for " + t.name + ": " + strerror(errno));
-        if (!preallocate(t.fd, t.size))
-          return abort_session(SZ_ERROR_IO, "cannot reserve " + std::to_string(t.size) + " bytes for " + t.name +
-                                                " in the output directory: " + strerror(errno));
-        if (opt.direct_io && !use_gpu && (plan.chunk_values * t.value_bytes) % kBufferAlign == 0) {
-          const int fl = fcntl(t.fd, F_GETFL);  // a file system without direct I/O refuses it: buffered writes then
-          t.direct = fl >= 0 && fcntl(t.fd, F_SETFL, fl | O_DIRECT) == 0;
-        }
-      }
+      st = outputs.open(ts[ref.tensor], &why);
+      if (st != SZ_OK) return abort_session(st, why);
       stats.wire_bytes += len;
       ++stats.messages;
       ++received;
       sl.state = Slot::kDecoding;
       pool->submit((int)i);
     }
+    // Decoded messages: their tensors finish, their slots receive again while messages remain.
     int done;
     while (pool->pop_done(&done)) {
       active = true;
@@ -856,31 +974,25 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
       TensorState& t = ts[sl.tensor];
       ++t.chunks_done;
       ++consumed;
-      if (t.chunks_done == t.chunks && !finish_tensor(t))
+      if (t.chunks_done == t.chunks && !outputs.finish(t))
         return abort_session(SZ_ERROR_IO, "cannot finish " + t.name + ": " + strerror(errno));
       sl.state = Slot::kIdle;
       if (received + (uint64_t)std::count_if(slots.begin(), slots.end(),
                                              [](const Slot& x) { return x.state == Slot::kPosted; }) <
           total) {
-        if (ucx.recv(data_tag, proto::kTagFull, sl.rbuf, sl.cap, &sl.op, direct) != SZ_OK)
+        if (ep->post_recv((size_t)done, data_tag, sl.rbuf, sl.cap, rtype, nullptr) != SZ_OK)
           return abort_session(SZ_ERROR_IO, "cannot post a receive");
         sl.state = Slot::kPosted;
       }
     }
     if (consumed > credited) {  // the last credit too, before the RESULT
-      proto::Header h;
-      h.type = proto::kCredit;
-      h.chunk = consumed;
-      proto::write_header(credit_header, h);
-      std::string why;
-      if (net::write_all(fd, credit_header, sizeof credit_header, now_s() + opt.timeout_s, &why) != SZ_OK)
-        return peer_gone();
+      if (link.credit(consumed) != SZ_OK) return peer_gone();
       credited = consumed;
       active = true;
     }
     if (consumed == total) {
       // every tensor verified and in place: tell the sender
-      if (reply(SZ_OK, "", {}) != SZ_OK) return peer_gone();
+      if (link.reply(SZ_OK, "", {}) != SZ_OK) return peer_gone();
       break;
     }
     const double t = now_s();
@@ -898,14 +1010,14 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
       return abort_session(SZ_ERROR_IO, "the sender stalled: nothing arrived for " + std::to_string(opt.timeout_s) +
                                             " s (" + std::to_string(received) + " of " + std::to_string(total) +
                                             " messages)");
-    ucx.wait(direct ? 0.001 : 0.05);  // device memory: see the sender
+    ep->wait(direct && !ep->device_completions_signalled() ? 0.001 : 0.05);  // device memory: see the sender
   }
   stats.seconds = now_s() - t_session;
   pool->stop();
   stats.codec_seconds = pool->cpu_seconds();
-  stats.raw_bytes = total_bytes;
+  stats.raw_bytes = plan.total_bytes;
   // Let the sender read the result and close first; then close our side.
-  linger(std::min(2.0, opt.timeout_s));
+  link.linger(std::min(2.0, opt.timeout_s), ep);
   cleanup();
   if (stats_out != nullptr) *stats_out = std::move(stats);
   return SZ_OK;

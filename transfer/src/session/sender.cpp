@@ -1,19 +1,21 @@
 // sender.cpp — the sending side of transfer/PROTOCOL.md.
 //
-// The handshake goes over a TCP control connection (HELLO out, HELLO_ACK back with the receiver's UCX worker
-// address); then one UCX thread (the caller's) owns an endpoint to that address, its worker restricted to the
-// interface of the control connection, and CREDIT and RESULT messages keep arriving on the control connection.
-// The UCX thread owns the endpoint; `threads` codec threads encode messages into slots. Slots move
-// Free -> Encoding -> Ready -> Sending -> Free. Messages go out strictly in sequence order, only while fewer than
-// `window` messages are unconsumed by the receiver (its CREDIT messages), and, with a rate, when the emulated link
-// would have carried them. With a ReadyGate, a tensor's messages are handed to the codec threads only once the gate
-// marks it ready (the handshake and the tensors before it do not wait).
+// The handshake goes over a TCP control connection (HELLO out, HELLO_ACK back with the address of the receiver's
+// data endpoint: handshake()); then the caller's thread opens the session's data endpoint (transport/transport.h),
+// restricted to the interface of the control connection, connects it to that address and runs the pipeline, while
+// CREDIT and RESULT messages keep arriving on the control connection (Answers). `threads` codec threads encode
+// messages into slots (Encoder). Slots move Free -> Encoding -> Ready -> Sending -> Free; slot i sends as request i
+// of the endpoint. Messages go out strictly in sequence order, only while fewer than `window` messages are
+// unconsumed by the receiver (its CREDIT messages), and, with a rate, when the emulated link would have carried
+// them. With a ReadyGate, a tensor's messages are handed to the codec threads only once the gate marks it ready
+// (the handshake and the tensors before it do not wait).
 //
 // Device tensors (Tensor::device): each codec thread owns a CUDA stream and a codec workspace; a slot owns a device
 // buffer [header | frame] and a pinned host buffer of the same size. A job compresses into the device buffer
-// (sz_cuda_compress, frame size to pinned host), then either writes the header into the device buffer, which UCX
-// sends as CUDA memory (direct), or copies the message to the pinned buffer, which UCX sends as host memory
-// (staged). The codec thread waits on its own stream, so while it copies message i+1 the UCX thread sends message i.
+// (sz_cuda_compress, frame size to pinned host), then either writes the header into the device buffer, which the
+// transport sends as device memory (direct, where Endpoint::device_memory()), or copies the message to the pinned
+// buffer, which it sends as host memory (staged). The codec thread waits on its own stream, so while it copies
+// message i+1 the session's thread sends message i.
 #include <poll.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,7 +30,7 @@
 #include "session/pool.h"
 #include "wire/protocol.h"
 #include "splitzip/transfer.hpp"
-#include "transport/ucx.h"
+#include "transport/transport.h"
 
 namespace splitzip {
 namespace transfer {
@@ -56,13 +58,12 @@ struct Slot {
   gpu::Mem h_buf;            // device tensors: [header | payload] in pinned host memory
   gpu::Mem d_size;           // device tensors: the frame size, on the device
   gpu::Mem h_size;           // ... and in pinned host memory
-  uint8_t* msg = nullptr;    // the message UCX sends: [header | payload]
+  uint8_t* msg = nullptr;    // the message the transport sends: [header | payload]
   bool msg_device = false;   // msg is device memory
   const uint8_t* payload = nullptr;
   size_t payload_size = 0;
   sz_status status = SZ_OK;
   std::string why;
-  Op op;
 };
 
 // What a codec thread owns for the GPU codec.
@@ -75,6 +76,323 @@ sz_status fail(std::string* error, sz_status st, const std::string& msg) {
   if (error != nullptr) *error = msg;
   return st;
 }
+
+// What the handshake announces and the pipeline follows, derived from the arguments before any connection.
+struct SendPlan {
+  proto::Hello hello;
+  std::vector<uint8_t> hello_bytes;    // the HELLO payload
+  std::vector<sz_codebook> codebooks;  // per tensor (compressed mode)
+  std::vector<uint64_t> first_seq;     // tensors.size() + 1 entries; first_seq.back() = messages in all
+  size_t max_value_bytes = 1;
+  uint64_t total = 0;                  // messages in all
+  uint64_t raw_bytes = 0;
+};
+
+// Checks every tensor (name, dtype, size, codebook) and builds the HELLO (PROTOCOL.md §3). SZ_OK, or the error.
+sz_status plan_send(const std::vector<Tensor>& tensors, const SendOptions& opt, SendPlan* plan, std::string* error) {
+  const bool raw = opt.raw;
+  proto::Hello& hello = plan->hello;
+  std::vector<sz_codebook>& codebooks = plan->codebooks;
+  std::vector<uint64_t>& first_seq = plan->first_seq;
+  size_t& max_value_bytes = plan->max_value_bytes;
+  hello.protocol_version = opt.faults.protocol_version ? opt.faults.protocol_version : kProtocolVersion;
+  hello.format_version = SZ_FORMAT_VERSION;
+  hello.mode = raw ? proto::kModeRaw : proto::kModeCompressed;
+  hello.chunk_values = opt.chunk_values;
+  hello.window = opt.window;
+  hello.token = opt.token;
+  {
+    std::random_device rd;
+    hello.session = rd();
+  }
+  codebooks.assign(tensors.size(), sz_codebook{});
+  first_seq.assign(tensors.size() + 1, 0);
+  max_value_bytes = 1;
+  std::unordered_set<std::string> names;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (!opt.faults.unchecked_names && !valid_tensor_name(t.name)) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "invalid tensor name '" + t.name + "'");
+    if (!names.insert(t.name).second) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "duplicate tensor name " + t.name);
+    const size_t w = sz_dtype_size(t.dtype);
+    if (w == 0) return fail(error, SZ_ERROR_UNSUPPORTED_DTYPE, "tensor " + t.name + ": unknown dtype");
+    if (t.size % w != 0)
+      return fail(error, SZ_ERROR_INVALID_ARGUMENT,
+                  "tensor " + t.name + ": size " + std::to_string(t.size) + " is not a multiple of the dtype size");
+    if (t.size > 0 && t.data == nullptr) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "tensor " + t.name + ": no data");
+    max_value_bytes = std::max(max_value_bytes, w);
+    proto::TensorEntry e;
+    e.name = t.name;
+    e.dtype = (uint8_t)t.dtype;
+    e.size = (i == 0 && opt.faults.announce_size != 0) ? opt.faults.announce_size : t.size;
+    if (!raw) {
+      const sz_codebook* given =
+          (size_t)t.dtype < opt.codebooks.size() ? opt.codebooks[(size_t)t.dtype] : nullptr;
+      sz_status st = SZ_OK;
+      if (given != nullptr) {
+        codebooks[i] = *given;
+        st = sz_codebook_validate(&codebooks[i]);
+        if (st == SZ_OK && codebooks[i].dtype != (uint8_t)t.dtype) st = SZ_ERROR_BAD_CODEBOOK;
+      } else {
+        st = sz_default_codebook(t.dtype, SZ_KIND_GENERIC, &codebooks[i]);
+      }
+      if (st == SZ_OK) st = sz_codebook_serialize(&codebooks[i], e.codebook, sizeof e.codebook);
+      if (st != SZ_OK) return fail(error, st, "tensor " + t.name + ": codebook: " + sz_status_name(st));
+    }
+    hello.tensors.push_back(std::move(e));
+    const uint64_t n = t.size / w;
+    first_seq[i + 1] = first_seq[i] + (n + opt.chunk_values - 1) / opt.chunk_values;
+    plan->raw_bytes += t.size;
+  }
+  if (hello.tensors.size() > 0xFFFFFFFFu) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "too many tensors");
+  plan->total = first_seq[tensors.size()];
+  plan->hello_bytes = proto::encode_hello(hello);
+  if (plan->hello_bytes.size() > proto::kMaxHelloBytes)
+    return fail(error, SZ_ERROR_INVALID_ARGUMENT, "tensor list too long for one handshake");
+  return SZ_OK;
+}
+
+// PROTOCOL.md §1, §3 on the control connection `fd` to `where`: the HELLO out, the HELLO_ACK back. SZ_OK with the
+// receiver's data address in *address, or the error (a refusal: the receiver's status and text).
+sz_status handshake(int fd, const std::string& where, const std::vector<uint8_t>& hello_bytes, double timeout_s,
+                    uint64_t* wire_bytes, std::vector<uint8_t>* address, std::string* error) {
+  std::string why;
+  {
+    const std::vector<uint8_t> msg = proto::encode_message(proto::kHello, hello_bytes, true);
+    const sz_status st = net::write_all(fd, msg.data(), msg.size(), now_s() + timeout_s, &why);
+    if (st != SZ_OK) return fail(error, SZ_ERROR_IO, "cannot send the handshake to " + where + ": " + why);
+    *wire_bytes += msg.size();
+  }
+  proto::MessageReader ack(proto::type_bit(proto::kHelloAck));
+  const sz_status st = net::read_message(fd, &ack, now_s() + timeout_s, nullptr, &why);
+  if (st == SZ_ERROR_IO) return fail(error, SZ_ERROR_IO, "no answer to the handshake from " + where + ": " + why);
+  if (st != SZ_OK) return fail(error, SZ_ERROR_CORRUPT, "the receiver answered the handshake with " + why);
+  uint32_t status = 0;
+  std::string text;
+  if (proto::decode_ack(ack.payload().data(), ack.payload().size(), &status, &text, address) != SZ_OK)
+    return fail(error, SZ_ERROR_CORRUPT, "the receiver sent a malformed handshake answer");
+  if (status != SZ_OK) {
+    const sz_status ps = (status > 0 && status <= SZ_ERROR_INTERNAL) ? (sz_status)status : SZ_ERROR_IO;
+    return fail(error, ps, "the receiver refused the transfer: " + text);
+  }
+  return SZ_OK;
+}
+
+sz_status peer_status(uint32_t s) { return (s > 0 && s <= SZ_ERROR_INTERNAL) ? (sz_status)s : SZ_ERROR_IO; }
+
+// The receiver's messages during the transfer, on the control connection, in order (PROTOCOL.md §4): CREDIT (the
+// messages it consumed so far) and one RESULT.
+class Answers {
+ public:
+  Answers(int fd, uint64_t total) : fd_(fd), total_(total) {}
+
+  // Takes every complete message that is there; SZ_OK, or an error with *error set. A closed connection is noted
+  // in `closed` (what came before it is still read).
+  sz_status take(std::string* error) {
+    while (!got_result && !closed) {
+      bool complete = false;
+      const sz_status rs = net::read_available(fd_, &reader_, &complete, &why);
+      if (rs == SZ_ERROR_IO) {
+        closed = true;
+        break;
+      }
+      if (rs != SZ_OK) return fail(error, rs, "the receiver sent an invalid message: " + why);
+      if (!complete) break;
+      const proto::Header& h = reader_.header();
+      if (h.type == proto::kCredit) {
+        if (h.chunk < consumed || h.chunk > total_)
+          return fail(error, SZ_ERROR_CORRUPT, "the receiver sent an impossible credit");
+        consumed = h.chunk;
+      } else {
+        std::string text;
+        if (proto::decode_status(reader_.payload().data(), reader_.payload().size(), &result_status, &text) !=
+            SZ_OK)
+          return fail(error, SZ_ERROR_CORRUPT, "the receiver sent a malformed status");
+        result_text = text;
+        got_result = true;
+      }
+      reader_.reset();
+    }
+    return SZ_OK;
+  }
+  // After the data path failed: a receiver that rejects the transfer sends its result and then hangs up, so the
+  // result may be on its way. Reads (for at most `seconds`) until it or the close arrived, or a message is invalid.
+  void await_result(double seconds) {
+    const double deadline = now_s() + seconds;
+    std::string ignored;
+    while (!got_result && !closed && now_s() < deadline) {
+      if (take(&ignored) != SZ_OK) break;
+      if (got_result || closed) break;
+      pollfd p = {fd_, POLLIN, 0};
+      poll(&p, 1, 20);
+    }
+  }
+
+  uint64_t consumed = 0;
+  bool got_result = false;
+  uint32_t result_status = 0;
+  std::string result_text;
+  bool closed = false;
+  std::string why;  // why the connection closed, or what was invalid
+
+ private:
+  int fd_;
+  uint64_t total_;
+  proto::MessageReader reader_{proto::type_bit(proto::kCredit) | proto::type_bit(proto::kResult)};
+};
+
+// The slots' buffers and, for device tensors, a stream and a codec workspace per codec thread. A slot holds
+// [header | payload] contiguously, so that a message is one contiguous send. SZ_OK, or the status and *why.
+sz_status allocate(const std::vector<Tensor>& tensors, const SendOptions& opt, const SendPlan& plan, bool use_gpu,
+                   unsigned threads, std::vector<Slot>* slots, std::vector<GpuWorker>* gpu_workers,
+                   std::string* why) {
+  const bool raw = opt.raw;
+  // Raw mode copies each message into its slot too: UCX 1.13 over TCP sends one contiguous buffer about 3x faster
+  // than a two-part (header, data) iov on this machine, far more than the copy costs (bench/results/transfer.md).
+  const size_t slot_capacity = raw ? (size_t)(opt.chunk_values * plan.max_value_bytes)
+                                   : (size_t)SZ_COMPRESS_BOUND(opt.chunk_values, plan.max_value_bytes);
+  if (!use_gpu) {
+    for (auto& s : *slots) s.buf.resize(proto::kHeaderSize + slot_capacity);
+    return SZ_OK;
+  }
+  // Device and pinned buffers of the bounded pool; a workspace and a stream per codec thread.
+  const size_t cap = proto::kHeaderSize + (size_t)SZ_COMPRESS_BOUND(opt.chunk_values, plan.max_value_bytes);
+  sz_status st = SZ_OK;
+  std::string w;
+  for (auto& s : *slots) {
+    st = s.d_buf.alloc(gpu::Mem::kDevice, cap, &w);
+    if (st == SZ_OK) st = s.h_buf.alloc(gpu::Mem::kPinned, cap, &w);
+    if (st == SZ_OK) st = s.d_size.alloc(gpu::Mem::kDevice, sizeof(uint64_t), &w);
+    if (st == SZ_OK) st = s.h_size.alloc(gpu::Mem::kPinned, sizeof(uint64_t), &w);
+    if (st != SZ_OK) return fail(why, st, "GPU staging buffers: " + w);
+  }
+  size_t ws = 0;
+  if (!raw) {
+    sz_params p = sz_params_default();
+    p.chunk_log2 = opt.frame_chunk_log2;
+    p.flags = SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH;  // the receiver verifies every chunk
+    for (const Tensor& t : tensors) {
+      size_t n = 0;
+      st = sz_cuda_compress_workspace_size(opt.chunk_values, t.dtype, &p, &n);
+      if (st != SZ_OK) return fail(why, st, std::string("GPU workspace size: ") + sz_status_name(st));
+      ws = std::max(ws, n);
+    }
+  }
+  gpu_workers->resize(threads);
+  for (auto& g : *gpu_workers) {
+    st = g.stream.create(&w);
+    if (st == SZ_OK && ws > 0) st = g.workspace.alloc(gpu::Mem::kDevice, ws, &w);
+    if (st != SZ_OK) return fail(why, st, "GPU codec resources: " + w);
+  }
+  return SZ_OK;
+}
+
+// The codec threads' job: message slots[si].seq into its slot as [header | payload], from host memory (sz_compress)
+// or from device memory (sz_cuda_compress on codec thread `worker`'s stream). Leaves s.msg and s.payload_size, or
+// an error in s.status and s.why.
+struct Encoder {
+  const std::vector<Tensor>& tensors;
+  const std::vector<sz_codebook>& codebooks;
+  std::vector<Slot>& slots;
+  std::vector<GpuWorker>& gpu_workers;
+  bool raw = false;
+  bool use_gpu = false;
+  bool direct = false;  // device tensors: the message goes from device memory
+  int cuda_device = 0;
+  sz_params params = sz_params_default();
+
+  void operator()(unsigned worker, int si) {
+    Slot& s = slots[(size_t)si];
+    const Job& j = s.job;
+    s.status = SZ_OK;
+    if (use_gpu) {
+      gpu(worker, s);
+      return;
+    }
+    if (raw) {
+      memcpy(s.buf.data() + proto::kHeaderSize, j.src, j.bytes);
+      s.payload = s.buf.data() + proto::kHeaderSize;
+      s.payload_size = j.bytes;
+    } else {
+      size_t out = 0;
+      s.status = sz_compress(j.src, j.n_values, tensors[j.tensor].dtype, &codebooks[j.tensor], &params,
+                             s.buf.data() + proto::kHeaderSize, s.buf.size() - proto::kHeaderSize, &out);
+      s.payload = s.buf.data() + proto::kHeaderSize;
+      s.payload_size = out;
+    }
+    proto::Header h;
+    h.type = proto::kChunk;
+    h.flags = raw ? proto::kFlagPayloadHash : 0;
+    h.seq = s.seq;
+    h.tensor = j.tensor;
+    h.chunk = j.chunk;
+    h.payload_size = s.payload_size;
+    h.payload_hash = raw ? proto::h32(s.payload, s.payload_size) : 0;
+    proto::write_header(s.buf.data(), h);
+    s.msg = s.buf.data();
+    s.msg_device = false;
+  }
+
+  void gpu(unsigned worker, Slot& s) {
+    const Job& j = s.job;
+    GpuWorker& g = gpu_workers[worker];
+    const sz_cuda_stream stream = g.stream.get();
+    std::string why;
+    sz_status e = gpu::set_device(cuda_device, &why);
+    uint8_t* const h = s.h_buf.get();
+    uint8_t* const d = s.d_buf.get();
+    proto::Header hd;
+    hd.type = proto::kChunk;
+    hd.seq = s.seq;
+    hd.tensor = j.tensor;
+    hd.chunk = j.chunk;
+    if (raw) {
+      // The XXH3 of a raw message is computed on the host, so the bytes come to the pinned buffer either way.
+      if (e == SZ_OK) e = gpu::copy_async(h + proto::kHeaderSize, j.src, j.bytes, stream, &why);
+      if (e == SZ_OK) e = gpu::sync(stream, &why);
+      s.payload_size = j.bytes;
+      hd.flags = proto::kFlagPayloadHash;
+      hd.payload_size = j.bytes;
+      if (e == SZ_OK) hd.payload_hash = proto::h32(h + proto::kHeaderSize, j.bytes);
+      if (e == SZ_OK) proto::write_header(h, hd);
+      if (e == SZ_OK && direct) {
+        e = gpu::copy_async(d, h, proto::kHeaderSize, stream, &why);
+        if (e == SZ_OK) e = gpu::copy_async(d + proto::kHeaderSize, j.src, j.bytes, stream, &why);
+        if (e == SZ_OK) e = gpu::sync(stream, &why);
+      }
+    } else {
+      uint64_t* const hsize = reinterpret_cast<uint64_t*>(s.h_size.get());
+      *hsize = 0;
+      if (e == SZ_OK) {
+        e = sz_cuda_compress(j.src, j.n_values, tensors[j.tensor].dtype, &codebooks[j.tensor], &params,
+                             d + proto::kHeaderSize, s.d_buf.size() - proto::kHeaderSize, g.workspace.get(),
+                             g.workspace.size(), reinterpret_cast<uint64_t*>(s.d_size.get()), hsize, stream);
+        if (e != SZ_OK) why = std::string("sz_cuda_compress: ") + sz_status_name(e);
+      }
+      if (e == SZ_OK) e = gpu::sync(stream, &why);
+      if (e == SZ_OK && (*hsize == 0 || *hsize > s.d_buf.size() - proto::kHeaderSize)) {
+        e = SZ_ERROR_INTERNAL;
+        why = "the GPU encoder reported an impossible frame size " + std::to_string(*hsize);
+      }
+      if (e == SZ_OK) {
+        s.payload_size = (size_t)*hsize;
+        hd.flags = 0;
+        hd.payload_size = s.payload_size;
+        proto::write_header(h, hd);
+        if (direct) {
+          e = gpu::copy_async(d, h, proto::kHeaderSize, stream, &why);
+        } else {
+          e = gpu::copy_async(h + proto::kHeaderSize, d + proto::kHeaderSize, s.payload_size, stream, &why);
+        }
+        if (e == SZ_OK) e = gpu::sync(stream, &why);
+      }
+    }
+    s.status = e;
+    if (e != SZ_OK) s.why = "GPU encode of message " + std::to_string(s.seq) + ": " + why;
+    s.msg = direct ? d : h;
+    s.msg_device = direct;
+    s.payload = s.msg + proto::kHeaderSize;
+  }
+};
 
 }  // namespace
 
@@ -140,68 +458,22 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
     return fail(error, SZ_ERROR_NOT_SUPPORTED, "device tensors need the GPU codec: " + gpu_why);
   const int cuda_device = use_gpu ? gpu::current_device() : 0;
 
-  proto::Hello hello;
-  hello.protocol_version = opt.faults.protocol_version ? opt.faults.protocol_version : kProtocolVersion;
-  hello.format_version = SZ_FORMAT_VERSION;
-  hello.mode = raw ? proto::kModeRaw : proto::kModeCompressed;
-  hello.chunk_values = opt.chunk_values;
-  hello.window = opt.window;
-  hello.token = opt.token;
-  {
-    std::random_device rd;
-    hello.session = rd();
-  }
-  std::vector<sz_codebook> codebooks(tensors.size());
-  std::vector<uint64_t> first_seq(tensors.size() + 1, 0);
-  size_t max_value_bytes = 1;
-  std::unordered_set<std::string> names;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor& t = tensors[i];
-    if (!opt.faults.unchecked_names && !valid_tensor_name(t.name)) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "invalid tensor name '" + t.name + "'");
-    if (!names.insert(t.name).second) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "duplicate tensor name " + t.name);
-    const size_t w = sz_dtype_size(t.dtype);
-    if (w == 0) return fail(error, SZ_ERROR_UNSUPPORTED_DTYPE, "tensor " + t.name + ": unknown dtype");
-    if (t.size % w != 0)
-      return fail(error, SZ_ERROR_INVALID_ARGUMENT,
-                  "tensor " + t.name + ": size " + std::to_string(t.size) + " is not a multiple of the dtype size");
-    if (t.size > 0 && t.data == nullptr) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "tensor " + t.name + ": no data");
-    max_value_bytes = std::max(max_value_bytes, w);
-    proto::TensorEntry e;
-    e.name = t.name;
-    e.dtype = (uint8_t)t.dtype;
-    e.size = (i == 0 && opt.faults.announce_size != 0) ? opt.faults.announce_size : t.size;
-    if (!raw) {
-      const sz_codebook* given =
-          (size_t)t.dtype < opt.codebooks.size() ? opt.codebooks[(size_t)t.dtype] : nullptr;
-      sz_status st = SZ_OK;
-      if (given != nullptr) {
-        codebooks[i] = *given;
-        st = sz_codebook_validate(&codebooks[i]);
-        if (st == SZ_OK && codebooks[i].dtype != (uint8_t)t.dtype) st = SZ_ERROR_BAD_CODEBOOK;
-      } else {
-        st = sz_default_codebook(t.dtype, SZ_KIND_GENERIC, &codebooks[i]);
-      }
-      if (st == SZ_OK) st = sz_codebook_serialize(&codebooks[i], e.codebook, sizeof e.codebook);
-      if (st != SZ_OK) return fail(error, st, "tensor " + t.name + ": codebook: " + sz_status_name(st));
-    }
-    hello.tensors.push_back(std::move(e));
-    const uint64_t n = t.size / w;
-    first_seq[i + 1] = first_seq[i] + (n + opt.chunk_values - 1) / opt.chunk_values;
-    stats.raw_bytes += t.size;
-  }
-  if (hello.tensors.size() > 0xFFFFFFFFu) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "too many tensors");
-  const uint64_t total = first_seq[tensors.size()];
-  const std::vector<uint8_t> hello_bytes = proto::encode_hello(hello);
-  if (hello_bytes.size() > proto::kMaxHelloBytes)
-    return fail(error, SZ_ERROR_INVALID_ARGUMENT, "tensor list too long for one handshake");
+  SendPlan plan;
+  sz_status st = plan_send(tensors, opt, &plan, error);
+  if (st != SZ_OK) return st;
+  const uint64_t total = plan.total;
+  stats.raw_bytes = plan.raw_bytes;
 
-  if (use_gpu && opt.gpu_path == GpuPath::kDirect && !Ucx::cuda_memory_supported())
-    return fail(error, SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support (GpuPath::kDirect)");
+  const Transport& transport = session_transport();
+  const std::string no_device_memory =
+      std::string("this ") + transport.name() + " build does not report CUDA memory support (GpuPath::kDirect)";
+  if (use_gpu && opt.gpu_path == GpuPath::kDirect && !transport.device_memory_supported())
+    return fail(error, SZ_ERROR_NOT_SUPPORTED, no_device_memory);
 
-  // ---- connect and handshake (PROTOCOL.md §1, §3): HELLO on the control connection, then UCX ----
+  // ---- connect and handshake (PROTOCOL.md §1, §3): HELLO on the control connection, then the data endpoint ----
   const double t_start = now_s();
   int ctrl_fd = -1;
-  sz_status st = net::connect_tcp(host, port, opt.timeout_s, &ctrl_fd, error);
+  st = net::connect_tcp(host, port, opt.timeout_s, &ctrl_fd, error);
   if (st != SZ_OK) return st;
   struct FdCloser {
     int* fd;
@@ -210,37 +482,24 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
     }
   } ctrl_closer{&ctrl_fd};
   const std::string where = host + ":" + std::to_string(port);
-  std::string why;
-  {
-    const std::vector<uint8_t> msg = proto::encode_message(proto::kHello, hello_bytes, true);
-    st = net::write_all(ctrl_fd, msg.data(), msg.size(), now_s() + opt.timeout_s, &why);
-    if (st != SZ_OK) return fail(error, SZ_ERROR_IO, "cannot send the handshake to " + where + ": " + why);
-    stats.wire_bytes += msg.size();
-  }
   std::vector<uint8_t> receiver_address;
-  {
-    proto::MessageReader ack(proto::type_bit(proto::kHelloAck));
-    st = net::read_message(ctrl_fd, &ack, now_s() + opt.timeout_s, nullptr, &why);
-    if (st == SZ_ERROR_IO)
-      return fail(error, SZ_ERROR_IO, "no answer to the handshake from " + where + ": " + why);
-    if (st != SZ_OK) return fail(error, SZ_ERROR_CORRUPT, "the receiver answered the handshake with " + why);
-    uint32_t status = 0;
-    std::string text;
-    if (proto::decode_ack(ack.payload().data(), ack.payload().size(), &status, &text, &receiver_address) != SZ_OK)
-      return fail(error, SZ_ERROR_CORRUPT, "the receiver sent a malformed handshake answer");
-    if (status != SZ_OK) {
-      const sz_status ps = (status > 0 && status <= SZ_ERROR_INTERNAL) ? (sz_status)status : SZ_ERROR_IO;
-      return fail(error, ps, "the receiver refused the transfer: " + text);
-    }
-  }
-  // UCX only now, restricted to the interface this end of the control connection uses.
-  std::string device;
-  if (!net::local_interface(ctrl_fd, &device, &why))
-    return fail(error, SZ_ERROR_IO, "the network interface of the connection to " + where + ": " + why);
-  Ucx ucx;
-  st = ucx.init(device, error);
+  st = handshake(ctrl_fd, where, plan.hello_bytes, opt.timeout_s, &stats.wire_bytes, &receiver_address, error);
   if (st != SZ_OK) return st;
-  ucx.watch(ctrl_fd);
+  // The data endpoint only now, restricted to the interface this end of the control connection uses; a request per
+  // slot.
+  const size_t nslots = (size_t)opt.window + threads;
+  std::unique_ptr<Endpoint> endpoint;
+  {
+    EndpointConfig config;
+    std::string why;
+    if (!net::local_interface(ctrl_fd, &config.net_device, &why))
+      return fail(error, SZ_ERROR_IO, "the network interface of the connection to " + where + ": " + why);
+    config.watch_fd = ctrl_fd;
+    config.requests = nslots;
+    st = transport.open(config, &endpoint, error);
+    if (st != SZ_OK) return st;
+  }
+  Endpoint* const ep = endpoint.get();
   // The producer's ready() and fail() wake this thread while the send runs (and no longer once it returned).
   struct GateHook {
     ReadyGate::Impl* gate;
@@ -253,17 +512,17 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   if (gate != nullptr) {
     std::lock_guard<std::mutex> lock(gate->mu);
     if (gate->wake) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "the ready gate is in use by another send");
-    gate->wake = [&ucx] { ucx.wake(); };
+    gate->wake = [ep] { ep->wake(); };
     gate_hook.gate = gate;
   }
-  const bool direct = use_gpu && opt.gpu_path != GpuPath::kStaged && ucx.cuda_memory();
+  const bool direct = use_gpu && opt.gpu_path != GpuPath::kStaged && ep->device_memory();
   if (use_gpu && opt.gpu_path == GpuPath::kDirect && !direct)
-    return fail(error, SZ_ERROR_NOT_SUPPORTED, "this UCX build does not report CUDA memory support (GpuPath::kDirect)");
+    return fail(error, SZ_ERROR_NOT_SUPPORTED, no_device_memory);
   stats.gpu = use_gpu;
   stats.gpu_direct = direct;
-  st = ucx.connect(receiver_address, error);
+  st = ep->connect(receiver_address, error);
   if (st != SZ_OK) return st;
-  const uint64_t data_tag = proto::tag_of(proto::kChunk, hello.session);
+  const uint64_t data_tag = proto::tag_of(proto::kChunk, plan.hello.session);
 
   // Everything below that is in flight is cancelled by this before the buffers go away.
   std::vector<Slot> slots;
@@ -273,224 +532,68 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
     if (pool) pool->stop();
     // Closing the endpoint first completes its sends (forced: with an error), so that no cancel below waits on a
     // peer that does not answer.
-    ucx.close_ep(flush, flush ? 2.0 : 0.5);
-    for (auto& s : slots) ucx.cancel(&s.op);
+    ep->close(flush, flush ? 2.0 : 0.5);
+    for (size_t i = 0; i < slots.size(); ++i) ep->cancel(i);
   };
-
-  // Control messages (CREDIT, RESULT) arrive on the control connection, in order.
-  proto::MessageReader ctrl(proto::type_bit(proto::kCredit) | proto::type_bit(proto::kResult));
-  uint64_t consumed = 0;
-  bool got_result = false;
-  uint32_t result_status = 0;
-  std::string result_text;
-  bool ctrl_closed = false;
-  std::string ctrl_why;
-  // Takes every complete control message that is there; SZ_OK, or an error with *error set. A closed connection
-  // is noted in ctrl_closed (what came before it is still read).
-  auto take_ctrl = [&]() -> sz_status {
-    while (!got_result && !ctrl_closed) {
-      bool complete = false;
-      const sz_status rs = net::read_available(ctrl_fd, &ctrl, &complete, &ctrl_why);
-      if (rs == SZ_ERROR_IO) {
-        ctrl_closed = true;
-        break;
-      }
-      if (rs != SZ_OK) return fail(error, rs, "the receiver sent an invalid message: " + ctrl_why);
-      if (!complete) break;
-      const proto::Header& h = ctrl.header();
-      if (h.type == proto::kCredit) {
-        if (h.chunk < consumed || h.chunk > total)
-          return fail(error, SZ_ERROR_CORRUPT, "the receiver sent an impossible credit");
-        consumed = h.chunk;
-      } else {
-        std::string text;
-        if (proto::decode_status(ctrl.payload().data(), ctrl.payload().size(), &result_status, &text) != SZ_OK)
-          return fail(error, SZ_ERROR_CORRUPT, "the receiver sent a malformed status");
-        result_text = text;
-        got_result = true;
-      }
-      ctrl.reset();
-    }
-    return SZ_OK;
-  };
-  auto peer_status = [](uint32_t s) { return (s > 0 && s <= SZ_ERROR_INTERNAL) ? (sz_status)s : SZ_ERROR_IO; };
-  // The connection failed or a send failed. A receiver that rejects the transfer sends its result and then hangs
-  // up, so the result may be on the control connection already: report the receiver's reason when it is there.
+  Answers answers(ctrl_fd, total);
+  // The data path failed or a send failed: the receiver's reason when it sent one, else what failed.
   auto peer_failed = [&](const std::string& what) -> sz_status {
-    const double deadline = now_s() + 0.5;
-    while (!got_result && !ctrl_closed && now_s() < deadline) {
-      if (take_ctrl() != SZ_OK) break;
-      if (got_result || ctrl_closed) break;
-      pollfd p = {ctrl_fd, POLLIN, 0};
-      poll(&p, 1, 20);
-    }
+    answers.await_result(0.5);
     cleanup(false);
-    if (got_result && result_status != SZ_OK)
-      return fail(error, peer_status(result_status), "the receiver failed: " + result_text);
+    if (answers.got_result && answers.result_status != SZ_OK)
+      return fail(error, peer_status(answers.result_status), "the receiver failed: " + answers.result_text);
     if (!what.empty()) return fail(error, SZ_ERROR_IO, what);
-    if (ucx.ep_failed())
-      return fail(error, SZ_ERROR_IO, "connection to " + where + " failed: " + ucs_text(ucx.ep_status()));
-    return fail(error, SZ_ERROR_IO, "connection to " + where + " failed: " + ctrl_why);
+    std::string ep_why;
+    if (ep->failed(&ep_why)) return fail(error, SZ_ERROR_IO, "connection to " + where + " failed: " + ep_why);
+    return fail(error, SZ_ERROR_IO, "connection to " + where + " failed: " + answers.why);
   };
   stats.handshake_seconds = now_s() - t_start;
 
   // ---- the pipeline ----
-  const size_t nslots = (size_t)opt.window + threads;
-  // Raw mode copies each message into its slot too: UCX 1.13 over TCP sends one contiguous buffer about 3x faster
-  // than a two-part (header, data) iov on this machine, far more than the copy costs (bench/results/transfer.md).
-  const size_t slot_capacity = raw ? (size_t)(opt.chunk_values * max_value_bytes)
-                                   : (size_t)SZ_COMPRESS_BOUND(opt.chunk_values, max_value_bytes);
   slots.resize(nslots);
-  // A slot holds [header | payload] contiguously, so that a compressed message is one contiguous UCX send.
-  if (!use_gpu) {
-    for (auto& s : slots) s.buf.resize(proto::kHeaderSize + slot_capacity);
-  } else {
-    // Device and pinned buffers of the bounded pool; a workspace and a stream per codec thread.
-    const size_t cap = proto::kHeaderSize + (size_t)SZ_COMPRESS_BOUND(opt.chunk_values, max_value_bytes);
+  {
     std::string why;
-    for (auto& s : slots) {
-      st = s.d_buf.alloc(gpu::Mem::kDevice, cap, &why);
-      if (st == SZ_OK) st = s.h_buf.alloc(gpu::Mem::kPinned, cap, &why);
-      if (st == SZ_OK) st = s.d_size.alloc(gpu::Mem::kDevice, sizeof(uint64_t), &why);
-      if (st == SZ_OK) st = s.h_size.alloc(gpu::Mem::kPinned, sizeof(uint64_t), &why);
-      if (st != SZ_OK) {
-        cleanup(false);
-        return fail(error, st, "GPU staging buffers: " + why);
-      }
+    st = allocate(tensors, opt, plan, use_gpu, threads, &slots, &gpu_workers, &why);
+    if (st != SZ_OK) {
+      cleanup(false);
+      return fail(error, st, why);
     }
-    size_t ws = 0;
-    if (!raw) {
-      sz_params p = sz_params_default();
-      p.chunk_log2 = opt.frame_chunk_log2;
-      p.flags = SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH;  // the receiver verifies every chunk
-      for (const Tensor& t : tensors) {
-        size_t w = 0;
-        st = sz_cuda_compress_workspace_size(opt.chunk_values, t.dtype, &p, &w);
-        if (st != SZ_OK) {
-          cleanup(false);
-          return fail(error, st, std::string("GPU workspace size: ") + sz_status_name(st));
-        }
-        ws = std::max(ws, w);
-      }
+  }
+  // The message buffers, to the transport (the one a slot sends from: host, device when direct, else pinned host).
+  for (auto& s : slots) {
+    std::string why;
+    if (!use_gpu) {
+      st = ep->register_memory(s.buf.data(), s.buf.size(), MemoryType::kHost, &why);
+    } else if (direct) {
+      st = ep->register_memory(s.d_buf.get(), s.d_buf.size(), MemoryType::kDevice, &why);
+    } else {
+      st = ep->register_memory(s.h_buf.get(), s.h_buf.size(), MemoryType::kHost, &why);
     }
-    gpu_workers.resize(threads);
-    for (auto& g : gpu_workers) {
-      st = g.stream.create(&why);
-      if (st == SZ_OK && ws > 0) st = g.workspace.alloc(gpu::Mem::kDevice, ws, &why);
-      if (st != SZ_OK) {
-        cleanup(false);
-        return fail(error, st, "GPU codec resources: " + why);
-      }
+    if (st != SZ_OK) {
+      cleanup(false);
+      return fail(error, st, std::string("registering the message buffers with ") + transport.name() + ": " + why);
     }
   }
   std::vector<int> slot_of_seq(nslots, -1);  // ring: seq % nslots -> slot, for seqs assigned and not yet sent
+  const std::vector<uint64_t>& first_seq = plan.first_seq;
 
-  sz_params params = sz_params_default();
-  params.threads = 1;
-  params.chunk_log2 = opt.frame_chunk_log2;
-  params.flags = SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH;  // the receiver verifies every chunk
-
-  // One message of device data, on codec thread `worker`'s stream. Leaves s.msg / s.payload_size or an error.
-  auto encode_gpu = [&](unsigned worker, Slot& s) {
-    const Job& j = s.job;
-    GpuWorker& g = gpu_workers[worker];
-    const sz_cuda_stream stream = g.stream.get();
-    std::string why;
-    sz_status e = gpu::set_device(cuda_device, &why);
-    uint8_t* const h = s.h_buf.get();
-    uint8_t* const d = s.d_buf.get();
-    proto::Header hd;
-    hd.type = proto::kChunk;
-    hd.seq = s.seq;
-    hd.tensor = j.tensor;
-    hd.chunk = j.chunk;
-    if (raw) {
-      // The XXH3 of a raw message is computed on the host, so the bytes come to the pinned buffer either way.
-      if (e == SZ_OK) e = gpu::copy_async(h + proto::kHeaderSize, j.src, j.bytes, stream, &why);
-      if (e == SZ_OK) e = gpu::sync(stream, &why);
-      s.payload_size = j.bytes;
-      hd.flags = proto::kFlagPayloadHash;
-      hd.payload_size = j.bytes;
-      if (e == SZ_OK) hd.payload_hash = proto::h32(h + proto::kHeaderSize, j.bytes);
-      if (e == SZ_OK) proto::write_header(h, hd);
-      if (e == SZ_OK && direct) {
-        e = gpu::copy_async(d, h, proto::kHeaderSize, stream, &why);
-        if (e == SZ_OK) e = gpu::copy_async(d + proto::kHeaderSize, j.src, j.bytes, stream, &why);
-        if (e == SZ_OK) e = gpu::sync(stream, &why);
-      }
-    } else {
-      uint64_t* const hsize = reinterpret_cast<uint64_t*>(s.h_size.get());
-      *hsize = 0;
-      if (e == SZ_OK) {
-        e = sz_cuda_compress(j.src, j.n_values, tensors[j.tensor].dtype, &codebooks[j.tensor], &params,
-                             d + proto::kHeaderSize, s.d_buf.size() - proto::kHeaderSize, g.workspace.get(),
-                             g.workspace.size(), reinterpret_cast<uint64_t*>(s.d_size.get()), hsize, stream);
-        if (e != SZ_OK) why = std::string("sz_cuda_compress: ") + sz_status_name(e);
-      }
-      if (e == SZ_OK) e = gpu::sync(stream, &why);
-      if (e == SZ_OK && (*hsize == 0 || *hsize > s.d_buf.size() - proto::kHeaderSize)) {
-        e = SZ_ERROR_INTERNAL;
-        why = "the GPU encoder reported an impossible frame size " + std::to_string(*hsize);
-      }
-      if (e == SZ_OK) {
-        s.payload_size = (size_t)*hsize;
-        hd.flags = 0;
-        hd.payload_size = s.payload_size;
-        proto::write_header(h, hd);
-        if (direct) {
-          e = gpu::copy_async(d, h, proto::kHeaderSize, stream, &why);
-        } else {
-          e = gpu::copy_async(h + proto::kHeaderSize, d + proto::kHeaderSize, s.payload_size, stream, &why);
-        }
-        if (e == SZ_OK) e = gpu::sync(stream, &why);
-      }
-    }
-    s.status = e;
-    if (e != SZ_OK) s.why = "GPU encode of message " + std::to_string(s.seq) + ": " + why;
-    s.msg = direct ? d : h;
-    s.msg_device = direct;
-    s.payload = s.msg + proto::kHeaderSize;
-  };
-  auto encode = [&](unsigned worker, int si) {
-    Slot& s = slots[(size_t)si];
-    const Job& j = s.job;
-    s.status = SZ_OK;
-    if (use_gpu) {
-      encode_gpu(worker, s);
-      return;
-    }
-    if (raw) {
-      memcpy(s.buf.data() + proto::kHeaderSize, j.src, j.bytes);
-      s.payload = s.buf.data() + proto::kHeaderSize;
-      s.payload_size = j.bytes;
-    } else {
-      size_t out = 0;
-      s.status = sz_compress(j.src, j.n_values, tensors[j.tensor].dtype, &codebooks[j.tensor], &params,
-                             s.buf.data() + proto::kHeaderSize, s.buf.size() - proto::kHeaderSize, &out);
-      s.payload = s.buf.data() + proto::kHeaderSize;
-      s.payload_size = out;
-    }
-    proto::Header h;
-    h.type = proto::kChunk;
-    h.flags = raw ? proto::kFlagPayloadHash : 0;
-    h.seq = s.seq;
-    h.tensor = j.tensor;
-    h.chunk = j.chunk;
-    h.payload_size = s.payload_size;
-    h.payload_hash = raw ? proto::h32(s.payload, s.payload_size) : 0;
-    proto::write_header(s.buf.data(), h);
-    s.msg = s.buf.data();
-    s.msg_device = false;
-  };
-  pool.reset(new CodecPool(threads, encode, [&ucx] { ucx.wake(); }));
+  Encoder encoder{tensors, plan.codebooks, slots, gpu_workers};
+  encoder.raw = raw;
+  encoder.use_gpu = use_gpu;
+  encoder.direct = direct;
+  encoder.cuda_device = cuda_device;
+  encoder.params.threads = 1;
+  encoder.params.chunk_log2 = opt.frame_chunk_log2;
+  encoder.params.flags = SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH;  // the receiver verifies every chunk
+  pool.reset(new CodecPool(threads, encoder, [ep] { ep->wake(); }));
 
   uint64_t next_job = 0;   // next seq to hand to a codec thread
-  uint64_t next_send = 0;  // next seq to hand to UCX
+  uint64_t next_send = 0;  // next seq to hand to the transport
   uint32_t job_tensor = 0;
   // The emulated link: message next_send, once it could go (encoded, within the window), occupies it from
-  // max(link_free, that moment) for its size / rate, and goes to UCX at the end of that (head_due). Times come from
-  // link_free rather than from when this thread woke up, so waking up late (timer slack, a busy machine) delays
-  // one message, not the rate.
+  // max(link_free, that moment) for its size / rate, and goes to the transport at the end of that (head_due). Times
+  // come from link_free rather than from when this thread woke up, so waking up late (timer slack, a busy machine)
+  // delays one message, not the rate.
   const double rate = opt.rate_bytes_per_s;
   double link_free = 0;
   uint64_t head_seq = UINT64_MAX;  // the message whose link time is set
@@ -500,26 +603,27 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   bool stalled = false;
 
   for (;;) {
-    bool active = ucx.progress();
+    bool active = ep->progress();
     {
-      const bool had_result = got_result;
-      const uint64_t had_consumed = consumed;
-      st = take_ctrl();
+      const bool had_result = answers.got_result;
+      const uint64_t had_consumed = answers.consumed;
+      st = answers.take(error);
       if (st != SZ_OK) {
         cleanup(false);
         return st;
       }
-      if (got_result != had_result || consumed != had_consumed) active = true;
+      if (answers.got_result != had_result || answers.consumed != had_consumed) active = true;
     }
-    if (!got_result && (ucx.ep_failed() || ctrl_closed)) return peer_failed("");
+    const uint64_t consumed = answers.consumed;
+    if (!answers.got_result && (ep->failed(nullptr) || answers.closed)) return peer_failed("");
     if (consumed > next_send) {
       cleanup(false);
       return fail(error, SZ_ERROR_CORRUPT, "the receiver sent an impossible credit");
     }
-    if (got_result) {
-      if (result_status != SZ_OK) {
+    if (answers.got_result) {
+      if (answers.result_status != SZ_OK) {
         cleanup(false);
-        return fail(error, peer_status(result_status), "the receiver failed: " + result_text);
+        return fail(error, peer_status(answers.result_status), "the receiver failed: " + answers.result_text);
       }
       if (consumed != total || next_send != total) {
         cleanup(false);
@@ -528,13 +632,15 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
       break;
     }
     // completed sends free their slots
-    for (auto& s : slots) {
-      if (s.state == Slot::kSending && s.op.done) {
-        const ucs_status_t us = ucx.reap(&s.op);
-        if (us != UCS_OK) return peer_failed("send failed: " + ucs_text(us));
-        s.state = Slot::kFree;
-        active = true;
-      }
+    for (size_t i = 0; i < nslots; ++i) {
+      Slot& s = slots[i];
+      if (s.state != Slot::kSending) continue;
+      std::string why;
+      const Completion c = ep->test(i, nullptr, &why);
+      if (c == Completion::kPending) continue;
+      if (c != Completion::kOk) return peer_failed("send failed: " + why);
+      s.state = Slot::kFree;
+      active = true;
     }
     // finished encodes
     int done_slot;
@@ -614,9 +720,10 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
           }
         }
       }
-      if (ucx.send(data_tag, s.msg, proto::kHeaderSize + s.payload_size, nullptr, 0, &s.op, s.msg_device) != SZ_OK) {
-        return peer_failed(ucx.ep_failed() ? std::string() : "send failed: " + ucs_text(s.op.status));
-      }
+      std::string why;
+      if (ep->post_send((size_t)si, data_tag, s.msg, msg, s.msg_device ? MemoryType::kDevice : MemoryType::kHost,
+                        &why) != SZ_OK)
+        return peer_failed(ep->failed(nullptr) ? std::string() : "send failed: " + why);
       s.state = Slot::kSending;
       stats.payload_bytes += s.payload_size;
       stats.wire_bytes += msg;
@@ -624,7 +731,7 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
       ++next_send;
       active = true;
       if (opt.faults.die_after_chunks != 0 && next_send == opt.faults.die_after_chunks && opt.faults.die) {
-        ucx.progress();
+        ep->progress();
         opt.faults.die();
       }
       if (opt.faults.stall_after_chunks != 0 && next_send == opt.faults.stall_after_chunks) stalled = true;
@@ -642,8 +749,8 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
                       std::to_string(next_send) + " of " + std::to_string(total) + " messages, " +
                       std::to_string(consumed) + " confirmed)");
     }
-    // Device memory: UCX may complete a CUDA copy without signalling its event fd, so poll at 1 ms at most.
-    ucx.wait(direct ? std::min(wait_s, 0.001) : wait_s);
+    // Device memory, where the transport does not signal its completions: poll at 1 ms at most.
+    ep->wait(direct && !ep->device_completions_signalled() ? std::min(wait_s, 0.001) : wait_s);
   }
   stats.seconds = now_s() - t_data;
   pool->stop();
