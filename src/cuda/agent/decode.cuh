@@ -193,7 +193,11 @@ SZ_DEV uint32_t bits_at(const uint8_t* p, uint32_t bit, uint32_t width) {
 // with no trace of the teams. kCh: the frame maps exponents by channel windows (sh.ch.bases is set); likewise an
 // instance of its own, so that codebook frames run code with no trace of the windows' forms.
 template <int DT, int K, bool kTeams, bool kCh>
-SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* area) {
+SZ_NOINLINE void decode_chunks(const DecodeArgs& a, uint8_t* area) {
+  // The CTA's shared state at its fixed place, the start of dynamic shared memory: its fields' addresses are
+  // constants the compiler can fold into an LDS's immediate offset, where through a reference argument each is
+  // that register plus an offset.
+  DecodeShared& sh = *reinterpret_cast<DecodeShared*>(simt::dyn_smem());
   using T = Dt<DT>;
   using L = Lane<DT>;
   using P = DecodePolicy;
@@ -542,11 +546,11 @@ SZ_NOINLINE void decode_chunks(const DecodeArgs& a, DecodeShared& sh, uint8_t* a
 template <int DT, bool kTeams, bool kCh>
 SZ_DEV void decode_width(const DecodeArgs& a, DecodeShared& sh, uint8_t* area) {
   switch (sh.h.k) {
-    case 1: decode_chunks<DT, 1, kTeams, kCh>(a, sh, area); break;
-    case 2: decode_chunks<DT, 2, kTeams, kCh>(a, sh, area); break;
-    case 3: decode_chunks<DT, 3, kTeams, kCh>(a, sh, area); break;
+    case 1: decode_chunks<DT, 1, kTeams, kCh>(a, area); break;
+    case 2: decode_chunks<DT, 2, kTeams, kCh>(a, area); break;
+    case 3: decode_chunks<DT, 3, kTeams, kCh>(a, area); break;
     default:
-      if constexpr (Dt<DT>::E > 4) decode_chunks<DT, 4, kTeams, kCh>(a, sh, area);
+      if constexpr (Dt<DT>::E > 4) decode_chunks<DT, 4, kTeams, kCh>(a, area);
       break;
   }
 }

@@ -11,10 +11,10 @@ namespace cuda {
 
 #define SZ_EMU_INSTANTIATE(D, K)                                                               \
   template void emu_encode<D, K>(const EncodeArgs&);                                           \
-  template void decode_chunks<D, K, false, false>(const DecodeArgs&, DecodeShared&, uint8_t*); \
-  template void decode_chunks<D, K, true, false>(const DecodeArgs&, DecodeShared&, uint8_t*);  \
-  template void decode_chunks<D, K, false, true>(const DecodeArgs&, DecodeShared&, uint8_t*);  \
-  template void decode_chunks<D, K, true, true>(const DecodeArgs&, DecodeShared&, uint8_t*);
+  template void decode_chunks<D, K, false, false>(const DecodeArgs&, uint8_t*); \
+  template void decode_chunks<D, K, true, false>(const DecodeArgs&, uint8_t*);  \
+  template void decode_chunks<D, K, false, true>(const DecodeArgs&, uint8_t*);  \
+  template void decode_chunks<D, K, true, true>(const DecodeArgs&, uint8_t*);
 SZ_EMU_INSTANTIATE(SZ_EMU_DTYPE, 1)
 SZ_EMU_INSTANTIATE(SZ_EMU_DTYPE, 2)
 SZ_EMU_INSTANTIATE(SZ_EMU_DTYPE, 3)

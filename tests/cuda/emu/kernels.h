@@ -24,10 +24,10 @@ void emu_encode(const EncodeArgs& a) {
 
 #define SZ_X(D, K)                                                                                    \
   extern template void emu_encode<D, K>(const EncodeArgs&);                                           \
-  extern template void decode_chunks<D, K, false, false>(const DecodeArgs&, DecodeShared&, uint8_t*); \
-  extern template void decode_chunks<D, K, true, false>(const DecodeArgs&, DecodeShared&, uint8_t*);  \
-  extern template void decode_chunks<D, K, false, true>(const DecodeArgs&, DecodeShared&, uint8_t*);  \
-  extern template void decode_chunks<D, K, true, true>(const DecodeArgs&, DecodeShared&, uint8_t*);
+  extern template void decode_chunks<D, K, false, false>(const DecodeArgs&, uint8_t*); \
+  extern template void decode_chunks<D, K, true, false>(const DecodeArgs&, uint8_t*);  \
+  extern template void decode_chunks<D, K, false, true>(const DecodeArgs&, uint8_t*);  \
+  extern template void decode_chunks<D, K, true, true>(const DecodeArgs&, uint8_t*);
 SZ_CUDA_ENCODE_KERNELS(SZ_X)
 #undef SZ_X
 
