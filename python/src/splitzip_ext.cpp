@@ -540,24 +540,39 @@ std::tuple<int, size_t> cuda_compress_workspace_size(uint64_t n_values, int dtyp
   return {static_cast<int>(st), ws};
 }
 
+// The device buffers of a GPU compress call, checked (src holds n_values values, frame_size 8 bytes); dtype_ok is
+// false for an unknown dtype, which the call reports as a status.
+struct EncodeViews {
+  Raw s, d, w, fs;
+  bool dtype_ok;
+};
+EncodeViews encode_views(const InArray& src, uint64_t n_values, int dtype, const OutArray& dst,
+                         const OutArray& workspace, const OutArray& frame_size) {
+  EncodeViews v{raw_view(src, "src", Where::kDevice), raw_view(dst, "dst", Where::kDevice),
+                raw_view(workspace, "workspace", Where::kDevice), raw_view(frame_size, "frame_size", Where::kDevice),
+                true};
+  if (v.fs.nbytes < sizeof(uint64_t)) throw nb::value_error("frame_size: needs 8 bytes");
+  const size_t vsize = sz_dtype_size(static_cast<sz_dtype>(dtype));
+  if (vsize == 0) {
+    v.dtype_ok = false;
+  } else if (n_values > v.s.nbytes / vsize) {
+    throw nb::value_error("src: fewer bytes than n_values values");
+  }
+  return v;
+}
+
 int cuda_compress(const InArray& src, uint64_t n_values, int dtype, nb::handle codebook, unsigned chunk_log2,
                   unsigned flags, const OutArray& dst, const OutArray& workspace, const OutArray& frame_size,
                   uintptr_t stream) {
-  const Raw s = raw_view(src, "src", Where::kDevice);
-  const Raw d = raw_view(dst, "dst", Where::kDevice);
-  const Raw w = raw_view(workspace, "workspace", Where::kDevice);
-  const Raw fs = raw_view(frame_size, "frame_size", Where::kDevice);
-  if (fs.nbytes < sizeof(uint64_t)) throw nb::value_error("frame_size: needs 8 bytes");
-  const size_t vsize = sz_dtype_size(static_cast<sz_dtype>(dtype));
-  if (vsize == 0) return SZ_ERROR_UNSUPPORTED_DTYPE;
-  if (n_values > s.nbytes / vsize) throw nb::value_error("src: fewer bytes than n_values values");
+  const EncodeViews v = encode_views(src, n_values, dtype, dst, workspace, frame_size);
+  if (!v.dtype_ok) return SZ_ERROR_UNSUPPORTED_DTYPE;
   sz_codebook cb;
   const sz_codebook* cbp = codebook_from(codebook, &cb) ? &cb : nullptr;
   const sz_params p = params_from(chunk_log2, flags, 1);
   nb::gil_scoped_release release;
-  return static_cast<int>(sz_cuda_compress(s.ptr, n_values, static_cast<sz_dtype>(dtype), cbp, &p,
-                                           const_cast<void*>(d.ptr), d.nbytes, const_cast<void*>(w.ptr), w.nbytes,
-                                           static_cast<uint64_t*>(const_cast<void*>(fs.ptr)), nullptr,
+  return static_cast<int>(sz_cuda_compress(v.s.ptr, n_values, static_cast<sz_dtype>(dtype), cbp, &p,
+                                           const_cast<void*>(v.d.ptr), v.d.nbytes, const_cast<void*>(v.w.ptr),
+                                           v.w.nbytes, static_cast<uint64_t*>(const_cast<void*>(v.fs.ptr)), nullptr,
                                            stream_from(stream)));
 }
 
@@ -605,21 +620,15 @@ std::tuple<int, size_t> cuda_compress_entropy_workspace_size(uint64_t n_values, 
 int cuda_compress_entropy(const InArray& src, uint64_t n_values, int dtype, const InArray& image, uint32_t tensor,
                           unsigned chunk_log2, unsigned flags, const OutArray& dst, const OutArray& workspace,
                           const OutArray& frame_size, uintptr_t stream) {
-  const Raw s = raw_view(src, "src", Where::kDevice);
+  const EncodeViews v = encode_views(src, n_values, dtype, dst, workspace, frame_size);
   const Raw im = raw_view(image, "table image", Where::kDevice);
-  const Raw d = raw_view(dst, "dst", Where::kDevice);
-  const Raw w = raw_view(workspace, "workspace", Where::kDevice);
-  const Raw fs = raw_view(frame_size, "frame_size", Where::kDevice);
-  if (fs.nbytes < sizeof(uint64_t)) throw nb::value_error("frame_size: needs 8 bytes");
-  const size_t vsize = sz_dtype_size(static_cast<sz_dtype>(dtype));
-  if (vsize == 0) return SZ_ERROR_UNSUPPORTED_DTYPE;
-  if (n_values > s.nbytes / vsize) throw nb::value_error("src: fewer bytes than n_values values");
+  if (!v.dtype_ok) return SZ_ERROR_UNSUPPORTED_DTYPE;
   const sz_params p = params_from(chunk_log2, flags, 1);
   nb::gil_scoped_release release;
-  return static_cast<int>(sz_cuda_compress_entropy(s.ptr, n_values, static_cast<sz_dtype>(dtype), im.ptr, im.nbytes,
-                                                   tensor, &p, const_cast<void*>(d.ptr), d.nbytes,
-                                                   const_cast<void*>(w.ptr), w.nbytes,
-                                                   static_cast<uint64_t*>(const_cast<void*>(fs.ptr)), nullptr,
+  return static_cast<int>(sz_cuda_compress_entropy(v.s.ptr, n_values, static_cast<sz_dtype>(dtype), im.ptr,
+                                                   im.nbytes, tensor, &p, const_cast<void*>(v.d.ptr), v.d.nbytes,
+                                                   const_cast<void*>(v.w.ptr), v.w.nbytes,
+                                                   static_cast<uint64_t*>(const_cast<void*>(v.fs.ptr)), nullptr,
                                                    stream_from(stream)));
 }
 
