@@ -61,7 +61,8 @@ struct Prepared {
   const uint32_t* dec;   // [g][slot]: s | (F_g[s] - 1) << 8 | (slot - Cum_g[s]) << 20 for the symbol index s whose
                          // range holds the slot, with s = 0 in the escape's slots: one lookup decodes a value
   const uint32_t* chan;  // [tensor * period + channel]: its group g | (4096 - F_g[A]) << 16, the escape's first slot
-  const uint32_t* chan_dec;  // [tensor * period + channel]: g * 4096, the group's first entry of dec
+  const uint32_t* chan_dec;  // [tensor * period + channel]: g * 4096 + 4096 - F_g[A], the entry of dec of the
+                             // group's first escape slot
   const uint32_t* chan_enc;  // [tensor * period + channel]: g * a1, the group's first entry of enc
 };
 
@@ -989,7 +990,7 @@ SZ_API sz_status sz_symbol_table_prepare(sz_symbol_table* table, void* workspace
   for (uint64_t c = 0; c < channels; ++c) {
     const uint32_t g = file_group(*table, c);
     chan[c] = g | (kRansProbTotal - file_freq(*table, g, A)) << 16;
-    chan_dec[c] = g * kRansProbTotal;
+    chan_dec[c] = g * kRansProbTotal + (chan[c] >> 16);
     chan_enc[c] = g * a1;
   }
   p->id = table->id;

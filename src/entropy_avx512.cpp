@@ -5,8 +5,10 @@
 // rANS: the 32 lane states of a chunk live in two registers of sixteen lanes; lane l of register b codes value 16b + l
 // of each step of 32 values. The decoder runs up to four chunks side by side (their steps independent), so that up to
 // eight gathers of sixteen are in flight at once; it gathers each lane's symbol, frequency and offset in its slot as
-// one u32 of the group's 4096-slot table (the group's row read from a per-channel array), and takes the symbols out of
-// the gathered entries with one byte permutation per step. The encoder gathers the symbols' frequencies and cumulative
+// one u32 of the group's 4096-slot table, and takes the symbols out of the gathered entries with one byte permutation
+// per step. One per-channel word gives both the row and the escape test: the index of the group's first escape slot,
+// whose bits above the slot's are the row's, so that the gather's index is one bit select and an escape is an index
+// at or past that word. The encoder gathers the symbols' frequencies and cumulative
 // frequencies a step ahead, and with them the reciprocal of each frequency (an approximation refined by one Newton
 // step), so that the division on the state's path is a multiply and a correction by one.
 // Renormalisation has no branch: a compare gives a mask of the lanes that take (decoder) or give (encoder) a 16-bit
@@ -96,62 +98,71 @@ unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeSt
   }
   unsigned failed = 0;
   for (;;) {
-    bool room = true;
-    for (unsigned k = 0; k < N; ++k) room = room && left[k] != 0 && wend[k] - wp[k] >= (ptrdiff_t)(2 * kLanes);
-    if (!room) break;
-    // In stages over the 2N registers, so that their gathers are in flight together.
-    __m512i e[2 * N];
-    __mmask16 esc[2 * N], need[2 * N];
+    // A step takes at most 32 words, so every chunk has room for this many steps without a check.
+    uint64_t steps = ~(uint64_t)0;
     for (unsigned k = 0; k < N; ++k) {
-      __m512i cw[2], row[2];
-      load_chans(t.chan, P, ch[k], add16, cw);
-      load_chans(t.chan_dec, P, ch[k], add16, row);
-      for (unsigned h = 0; h < 2; ++h) {
-        const unsigned b = 2 * k + h;
-        const __m512i slot = _mm512_and_si512(x[b], m12);
-        esc[b] = _mm512_cmpge_epu32_mask(slot, _mm512_srli_epi32(cw[h], 16));
-        e[b] = _mm512_add_epi32(row[h], slot);  // the gather's index
-      }
+      const uint64_t room = (uint64_t)(wend[k] - wp[k]) / (2 * kLanes);
+      steps = left[k] < steps ? left[k] : steps;
+      steps = room < steps ? room : steps;
     }
-#pragma GCC unroll 8
-    for (unsigned b = 0; b < 2 * N; ++b) e[b] = _mm512_i32gather_epi32(e[b], dec, 4);
-#pragma GCC unroll 8
-    for (unsigned b = 0; b < 2 * N; ++b) {
-      const __m512i hi = _mm512_srli_epi32(x[b], 12);  // x' = (F - 1) (x >> 12) + (x >> 12) + slot - Cum
-      x[b] = _mm512_add_epi32(
-          _mm512_add_epi32(_mm512_mullo_epi32(_mm512_and_si512(_mm512_srli_epi32(e[b], 8), m12), hi), hi),
-          _mm512_srli_epi32(e[b], 20));
-      need[b] = _mm512_cmplt_epu32_mask(x[b], low);
-    }
-#pragma GCC unroll 8
-    for (unsigned b = 0; b < 2 * N; ++b) {
-      const unsigned k = b / 2;
-      const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)wp[k]));
-      wp[k] += 2 * (unsigned)__builtin_popcount((unsigned)need[b]);
-      x[b] = _mm512_mask_or_epi32(x[b], need[b], _mm512_slli_epi32(x[b], 16), _mm512_maskz_expand_epi32(need[b], w));
-    }
-    for (unsigned k = 0; k < N; ++k) {
-      const RansDecodeState* s = st[k];
-      _mm256_storeu_si256((__m256i*)out[k],
-                          _mm512_castsi512_si256(_mm512_permutex2var_epi8(e[2 * k], bytes0, e[2 * k + 1])));
-      uint32_t esc_mask = (uint32_t)esc[2 * k] | (uint32_t)esc[2 * k + 1] << 16;
-      if (esc_mask != 0) {
-        for (; esc_mask != 0; esc_mask &= esc_mask - 1) {  // in value order, as the escapes are listed
-          const unsigned l = (unsigned)__builtin_ctz(esc_mask);
-          const uint32_t v = q[k] < s->n_esc ? s->esc[q[k]] : A;
-          const uint32_t group = t.chan[(ch[k] + l) % P] & 0xFFFFu;
-          if (v >= A || (t.enc[(uint64_t)group * a1 + v] & 0xFFFFu) != 0) {
-            failed |= 1u << k;
-            break;
-          }
-          ++q[k];
-          out[k][l] = (uint8_t)v;
+    if (steps == 0) break;
+    for (unsigned k = 0; k < N; ++k) left[k] -= steps;
+    for (; steps != 0 && failed == 0; --steps) {
+      // In stages over the 2N registers, so that their gathers are in flight together. The gather's index is the
+      // slot (the state's low 12 bits) in its group's row: the bits of the channel's escape entry above the slot's
+      // (the escape's first slot is below 4096); an index at or past the escape entry is an escape.
+      __m512i e[2 * N];
+      __mmask16 esc[2 * N], need[2 * N];
+      for (unsigned k = 0; k < N; ++k) {
+        __m512i ee[2];
+        load_chans(t.chan_dec, P, ch[k], add16, ee);
+        for (unsigned h = 0; h < 2; ++h) {
+          const unsigned b = 2 * k + h;
+          e[b] = _mm512_ternarylogic_epi32(x[b], ee[h], m12, 0xE4);  // m12 ? x : ee
+          esc[b] = _mm512_cmpge_epu32_mask(e[b], ee[h]);
         }
       }
-      out[k] += kLanes;
-      --left[k];
-      ch[k] = wrap_add(ch[k], add32, P);
+#pragma GCC unroll 8
+      for (unsigned b = 0; b < 2 * N; ++b) e[b] = _mm512_i32gather_epi32(e[b], dec, 4);
+      for (unsigned k = 0; k < N; ++k)
+        _mm256_storeu_si256((__m256i*)out[k],
+                            _mm512_castsi512_si256(_mm512_permutex2var_epi8(e[2 * k], bytes0, e[2 * k + 1])));
+#pragma GCC unroll 8
+      for (unsigned b = 0; b < 2 * N; ++b) {
+        const __m512i hi = _mm512_srli_epi32(x[b], 12);  // x' = (F - 1) (x >> 12) + (x >> 12) + slot - Cum
+        x[b] = _mm512_add_epi32(
+            _mm512_add_epi32(_mm512_mullo_epi32(_mm512_and_si512(_mm512_srli_epi32(e[b], 8), m12), hi), hi),
+            _mm512_srli_epi32(e[b], 20));
+        need[b] = _mm512_cmplt_epu32_mask(x[b], low);
+      }
+#pragma GCC unroll 8
+      for (unsigned b = 0; b < 2 * N; ++b) {
+        const unsigned k = b / 2;
+        const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)wp[k]));
+        wp[k] += 2 * (unsigned)__builtin_popcount((unsigned)need[b]);
+        x[b] = _mm512_mask_or_epi32(x[b], need[b], _mm512_slli_epi32(x[b], 16), _mm512_maskz_expand_epi32(need[b], w));
+      }
+      for (unsigned k = 0; k < N; ++k) {
+        if (!_kortestz_mask16_u8(esc[2 * k], esc[2 * k + 1])) {
+          const RansDecodeState* s = st[k];
+          // In value order, as the escapes are listed.
+          for (uint32_t m = (uint32_t)esc[2 * k] | (uint32_t)esc[2 * k + 1] << 16; m != 0; m &= m - 1) {
+            const unsigned l = (unsigned)__builtin_ctz(m);
+            const uint32_t v = q[k] < s->n_esc ? s->esc[q[k]] : A;
+            const uint32_t group = t.chan[(ch[k] + l) % P] & 0xFFFFu;
+            if (v >= A || (t.enc[(uint64_t)group * a1 + v] & 0xFFFFu) != 0) {
+              failed |= 1u << k;
+              break;
+            }
+            ++q[k];
+            out[k][l] = (uint8_t)v;
+          }
+        }
+        out[k] += kLanes;
+        ch[k] = wrap_add(ch[k], add32, P);
+      }
     }
+    for (unsigned k = 0; k < N; ++k) left[k] += steps;  // the steps not taken after a failure
     if (failed != 0) break;
   }
   for (unsigned k = 0; k < N; ++k) {

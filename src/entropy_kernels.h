@@ -17,7 +17,8 @@ struct RansTables {
   const uint32_t* enc;   // [g * a1 + s], s = 0..A (A: the escape): F_g[s] | Cum_g[s] << 16
   const uint32_t* chan;  // [c] for the tensor's channels c < period: g | (4096 - F_g[A]) << 16, the group and the
                          // first slot of the escape's range
-  const uint32_t* chan_dec;  // [c]: g * 4096, the channel's group's first entry of dec
+  const uint32_t* chan_dec;  // [c]: g * 4096 + 4096 - F_g[A], the entry of dec of the first escape slot of the
+                             // channel's group (below (g + 1) * 4096: F_g[A] >= 1)
   const uint32_t* chan_enc;  // [c]: g * a1, the channel's group's first entry of enc
   uint32_t a1;           // A + 1
   uint32_t period;       // P
