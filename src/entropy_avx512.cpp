@@ -66,11 +66,26 @@ inline void load_chans(const uint32_t* a, uint32_t P, uint32_t ch, uint32_t add1
   cw[1] = load_chan16(a, P, wrap_add(ch, add16, P));
 }
 
+// The escaped symbols of a step's lanes m (bit l: value l of the step, of channel ch + l) into out, in value order as
+// they are listed; false at an invalid one. Out of line: escapes are rare, and the lockstep's registers stay put.
+__attribute__((noinline)) bool take_escapes(const RansTables& t, uint32_t A, const RansDecodeState* s, uint32_t m,
+                                            uint32_t ch, uint64_t* q, uint8_t* out) {
+  for (; m != 0; m &= m - 1) {
+    const unsigned l = (unsigned)__builtin_ctz(m);
+    const uint32_t v = *q < s->n_esc ? s->esc[*q] : A;
+    const uint32_t group = t.chan[(ch + l) % t.period] & 0xFFFFu;
+    if (v >= A || (t.enc[(uint64_t)group * t.a1 + v] & 0xFFFFu) != 0) return false;
+    ++*q;
+    out[l] = (uint8_t)v;
+  }
+  return true;
+}
+
 // Steps of N chunks side by side while every one of them has room and none has failed; returns a mask of the chunks
 // with an invalid escape (bit k: chunk k; its state is then meaningless, the others' are whole).
 template <unsigned N>
 unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeState* const* st) {
-  const uint32_t A = 1u << symbol_bits, P = t.period, a1 = t.a1;
+  const uint32_t A = 1u << symbol_bits, P = t.period;
   const uint32_t add16 = 16 % P, add32 = 32 % P;
   const __m512i m12 = _mm512_set1_epi32(0xFFF);
   // Byte 0 of each u32 of two registers (the symbols of the gathered entries), in lane order.
@@ -142,22 +157,11 @@ unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeSt
         wp[k] += 2 * (unsigned)__builtin_popcount((unsigned)need[b]);
         x[b] = _mm512_mask_or_epi32(x[b], need[b], _mm512_slli_epi32(x[b], 16), _mm512_maskz_expand_epi32(need[b], w));
       }
+#pragma GCC unroll 4
       for (unsigned k = 0; k < N; ++k) {
-        if (!_kortestz_mask16_u8(esc[2 * k], esc[2 * k + 1])) {
-          const RansDecodeState* s = st[k];
-          // In value order, as the escapes are listed.
-          for (uint32_t m = (uint32_t)esc[2 * k] | (uint32_t)esc[2 * k + 1] << 16; m != 0; m &= m - 1) {
-            const unsigned l = (unsigned)__builtin_ctz(m);
-            const uint32_t v = q[k] < s->n_esc ? s->esc[q[k]] : A;
-            const uint32_t group = t.chan[(ch[k] + l) % P] & 0xFFFFu;
-            if (v >= A || (t.enc[(uint64_t)group * a1 + v] & 0xFFFFu) != 0) {
-              failed |= 1u << k;
-              break;
-            }
-            ++q[k];
-            out[k][l] = (uint8_t)v;
-          }
-        }
+        if (__builtin_expect(!_kortestz_mask16_u8(esc[2 * k], esc[2 * k + 1]), 0) &&
+            !take_escapes(t, A, st[k], (uint32_t)esc[2 * k] | (uint32_t)esc[2 * k + 1] << 16, ch[k], &q[k], out[k]))
+          failed |= 1u << k;
         out[k] += kLanes;
         ch[k] = wrap_add(ch[k], add32, P);
       }
