@@ -3,14 +3,15 @@
 // CPU check (entropy.cpp through selected_isa); the split and join of values stay AVX2's.
 //
 // rANS: the 32 lane states of a chunk live in two registers of sixteen lanes; lane l of register b codes value 16b + l
-// of each step of 32 values. The decoder runs up to four chunks side by side (their steps independent), so that up to
-// eight gathers of sixteen are in flight at once; it gathers each lane's symbol, frequency and offset in its slot as
-// one u32 of the group's 4096-slot table, and takes the symbols out of the gathered entries with one byte permutation
-// per step. One per-channel word gives both the row and the escape test: the index of the group's first escape slot,
-// whose bits above the slot's are the row's, so that the gather's index is one bit select and an escape is an index
-// at or past that word. The encoder gathers the symbols' frequencies and cumulative
-// frequencies a step ahead, and with them the reciprocal of each frequency (an approximation refined by one Newton
-// step), so that the division on the state's path is a multiply and a correction by one.
+// of each step of 32 values. The decoder runs up to three chunks side by side (their steps independent), so that up
+// to six gathers of sixteen are in flight at once (four measured slower: three chunks' states, entries and constants
+// fill the 32 registers). It gathers each lane's symbol, frequency and offset in its slot as one u32 of the group's
+// 4096-slot table, and takes the symbols out of the gathered entries with one byte permutation per step. One
+// per-channel word gives both the row and the escape test: the index of the group's first escape slot, whose bits
+// above the slot's are the row's, so that the gather's index is one bit select and an escape is an index at or past
+// that word. The encoder gathers the symbols' frequencies and cumulative frequencies a step ahead, and with them the
+// reciprocal of each frequency (an approximation refined by one Newton step), so that the division on the state's
+// path is a multiply and a correction by one.
 // Renormalisation has no branch: a compare gives a mask of the lanes that take (decoder) or give (encoder) a 16-bit
 // word; expand puts the next words into the taking lanes in lane order, compress packs the giving lanes' words into
 // consecutive places, and a popcount of the mask moves the word pointer. Escapes are rare and go through a scalar
@@ -184,7 +185,6 @@ unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeSt
 
 unsigned rans_decode_steps_n(const RansTables& t, unsigned symbol_bits, RansDecodeState* const* st, unsigned n) {
   switch (n) {
-    case 4: return decode_lockstep<4>(t, symbol_bits, st);
     case 3: return decode_lockstep<3>(t, symbol_bits, st);
     case 2: return decode_lockstep<2>(t, symbol_bits, st);
     default: return decode_lockstep<1>(t, symbol_bits, st);

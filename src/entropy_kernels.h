@@ -74,7 +74,7 @@ void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeStat
 // Whole steps of n chunks (1 <= n <= kDecodeWays) of the same tables side by side while every one can take one (as
 // rans_decode_steps) and none has failed. Returns a mask of the chunks with an invalid escape (bit k: st[k]); a
 // chunk without its bit can go on.
-constexpr unsigned kDecodeWays = 4;
+constexpr unsigned kDecodeWays = 3;
 unsigned rans_decode_steps_n(const RansTables& t, unsigned symbol_bits, RansDecodeState* const* st, unsigned n);
 }  // namespace avx512
 
