@@ -68,9 +68,9 @@ inline void load_chans(const uint32_t* a, uint32_t P, uint32_t ch, uint32_t add1
 }
 
 // The escaped symbols of a step's lanes m (bit l: value l of the step, of channel ch + l) into out, in value order as
-// they are listed; false at an invalid one. Out of line: escapes are rare, and the lockstep's registers stay put.
-__attribute__((noinline)) bool take_escapes(const RansTables& t, uint32_t A, const RansDecodeState* s, uint32_t m,
-                                            uint32_t ch, uint64_t* q, uint8_t* out) {
+// they are listed; false at an invalid one.
+inline bool take_escapes(const RansTables& t, uint32_t A, const RansDecodeState* s, uint32_t m, uint32_t ch,
+                         uint64_t* q, uint8_t* out) {
   for (; m != 0; m &= m - 1) {
     const unsigned l = (unsigned)__builtin_ctz(m);
     const uint32_t v = *q < s->n_esc ? s->esc[*q] : A;
@@ -102,6 +102,7 @@ unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeSt
   uint8_t* out[N];
   uint64_t left[N], q[N];   // whole steps left; escapes taken
   uint32_t ch[N];
+#pragma GCC unroll 4
   for (unsigned k = 0; k < N; ++k) {
     x[2 * k] = _mm512_loadu_si512((const void*)st[k]->x);
     x[2 * k + 1] = _mm512_loadu_si512((const void*)(st[k]->x + 16));
@@ -113,63 +114,77 @@ unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeSt
     ch[k] = st[k]->ch;
   }
   unsigned failed = 0;
+  uint64_t steps = 0;  // steps every chunk can take without a check (a step takes at most 32 words)
   for (;;) {
-    // A step takes at most 32 words, so every chunk has room for this many steps without a check.
-    uint64_t steps = ~(uint64_t)0;
-    for (unsigned k = 0; k < N; ++k) {
-      const uint64_t room = (uint64_t)(wend[k] - wp[k]) / (2 * kLanes);
-      steps = left[k] < steps ? left[k] : steps;
-      steps = room < steps ? room : steps;
-    }
-    if (steps == 0) break;
-    for (unsigned k = 0; k < N; ++k) left[k] -= steps;
-    for (; steps != 0 && failed == 0; --steps) {
-      // In stages over the 2N registers, so that their gathers are in flight together. The gather's index is the
-      // slot (the state's low 12 bits) in its group's row: the bits of the channel's escape entry above the slot's
-      // (the escape's first slot is below 4096); an index at or past the escape entry is an escape.
-      __m512i e[2 * N];
-      __mmask16 esc[2 * N], need[2 * N];
-      for (unsigned k = 0; k < N; ++k) {
-        __m512i ee[2];
-        load_chans(t.chan_dec, P, ch[k], add16, ee);
-        for (unsigned h = 0; h < 2; ++h) {
-          const unsigned b = 2 * k + h;
-          e[b] = _mm512_ternarylogic_epi32(x[b], ee[h], m12, 0xE4);  // m12 ? x : ee
-          esc[b] = _mm512_cmpge_epu32_mask(e[b], ee[h]);
-        }
-      }
-#pragma GCC unroll 8
-      for (unsigned b = 0; b < 2 * N; ++b) e[b] = _mm512_i32gather_epi32(e[b], dec, 4);
-      for (unsigned k = 0; k < N; ++k)
-        _mm256_storeu_si256((__m256i*)out[k],
-                            _mm512_castsi512_si256(_mm512_permutex2var_epi8(e[2 * k], bytes0, e[2 * k + 1])));
-#pragma GCC unroll 8
-      for (unsigned b = 0; b < 2 * N; ++b) {
-        const __m512i hi = _mm512_srli_epi32(x[b], 12);  // x' = (F - 1) (x >> 12) + (x >> 12) + slot - Cum
-        x[b] = _mm512_add_epi32(
-            _mm512_add_epi32(_mm512_mullo_epi32(_mm512_and_si512(_mm512_srli_epi32(e[b], 8), m12), hi), hi),
-            _mm512_srli_epi32(e[b], 20));
-        need[b] = _mm512_cmplt_epu32_mask(x[b], low);
-      }
-#pragma GCC unroll 8
-      for (unsigned b = 0; b < 2 * N; ++b) {
-        const unsigned k = b / 2;
-        const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)wp[k]));
-        wp[k] += 2 * (unsigned)__builtin_popcount((unsigned)need[b]);
-        x[b] = _mm512_mask_or_epi32(x[b], need[b], _mm512_slli_epi32(x[b], 16), _mm512_maskz_expand_epi32(need[b], w));
-      }
+    if (steps == 0) {
+      steps = ~(uint64_t)0;
 #pragma GCC unroll 4
       for (unsigned k = 0; k < N; ++k) {
-        if (__builtin_expect(!_kortestz_mask16_u8(esc[2 * k], esc[2 * k + 1]), 0) &&
-            !take_escapes(t, A, st[k], (uint32_t)esc[2 * k] | (uint32_t)esc[2 * k + 1] << 16, ch[k], &q[k], out[k]))
-          failed |= 1u << k;
-        out[k] += kLanes;
-        ch[k] = wrap_add(ch[k], add32, P);
+        const uint64_t room = (uint64_t)(wend[k] - wp[k]) / (2 * kLanes);
+        steps = left[k] < steps ? left[k] : steps;
+        steps = room < steps ? room : steps;
+      }
+      if (steps == 0) break;
+#pragma GCC unroll 4
+      for (unsigned k = 0; k < N; ++k) left[k] -= steps;
+    }
+    --steps;
+    // In stages over the 2N registers, so that their gathers are in flight together. The gather's index is the
+    // slot (the state's low 12 bits) in its group's row: the bits of the channel's escape entry above the slot's
+    // (the escape's first slot is below 4096); an index at or past the escape entry is an escape.
+    __m512i e[2 * N];
+    __mmask16 esc[2 * N], need[2 * N];
+    __m512i ee[2 * N];
+    bool wraps = false;
+#pragma GCC unroll 4
+    for (unsigned k = 0; k < N; ++k) wraps |= ch[k] + kLanes > P;
+    if (__builtin_expect(wraps, 0)) {
+#pragma GCC unroll 4
+      for (unsigned k = 0; k < N; ++k) load_chans(t.chan_dec, P, ch[k], add16, ee + 2 * k);
+    } else {
+#pragma GCC unroll 4
+      for (unsigned k = 0; k < N; ++k) {
+        ee[2 * k] = _mm512_loadu_si512((const void*)(t.chan_dec + ch[k]));
+        ee[2 * k + 1] = _mm512_loadu_si512((const void*)(t.chan_dec + ch[k] + 16));
       }
     }
-    for (unsigned k = 0; k < N; ++k) left[k] += steps;  // the steps not taken after a failure
+#pragma GCC unroll 8
+    for (unsigned b = 0; b < 2 * N; ++b) {
+      e[b] = _mm512_ternarylogic_epi32(x[b], ee[b], m12, 0xE4);  // m12 ? x : ee
+      esc[b] = _mm512_cmpge_epu32_mask(e[b], ee[b]);
+    }
+#pragma GCC unroll 8
+    for (unsigned b = 0; b < 2 * N; ++b) e[b] = _mm512_i32gather_epi32(e[b], dec, 4);
+#pragma GCC unroll 4
+    for (unsigned k = 0; k < N; ++k)
+      _mm256_storeu_si256((__m256i*)out[k],
+                          _mm512_castsi512_si256(_mm512_permutex2var_epi8(e[2 * k], bytes0, e[2 * k + 1])));
+#pragma GCC unroll 8
+    for (unsigned b = 0; b < 2 * N; ++b) {
+      const __m512i hi = _mm512_srli_epi32(x[b], 12);  // x' = (F - 1) (x >> 12) + (x >> 12) + slot - Cum
+      x[b] = _mm512_add_epi32(
+          _mm512_add_epi32(_mm512_mullo_epi32(_mm512_and_si512(_mm512_srli_epi32(e[b], 8), m12), hi), hi),
+          _mm512_srli_epi32(e[b], 20));
+      need[b] = _mm512_cmplt_epu32_mask(x[b], low);
+    }
+#pragma GCC unroll 8
+    for (unsigned b = 0; b < 2 * N; ++b) {
+      const unsigned k = b / 2;
+      const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)wp[k]));
+      wp[k] += 2 * (unsigned)__builtin_popcount((unsigned)need[b]);
+      x[b] = _mm512_mask_or_epi32(x[b], need[b], _mm512_slli_epi32(x[b], 16), _mm512_maskz_expand_epi32(need[b], w));
+    }
+#pragma GCC unroll 4
+    for (unsigned k = 0; k < N; ++k) {
+      if (__builtin_expect(!_kortestz_mask16_u8(esc[2 * k], esc[2 * k + 1]), 0) &&
+          !take_escapes(t, A, st[k], (uint32_t)esc[2 * k] | (uint32_t)esc[2 * k + 1] << 16, ch[k], &q[k], out[k]))
+        failed |= 1u << k;
+      out[k] += kLanes;
+      ch[k] = wrap_add(ch[k], add32, P);
+    }
     if (failed != 0) break;
   }
+#pragma GCC unroll 4
   for (unsigned k = 0; k < N; ++k) {
     _mm512_storeu_si512((void*)st[k]->x, x[2 * k]);
     _mm512_storeu_si512((void*)(st[k]->x + 16), x[2 * k + 1]);
