@@ -83,7 +83,9 @@ inline bool take_escapes(const RansTables& t, uint32_t A, const RansDecodeState*
 }
 
 // Steps of N chunks side by side while every one of them has room and none has failed; returns a mask of the chunks
-// with an invalid escape (bit k: chunk k; its state is then meaningless, the others' are whole).
+// with an invalid escape (bit k: chunk k; its state is then meaningless, the others' are whole). Every loop over the
+// chunks or registers is unrolled, so that the arrays below are registers: with a rolled loop (or a call) in the
+// step, GCC keeps them in memory and stores and reloads every state each step.
 template <unsigned N>
 unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeState* const* st) {
   const uint32_t A = 1u << symbol_bits, P = t.period;
@@ -135,6 +137,8 @@ unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeSt
     __m512i e[2 * N];
     __mmask16 esc[2 * N], need[2 * N];
     __m512i ee[2 * N];
+    // The channel words: plain loads unless some chunk's 32 channels wrap around the period (never when the period
+    // is a multiple of 32, as a KV cache's heads times head size is).
     bool wraps = false;
 #pragma GCC unroll 4
     for (unsigned k = 0; k < N; ++k) wraps |= ch[k] + kLanes > P;
