@@ -3,7 +3,7 @@
 //   splitzip serve [--listen ADDR:PORT] [--out DIR [--direct-io] | --discard] [--token T] [--max-tensor-bytes N]
 //                  [--timeout S] [--max-sessions N] [--max-server-bytes N] [--session-timeout S] [--handshake-timeout S]
 //                  [--once] [--threads N] [--port-file FILE]
-//   splitzip send FILE... --to HOST:PORT [--raw] [--rate GB/s] [--threads N] [--token T] [--dtype D]
+//   splitzip send FILE... --to HOST:PORT [--raw | --adaptive] [--rate GB/s] [--threads N] [--token T] [--dtype D]
 //                  [--chunk-values N] [--window N] [--timeout S]
 //
 // Files are sent as raw little-endian arrays of --dtype, named by their base name. The token may also come from the
@@ -55,6 +55,7 @@ struct SendArgs {
   std::vector<std::string> files;
   std::string to;
   bool raw = false;
+  bool adaptive = false;
   double rate_gbs = 0;
   unsigned threads = 1;
   std::string token;
@@ -240,6 +241,7 @@ int run_send() {
   }
   tr::SendOptions o;
   o.raw = a.raw;
+  o.adaptive = a.adaptive;
   o.rate_bytes_per_s = a.rate_gbs * 1e9;
   o.threads = a.threads;
   o.token = a.token;
@@ -250,9 +252,13 @@ int run_send() {
   std::string err;
   const sz_status st = tr::send(host, port, tensors, o, &s, &err);
   if (st != SZ_OK) return error_out(err + " (" + sz_status_name(st) + ")");
+  const std::string mode = a.raw        ? std::string("raw")
+                           : a.adaptive ? "adaptive, " + std::to_string(s.raw_messages) + " of " +
+                                              std::to_string(s.messages) + " messages raw"
+                                        : std::string("compressed");
   printf("sent %zu tensors, %llu bytes as %llu on the wire (%s, ratio %.4f) in %.3f s: %.3f GB/s of tensor data\n",
          tensors.size(), (unsigned long long)s.raw_bytes, (unsigned long long)s.wire_bytes,
-         a.raw ? "raw" : "compressed", s.wire_bytes ? (double)s.raw_bytes / (double)s.wire_bytes : 0.0, s.seconds,
+         mode.c_str(), s.wire_bytes ? (double)s.raw_bytes / (double)s.wire_bytes : 0.0, s.seconds,
          s.seconds > 0 ? (double)s.raw_bytes / s.seconds / 1e9 : 0.0);
   return 0;
 }
@@ -307,6 +313,8 @@ void add_transfer_commands(CLI::App& app) {
       ->check(CLI::ExistingFile);
   sd->add_option("--to", g_send.to, "HOST:PORT of the receiver")->required();
   sd->add_flag("--raw", g_send.raw, "Send uncompressed through the same pipeline");
+  sd->add_flag("--adaptive", g_send.adaptive,
+               "Compressed, but send a message raw where compressing it would not pay at this link's rate");
   sd->add_option("--rate", g_send.rate_gbs, "Emulate a link of this many GB/s of wire bytes (0 = no cap)")
       ->capture_default_str();
   sd->add_option("--threads", g_send.threads, "Codec threads (0 = one per hardware thread)")->capture_default_str();

@@ -34,7 +34,7 @@ wait_server() {
 export UCX_TLS=${UCX_TLS:-tcp}
 cp "$DATA" "$WORK/a.bin"
 head -c 100002 "$DATA" >"$WORK/b.bin"
-for mode in "" "--raw"; do
+for mode in "" "--raw" "--adaptive"; do
   rm -rf "$WORK/out" && mkdir "$WORK/out"
   start_server --out "$WORK/out"
   "$BIN" send "$WORK/a.bin" "$WORK/b.bin" --to "127.0.0.1:$PORT" $mode --chunk-values 50000 --window 3 --threads 2 \
@@ -44,6 +44,9 @@ for mode in "" "--raw"; do
   cmp "$WORK/a.bin" "$WORK/out/a.bin" || fail "a.bin differs ($mode)"
   cmp "$WORK/b.bin" "$WORK/out/b.bin" || fail "b.bin differs ($mode)"
   grep -q "sent 2 tensors" "$WORK/send.out" || fail "no summary: $(cat "$WORK/send.out")"
+  if [ "$mode" = "--adaptive" ]; then
+    grep -q "(adaptive, [0-9]* of [0-9]* messages raw" "$WORK/send.out" || fail "no adaptive summary: $(cat "$WORK/send.out")"
+  fi
   echo "ok: bit-exact transfer ${mode:-compressed}"
 done
 

@@ -28,6 +28,7 @@
 
 #include <gtest/gtest.h>
 
+#include "session/adaptive.h"
 #include "wire/protocol.h"
 #include "splitzip/transfer.hpp"
 #include "test_util.h"
@@ -450,6 +451,289 @@ TEST(Transfer, CorruptedRawChunkIsDetected) {
   EXPECT_EQ(r.server, SZ_ERROR_CHECKSUM) << r.server_error;
   EXPECT_NE(r.sender, SZ_OK);
   EXPECT_FALSE(fs::exists(d.path / "layer0.kv.bf16"));
+  EXPECT_TRUE(no_partial_files(d));
+}
+
+// ---- adaptive sends: raw messages inside a compressed session ------------------------------------------------------
+
+namespace {
+
+uint64_t messages_of(const std::vector<tr::Tensor>& tensors, uint64_t chunk_values) {
+  uint64_t n = 0;
+  for (const auto& t : tensors) n += (t.size / sz_dtype_size(t.dtype) + chunk_values - 1) / chunk_values;
+  return n;
+}
+
+}  // namespace
+
+TEST(TransferAdaptive, MixedRawAndCompressedMessagesAreBitExact) {
+  for (const bool direct_io : {false, true}) {
+    TempDir d;
+    Corpus c;
+    tr::SendOptions o = small_chunks(false);
+    o.adaptive = true;
+    o.faults.send_raw = [](uint64_t seq) { return seq % 3 == 1; };
+    tr::ServeOptions so = to_dir(d);
+    so.direct_io = direct_io;
+    Outcome r = run_session(so, c.tensors, o);
+    ASSERT_EQ(r.sender, SZ_OK) << r.sender_error;
+    ASSERT_EQ(r.server, SZ_OK) << r.server_error;
+    c.expect_in(d);
+    EXPECT_EQ(d.list().size(), c.tensors.size());
+    const uint64_t n = messages_of(c.tensors, o.chunk_values);
+    ASSERT_EQ(r.sent.messages, n);
+    EXPECT_EQ(r.sent.raw_messages, (n + 1) / 3);
+    EXPECT_EQ(r.session.raw_messages, r.sent.raw_messages);
+    EXPECT_FALSE(r.session.raw);
+  }
+}
+
+TEST(TransferAdaptive, MixedMessagesDecodeIntoHostDestinations) {
+  Corpus c;
+  tr::SendOptions o = small_chunks(false);
+  o.adaptive = true;
+  o.faults.send_raw = [](uint64_t seq) { return seq % 2 == 0; };
+  tr::ServeOptions so;
+  so.threads = 2;
+  std::mutex mu;
+  std::map<std::string, std::vector<uint8_t>> mem;
+  so.destination = [&](const std::string& name, sz_dtype, uint64_t size) -> void* {
+    std::lock_guard<std::mutex> lock(mu);
+    mem[name].assign(size, 0xEE);
+    return mem[name].data();
+  };
+  Outcome r = run_session(so, c.tensors, o);
+  ASSERT_EQ(r.sender, SZ_OK) << r.sender_error;
+  ASSERT_EQ(r.server, SZ_OK) << r.server_error;
+  for (const auto& t : c.tensors) {
+    if (t.size == 0) continue;
+    ASSERT_EQ(mem[t.name].size(), t.size) << t.name;
+    EXPECT_EQ(memcmp(mem[t.name].data(), t.data, t.size), 0) << t.name;
+  }
+  EXPECT_GT(r.session.raw_messages, 0u);
+  EXPECT_LT(r.session.raw_messages, r.session.messages);
+}
+
+TEST(TransferAdaptive, ForcedChoiceGoesEitherWayForEveryMessage) {
+  for (const bool all_raw : {true, false}) {
+    TempDir d;
+    Corpus c;
+    tr::SendOptions o = small_chunks(false);
+    o.adaptive = true;
+    o.faults.send_raw = [all_raw](uint64_t) { return all_raw; };
+    Outcome r = run_session(to_dir(d), c.tensors, o);
+    ASSERT_EQ(r.sender, SZ_OK) << r.sender_error;
+    ASSERT_EQ(r.server, SZ_OK) << r.server_error;
+    c.expect_in(d);
+    EXPECT_EQ(r.sent.raw_messages, all_raw ? r.sent.messages : 0u);
+    EXPECT_EQ(r.session.raw_messages, r.sent.raw_messages);
+    if (all_raw) {
+      EXPECT_EQ(r.sent.payload_bytes, r.sent.raw_bytes);
+    } else {
+      EXPECT_LT(r.sent.payload_bytes, r.sent.raw_bytes);
+    }
+  }
+}
+
+TEST(TransferAdaptive, WithoutTheOptionEveryMessageOfACompressedSessionIsAFrame) {
+  TempDir d;
+  Corpus c;
+  Outcome r = run_session(to_dir(d), c.tensors, small_chunks(false));
+  ASSERT_EQ(r.sender, SZ_OK) << r.sender_error;
+  EXPECT_EQ(r.sent.raw_messages, 0u);
+  EXPECT_EQ(r.session.raw_messages, 0u);
+  tr::SendOptions o = small_chunks(true);
+  o.adaptive = true;
+  tr::SendStats st;
+  std::string err;
+  EXPECT_EQ(tr::send("127.0.0.1", 1, c.tensors, o, &st, &err), SZ_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(TransferAdaptive, RuleCompressesEveryMessageOnASlowLink) {
+  const std::vector<uint8_t>& kv = kv_slice();
+  std::vector<tr::Tensor> tensors = {{"kv", SZ_DTYPE_BF16, kv.data(), kv.size()}};
+  tr::SendOptions o = small_chunks(false);
+  o.adaptive = true;
+  o.rate_bytes_per_s = 40e6;  // far below any codec thread's encode rate
+  tr::ServeOptions so;
+  so.discard = true;
+  Outcome r = run_session(so, tensors, o);
+  ASSERT_EQ(r.sender, SZ_OK) << r.sender_error;
+  ASSERT_EQ(r.server, SZ_OK) << r.server_error;
+  // The first message of each codec thread is compressed to measure; the ones the sender hands to its codec
+  // threads before that measurement is in (the rest of its first window) go raw; every later one is compressed.
+  EXPECT_LE(r.sent.raw_messages, (uint64_t)o.window);
+  EXPECT_GT(r.sent.messages, 10 * r.sent.raw_messages);
+  EXPECT_LT(r.sent.payload_bytes, r.sent.raw_bytes);
+}
+
+TEST(TransferAdaptive, RuleSendsRawWhatDoesNotCompress) {
+  const std::vector<uint8_t> noise = sztest::random_bytes(4 * 200000, 11);
+  std::vector<tr::Tensor> tensors = {{"noise", SZ_DTYPE_FP32, noise.data(), noise.size()}};
+  TempDir d;
+  tr::SendOptions o = small_chunks(false);
+  o.adaptive = true;
+  o.rate_bytes_per_s = 1e9;
+  Outcome r = run_session(to_dir(d), tensors, o);
+  ASSERT_EQ(r.sender, SZ_OK) << r.sender_error;
+  ASSERT_EQ(r.server, SZ_OK) << r.server_error;
+  EXPECT_EQ(read_file(d.path / "noise"), noise);
+  // The first message of each codec thread is compressed to measure; random values do not compress, so the rest
+  // go raw.
+  EXPECT_EQ(r.sent.raw_messages, r.sent.messages - o.threads);
+}
+
+TEST(TransferAdaptive, CompressedFractionBalancesTheCodecAndTheLink) {
+  // A codec that keeps up with a link of frames: compress everything.
+  EXPECT_EQ(tr::compressed_fraction(1e9, 10e9, 100e6, 0.7), 1.0);
+  // Nothing saved, or the raw path alone slower than the link: never compress.
+  EXPECT_EQ(tr::compressed_fraction(1e9, 10e9, 100e6, 1.0), 0.0);
+  EXPECT_EQ(tr::compressed_fraction(1e9, 5e9, 6e9, 0.7), 0.0);
+  EXPECT_EQ(tr::compressed_fraction(0, 5e9, 1e9, 0.7), 0.0);
+  // In between: the codec's and the link's time per raw byte meet, and the pipeline beats a raw send.
+  for (const double E : {0.2e9, 0.5e9, 1e9, 2e9}) {
+    const double H = 8e9, L = 3e9, r = 0.7;
+    const double f = tr::compressed_fraction(E, H, L, r);
+    ASSERT_GT(f, 0.0) << E;
+    ASSERT_LE(f, 1.0) << E;
+    const double codec = f / E + (1 - f) / H, link = (1 - f * (1 - r)) / L;
+    if (f < 1) {
+      EXPECT_NEAR(codec, link, 1e-6 * link) << E;
+    }
+    EXPECT_LT(std::max(codec, link), 1 / L) << E;  // raw bytes per second above L
+  }
+  // An unmeasured raw path costs nothing.
+  EXPECT_GT(tr::compressed_fraction(1e9, 0, 2e9, 0.7), 0.0);
+}
+
+TEST(TransferAdaptive, ChoiceCompressesTheFirstMessagesThenFollowsTheRule) {
+  tr::AdaptiveChoice c(2);
+  EXPECT_TRUE(c.compress(0, 0));
+  EXPECT_TRUE(c.compress(1, 0));
+  EXPECT_FALSE(c.compress(2, 1e9));  // nothing measured yet: raw
+  c.encoded(false, 1000000, 700000, 0.001);  // 1 GB/s per thread, ratio 0.7
+  EXPECT_FALSE(c.compress(3, 0));          // link rate unknown: raw
+  int compressed = 0;
+  for (uint64_t s = 4; s < 104; ++s) compressed += c.compress(s, 100e6) ? 1 : 0;  // slow link
+  EXPECT_EQ(compressed, 100);
+  compressed = 0;
+  c.encoded(true, 1000000, 1000000, 0.0001);  // raw path 10 GB/s per thread
+  for (uint64_t s = 104; s < 1104; ++s) compressed += c.compress(s, 4e9) ? 1 : 0;
+  const double f = tr::compressed_fraction(2e9, 20e9, 4e9, 0.7);
+  EXPECT_NEAR(compressed, 1000 * f, 2.0);
+  EXPECT_GT(compressed, 0);
+  EXPECT_LT(compressed, 1000);
+}
+
+namespace {
+
+// A complete, valid HELLO message for one compressed BF16 tensor "t" of `size` bytes in messages of `chunk_values`.
+std::vector<uint8_t> compressed_hello(uint32_t session, uint64_t size, uint64_t chunk_values) {
+  namespace proto = tr::proto;
+  proto::Hello h;
+  h.protocol_version = tr::kProtocolVersion;
+  h.format_version = SZ_FORMAT_VERSION;
+  h.mode = proto::kModeCompressed;
+  h.session = session;
+  h.chunk_values = chunk_values;
+  h.window = 2;
+  proto::TensorEntry e;
+  e.name = "t";
+  e.dtype = SZ_DTYPE_BF16;
+  e.size = size;
+  sz_codebook cb;
+  EXPECT_EQ(sz_default_codebook(SZ_DTYPE_BF16, SZ_KIND_GENERIC, &cb), SZ_OK);
+  EXPECT_EQ(sz_codebook_serialize(&cb, e.codebook, sizeof e.codebook), SZ_OK);
+  h.tensors.push_back(e);
+  return proto::encode_message(proto::kHello, proto::encode_hello(h), true);
+}
+
+// Plays a compressed-mode sender by hand: the HELLO for a 4096-byte tensor in one message, then `chunk` as that
+// message over UCX. Returns what the server's session ended with; the file, when it succeeded, in *out.
+sz_status raw_in_compressed_session(const std::vector<uint8_t>& chunk, std::string* error, std::vector<uint8_t>* out) {
+  TempDir d;
+  tr::ServeOptions so = to_dir(d);
+  so.timeout_s = 5;
+  so.accept_timeout_s = 20;
+  ServingOne srv(so);
+  std::string err;
+  {
+    namespace proto = tr::proto;
+    RawPeer peer(srv.port());
+    EXPECT_TRUE(peer.ok());
+    peer.send_bytes(compressed_hello(77, 4096, 2048));
+    std::vector<uint8_t> address;
+    EXPECT_EQ(peer.read_ack(&address), SZ_OK);
+    tr::Ucx ucx;
+    EXPECT_EQ(ucx.init("lo", &err), SZ_OK) << err;
+    EXPECT_EQ(ucx.connect(address, &err), SZ_OK) << err;
+    tr::Op op;
+    EXPECT_EQ(ucx.send(proto::tag_of(proto::kChunk, 77), chunk.data(), chunk.size(), nullptr, 0, &op), SZ_OK);
+    const double t1 = now_s();
+    while (!op.done && now_s() - t1 < 5) ucx.wait(0.01);
+    ucx.reap(&op);
+    srv.join();
+  }
+  *error = srv.error;
+  if (srv.status == SZ_OK) *out = read_file(d.path / "t");
+  EXPECT_TRUE(no_partial_files(d));
+  return srv.status;
+}
+
+// A raw CHUNK message (seq 0 of tensor 0) with `payload`, its hash over `hashed`.
+std::vector<uint8_t> raw_chunk(const std::vector<uint8_t>& payload, const std::vector<uint8_t>& hashed) {
+  namespace proto = tr::proto;
+  proto::Header h;
+  h.type = proto::kChunk;
+  h.flags = proto::kFlagPayloadHash;
+  h.payload_size = payload.size();
+  h.payload_hash = proto::h32(hashed.data(), hashed.size());
+  std::vector<uint8_t> m(proto::kHeaderSize);
+  proto::write_header(m.data(), h);
+  m.insert(m.end(), payload.begin(), payload.end());
+  return m;
+}
+
+}  // namespace
+
+TEST(TransferAdaptive, HandMadeRawMessageInACompressedSessionIsAccepted) {
+  const std::vector<uint8_t> values = sztest::random_bytes(4096, 21);
+  std::string err;
+  std::vector<uint8_t> got;
+  EXPECT_EQ(raw_in_compressed_session(raw_chunk(values, values), &err, &got), SZ_OK) << err;
+  EXPECT_EQ(got, values);
+}
+
+TEST(TransferAdaptive, RawMessageOfTheWrongSizeIsRejected) {
+  std::string err;
+  std::vector<uint8_t> got;
+  for (const size_t n : {4094, 4098, 2048}) {
+    const std::vector<uint8_t> values = sztest::random_bytes(n, 22);
+    EXPECT_EQ(raw_in_compressed_session(raw_chunk(values, values), &err, &got), SZ_ERROR_CORRUPT) << n << ": " << err;
+  }
+}
+
+TEST(TransferAdaptive, RawMessageWithAWrongHashIsRejected) {
+  const std::vector<uint8_t> values = sztest::random_bytes(4096, 23);
+  std::vector<uint8_t> other = values;
+  other[100] ^= 1;
+  std::string err;
+  std::vector<uint8_t> got;
+  EXPECT_EQ(raw_in_compressed_session(raw_chunk(values, other), &err, &got), SZ_ERROR_CHECKSUM) << err;
+}
+
+TEST(TransferAdaptive, TamperedRawMessageOfAnAdaptiveSendIsDetected) {
+  TempDir d;
+  Corpus c;
+  tr::SendOptions o = small_chunks(false);
+  o.adaptive = true;
+  o.faults.send_raw = [](uint64_t seq) { return seq == 1; };
+  o.faults.tamper = [](uint64_t seq, uint8_t* p, size_t n) {
+    if (seq == 1) p[n - 1] ^= 0x01;
+  };
+  Outcome r = run_session(to_dir(d), c.tensors, o);
+  EXPECT_EQ(r.server, SZ_ERROR_CHECKSUM) << r.server_error;
+  EXPECT_NE(r.sender, SZ_OK);
   EXPECT_TRUE(no_partial_files(d));
 }
 

@@ -7,7 +7,8 @@
 // final result come back on the control connection. The receiver parses everything a peer sends before acceptance
 // itself, with bounded sizes and timeouts; UCX sees nothing from a peer that was not accepted. In compressed
 // mode a message carries one SplitZip frame (docs/FORMAT.md) with per-chunk checksums; in raw mode it carries the
-// bytes as they are, with an XXH3 check. Every message has a checked 48-byte header (transfer/PROTOCOL.md).
+// bytes as they are, with an XXH3 check. An adaptive sender (SendOptions::adaptive) sends a compressed session's
+// message raw, in that form, where compressing it would not pay at the link's rate. Every message has a checked 48-byte header (transfer/PROTOCOL.md).
 //
 // The pipeline: the sender's codec threads encode message i+1.. while message i is on the wire, and the receiver's
 // codec threads decode and verify message i-1 meanwhile. A credit window bounds the messages in flight, so memory
@@ -50,7 +51,7 @@ namespace splitzip {
 namespace transfer {
 
 /** Version of the transfer protocol (transfer/PROTOCOL.md), sent in the handshake. */
-constexpr uint16_t kProtocolVersion = 2;
+constexpr uint16_t kProtocolVersion = 3;
 
 /** One tensor to send: `size` bytes of little-endian values of `dtype`, in host memory, or in CUDA device memory
  *  when `device` is set (then every tensor of the send must be on the device, of the current CUDA device). */
@@ -85,6 +86,9 @@ struct SendFaults {
   /** Announce this size for the first tensor instead of its real size (0 = the real size); nothing is sent after
    *  a refusal, so this tests the receiver's limits. */
   uint64_t announce_size = 0;
+  /** With SendOptions::adaptive: decides for each message (by sequence number) whether it goes raw (true) or
+   *  compressed, in place of the sender's own choice. */
+  std::function<bool(uint64_t seq)> send_raw;
 };
 
 struct SendOptions;
@@ -119,6 +123,14 @@ class ReadyGate {
 
 struct SendOptions {
   bool raw = false;                  // send the bytes uncompressed through the same path
+  /** Compressed mode only: send a message raw where compressing it does not pay, so that the send is not slower
+   *  than a raw one. Per message, from running averages of the codec threads' encode rate, the frame size per raw
+   *  byte and the link's rate (rate_bytes_per_s when given, else measured over the completed sends), the sender
+   *  compresses the fraction of messages that the link and the codec threads together carry fastest (1 when the
+   *  codec keeps up with the link, 0 when the link is at least as fast as the codec's raw path or nothing
+   *  compresses) and sends the others raw; the first `threads` messages are compressed to measure. The rule is in
+   *  transfer/src/session/adaptive.h; the wire form in transfer/PROTOCOL.md §4. */
+  bool adaptive = false;
   /** Emulated link rate in bytes per second of wire bytes (payload + headers); 0 = as fast as the transport goes.
    *  Each message occupies the link for its size / rate, after the message before it and no earlier than it could
    *  be sent, and is handed to the transport when its last byte would have left: an idle link saves up nothing, so
@@ -145,6 +157,7 @@ struct SendStats {
   uint64_t payload_bytes = 0;  // bytes of message payloads (frames or raw chunks)
   uint64_t wire_bytes = 0;     // payload plus message headers, handshake included
   uint64_t messages = 0;       // chunk messages
+  uint64_t raw_messages = 0;   // of which carried the values as they are (all in raw mode; adaptive's choice)
   double seconds = 0;          // from the end of the handshake until the receiver confirmed everything (with a
                                // gate, including the wait for the producer)
   double handshake_seconds = 0;
@@ -219,6 +232,7 @@ struct SessionStats {
   uint64_t raw_bytes = 0;
   uint64_t wire_bytes = 0;
   uint64_t messages = 0;
+  uint64_t raw_messages = 0;  // of which carried the values as they are (all of a raw session's)
   double seconds = 0;
   double codec_seconds = 0;
   bool gpu = false;         // decoded on the GPU

@@ -9,10 +9,10 @@
 // In a session (run_session), the session's thread keeps `window` receives posted, one per slot (slot i is request
 // i of the endpoint), and answers on the control connection (SenderLink: HELLO_ACK, CREDIT, RESULT). A completed
 // receive is checked (header, then sequence, tensor, chunk and sizes by the ChunkTracker) and handed to a codec
-// thread (Decoder), which verifies the payload (the frame's checksums, or the message's XXH3 in raw mode), decodes it
-// and writes it at its offset in the tensor's temporary file (created at the tensor's first chunk with its final
-// size and its blocks allocated, see preallocate()), or, with ServeOptions::destination, decodes it straight into the
-// caller's memory (Outputs). When every chunk of a tensor verified, the file gets its name (linked, so that nothing
+// thread (Decoder), which verifies the payload (the frame's checksums, or the XXH3 of a raw message: every message of
+// a raw session, those of a compressed session that carry the flag), decodes it and writes it at its offset in the
+// tensor's temporary file (created at the tensor's first chunk with its final size and its blocks allocated, see
+// preallocate()), or, with ServeOptions::destination, decodes it straight into the caller's memory (Outputs). When every chunk of a tensor verified, the file gets its name (linked, so that nothing
 // is replaced, unless overwrite is set); on any failure temporary files are removed. The caller's destinations are
 // released when the session ends, after the codec threads stopped. Every size the peer announces is checked against
 // the ServeOptions limits (admit()) before anything is allocated.
@@ -254,8 +254,8 @@ sz_status allocate(const Plan& plan, const ServeOptions& opt, bool direct, int c
     if (st == SZ_OK) st = g.stream.create(&w);
     if (st == SZ_OK && ws > 0) st = g.workspace.alloc(gpu::Mem::kDevice, ws, &w);
     if (st == SZ_OK && !raw && !direct) st = g.d_frame.alloc(gpu::Mem::kDevice, (size_t)max_payload, &w);
-    if (st == SZ_OK && direct)
-      st = g.h_scratch.alloc(gpu::Mem::kPinned, raw ? (size_t)max_payload : (size_t)SZ_FRAME_HEADER_SIZE, &w);
+    // Any message may be raw, and a direct raw message is hashed from here.
+    if (st == SZ_OK && direct) st = g.h_scratch.alloc(gpu::Mem::kPinned, (size_t)max_payload, &w);
     if (st == SZ_OK) st = g.d_result.alloc(gpu::Mem::kDevice, 16, &w);
     if (st == SZ_OK) st = g.h_result.alloc(gpu::Mem::kPinned, 16, &w);
   }
@@ -272,7 +272,6 @@ struct Decoder {
   std::vector<AlignedBuffer>& scratch;
   std::vector<GpuWorker>& gpu_workers;
   uint64_t chunk_values = 0;
-  bool raw = false;
   bool use_gpu = false;
   bool direct = false;  // GPU receive: the slots are device memory
   int cuda_device = 0;
@@ -292,7 +291,9 @@ struct Decoder {
     // With a destination, straight into the caller's memory at the chunk's offset; else into scratch for the file.
     uint8_t* const dst = t.dst != nullptr ? t.dst + sl.h.chunk * chunk_values * t.value_bytes : nullptr;
     sl.status = SZ_OK;
-    if (raw) {
+    // A raw message (the flag; every message of a raw session, some of a compressed one), its size checked by the
+    // ChunkTracker to be exactly the values' bytes.
+    if (sl.h.flags & proto::kFlagPayloadHash) {
       if (proto::h32(payload, psize) != sl.h.payload_hash) {
         sl.status = SZ_ERROR_CHECKSUM;
         sl.why = "chunk " + std::to_string(sl.h.chunk) + " of " + t.name + " failed its XXH3 check";
@@ -337,7 +338,7 @@ struct Decoder {
     std::string why;
     sz_status e = gpu::set_device(cuda_device, &why);
     const std::string where = "chunk " + std::to_string(sl.h.chunk) + " of " + t.name;
-    if (raw) {
+    if (sl.h.flags & proto::kFlagPayloadHash) {  // raw, as on the host
       const uint8_t* host = payload;
       if (e == SZ_OK && direct) {
         e = gpu::copy_async(g.h_scratch.get(), payload, psize, stream, &why);
@@ -886,7 +887,6 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
   }
   Decoder decoder{ts, slots, scratch, gpu_workers};
   decoder.chunk_values = plan.chunk_values;
-  decoder.raw = raw;
   decoder.use_gpu = use_gpu;
   decoder.direct = direct;
   decoder.cuda_device = S.cuda_device;
@@ -961,6 +961,7 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
       if (st != SZ_OK) return abort_session(st, why);
       stats.wire_bytes += len;
       ++stats.messages;
+      if (sl.h.flags & proto::kFlagPayloadHash) ++stats.raw_messages;
       ++received;
       sl.state = Slot::kDecoding;
       pool->submit((int)i);

@@ -8,7 +8,10 @@
 // of the endpoint. Messages go out strictly in sequence order, only while fewer than `window` messages are
 // unconsumed by the receiver (its CREDIT messages), and, with a rate, when the emulated link would have carried
 // them. With a ReadyGate, a tensor's messages are handed to the codec threads only once the gate marks it ready
-// (the handshake and the tensors before it do not wait).
+// (the handshake and the tensors before it do not wait). With SendOptions::adaptive, each message of a compressed
+// session is compressed or sent raw as it is handed to a codec thread (AdaptiveChoice, session/adaptive.h, fed with
+// the codec threads' measured times and frame sizes and with the link's rate: the given rate, else the bytes of
+// completed sends over the time some send was in flight).
 //
 // Device tensors (Tensor::device): each codec thread owns a CUDA stream and a codec workspace; a slot owns a device
 // buffer [header | frame] and a pinned host buffer of the same size. A job compresses into the device buffer
@@ -27,6 +30,7 @@
 
 #include "gpu.h"
 #include "transport/net.h"
+#include "session/adaptive.h"
 #include "session/pool.h"
 #include "wire/protocol.h"
 #include "splitzip/transfer.hpp"
@@ -47,6 +51,7 @@ struct Job {
   const uint8_t* src = nullptr;
   uint64_t n_values = 0;
   size_t bytes = 0;
+  bool raw = false;  // the values as they are (a raw session, or the adaptive choice), else a frame
 };
 
 struct Slot {
@@ -62,6 +67,7 @@ struct Slot {
   bool msg_device = false;   // msg is device memory
   const uint8_t* payload = nullptr;
   size_t payload_size = 0;
+  double encode_s = 0;  // wall time of the job on its codec thread
   sz_status status = SZ_OK;
   std::string why;
 };
@@ -294,7 +300,6 @@ struct Encoder {
   const std::vector<sz_codebook>& codebooks;
   std::vector<Slot>& slots;
   std::vector<GpuWorker>& gpu_workers;
-  bool raw = false;
   bool use_gpu = false;
   bool direct = false;  // device tensors: the message goes from device memory
   int cuda_device = 0;
@@ -302,7 +307,14 @@ struct Encoder {
 
   void operator()(unsigned worker, int si) {
     Slot& s = slots[(size_t)si];
+    const double t0 = now_s();
+    encode(worker, s);
+    s.encode_s = now_s() - t0;
+  }
+
+  void encode(unsigned worker, Slot& s) {
     const Job& j = s.job;
+    const bool raw = j.raw;
     s.status = SZ_OK;
     if (use_gpu) {
       gpu(worker, s);
@@ -345,7 +357,7 @@ struct Encoder {
     hd.seq = s.seq;
     hd.tensor = j.tensor;
     hd.chunk = j.chunk;
-    if (raw) {
+    if (j.raw) {
       // The XXH3 of a raw message is computed on the host, so the bytes come to the pinned buffer either way.
       if (e == SZ_OK) e = gpu::copy_async(h + proto::kHeaderSize, j.src, j.bytes, stream, &why);
       if (e == SZ_OK) e = gpu::sync(stream, &why);
@@ -444,6 +456,7 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
     return fail(error, SZ_ERROR_INVALID_ARGUMENT, "frame chunk_log2 out of range");
   if (!(opt.timeout_s > 0)) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "timeout must be positive");
   if (opt.rate_bytes_per_s < 0) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "rate must not be negative");
+  if (opt.adaptive && raw) return fail(error, SZ_ERROR_INVALID_ARGUMENT, "adaptive applies to compressed sends only");
   ReadyGate::Impl* const gate = opt.gate != nullptr ? opt.gate->impl_.get() : nullptr;
   if (gate != nullptr && opt.gate->size() != tensors.size())
     return fail(error, SZ_ERROR_INVALID_ARGUMENT, "the ready gate has " + std::to_string(opt.gate->size()) +
@@ -578,7 +591,6 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   const std::vector<uint64_t>& first_seq = plan.first_seq;
 
   Encoder encoder{tensors, plan.codebooks, slots, gpu_workers};
-  encoder.raw = raw;
   encoder.use_gpu = use_gpu;
   encoder.direct = direct;
   encoder.cuda_device = cuda_device;
@@ -601,6 +613,16 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   double last_activity = now_s();
   const double t_data = now_s();
   bool stalled = false;
+  // Adaptive sends: the choice per message (session/adaptive.h), and the link's rate where no rate is given: the
+  // bytes of completed sends over the time at least one send was in flight.
+  AdaptiveChoice choice(threads);
+  size_t in_flight = 0;
+  double busy_since = 0, busy_s = 0, sent_bytes = 0;
+  auto link_rate = [&]() -> double {
+    if (rate > 0) return rate;
+    const double busy = busy_s + (in_flight > 0 ? now_s() - busy_since : 0);
+    return sent_bytes > 0 && busy > 0 ? sent_bytes / busy : 0;
+  };
 
   for (;;) {
     bool active = ep->progress();
@@ -641,6 +663,8 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
       if (c != Completion::kOk) return peer_failed("send failed: " + why);
       s.state = Slot::kFree;
       active = true;
+      sent_bytes += (double)(proto::kHeaderSize + s.payload_size);
+      if (--in_flight == 0) busy_s += now_s() - busy_since;
     }
     // finished encodes
     int done_slot;
@@ -653,6 +677,7 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
       }
       s.state = Slot::kReady;
       active = true;
+      if (opt.adaptive) choice.encoded(s.job.raw, s.job.bytes, s.payload_size, s.encode_s);
     }
     // The messages whose tensors hold their data (all of them without a gate).
     uint64_t ready_seq = total;
@@ -680,6 +705,9 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
       s.job.n_values = std::min<uint64_t>(opt.chunk_values, n_total - begin);
       s.job.src = static_cast<const uint8_t*>(t.data) + begin * w;
       s.job.bytes = (size_t)(s.job.n_values * w);
+      s.job.raw = raw;
+      if (opt.adaptive)
+        s.job.raw = opt.faults.send_raw ? opt.faults.send_raw(next_job) : !choice.compress(next_job, link_rate());
       s.seq = next_job;
       s.state = Slot::kEncoding;
       slot_of_seq[next_job % nslots] = (int)i;
@@ -725,6 +753,8 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
                         &why) != SZ_OK)
         return peer_failed(ep->failed(nullptr) ? std::string() : "send failed: " + why);
       s.state = Slot::kSending;
+      if (in_flight++ == 0) busy_since = now_s();
+      if (s.job.raw) ++stats.raw_messages;
       stats.payload_bytes += s.payload_size;
       stats.wire_bytes += msg;
       ++stats.messages;

@@ -99,7 +99,9 @@ sz_status admit(const Limits& opt, const proto::Hello& hello, Plan* plan, std::s
   for (const PlannedTensor& t : p.tensors) longest = std::max(longest, t.n_values);
   p.chunk_cap = std::max<uint64_t>(1, std::min<uint64_t>(hello.chunk_values, longest));
   const size_t w = p.max_value_bytes;
-  p.max_payload = p.raw ? p.chunk_cap * w : SZ_COMPRESS_BOUND(p.chunk_cap, w);
+  // A compressed session's messages may also be raw (PROTOCOL.md §4): the bound of a frame is above the values'
+  // bytes, so its slots hold either.
+  p.max_payload = p.raw ? p.chunk_cap * w : std::max<uint64_t>(SZ_COMPRESS_BOUND(p.chunk_cap, w), p.chunk_cap * w);
   if (p.max_payload + proto::kHeaderSize > opt.max_message_bytes)
     return refuse(why, SZ_ERROR_INVALID_ARGUMENT,
                   "messages of up to " + std::to_string(p.max_payload) + " bytes exceed the limit of " +
@@ -132,8 +134,11 @@ sz_status ChunkTracker::accept(const proto::Header& h, size_t len, ChunkRef* out
   if (h.tensor != ti || h.chunk != c) return refuse(why, SZ_ERROR_CORRUPT, "message names the wrong tensor or chunk");
   const uint64_t n_values = std::min<uint64_t>(plan_.chunk_values, t.n_values - c * plan_.chunk_values);
   const uint64_t bytes = n_values * t.value_bytes;
-  if (plan_.raw ? (h.payload_size != bytes || !(h.flags & proto::kFlagPayloadHash))
-                : (h.payload_size > SZ_COMPRESS_BOUND(n_values, t.value_bytes)))
+  // A raw payload (flag set; every message of a raw session) is exactly the values' bytes; a frame is at most
+  // the bound of its values.
+  const bool raw = (h.flags & proto::kFlagPayloadHash) != 0;
+  if ((plan_.raw && !raw) ||
+      (raw ? h.payload_size != bytes : h.payload_size > SZ_COMPRESS_BOUND(n_values, t.value_bytes)))
     return refuse(why, SZ_ERROR_CORRUPT, "chunk " + std::to_string(c) + " of " + t.name + " has a wrong size");
   seen_[seq % seen_.size()] = 1;
   while (base_ < total && seen_[base_ % seen_.size()]) {

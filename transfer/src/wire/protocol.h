@@ -20,7 +20,9 @@ constexpr uint32_t kHelloMagic = 0x485A5053u;  // "SPZH"
 constexpr size_t kHeaderSize = 48;
 
 enum MsgType : uint8_t { kHello = 1, kHelloAck = 2, kChunk = 3, kCredit = 4, kResult = 5 };
-constexpr uint8_t kFlagPayloadHash = 1;  // payload_hash is H32 of the payload and must be checked
+// payload_hash is H32 of the payload and must be checked. On a CHUNK it also means that the payload is the values'
+// bytes as they are: every CHUNK of a raw-mode session, and the messages a compressed-mode session sends raw.
+constexpr uint8_t kFlagPayloadHash = 1;
 
 enum Mode : uint8_t { kModeCompressed = 0, kModeRaw = 1 };
 

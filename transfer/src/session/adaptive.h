@@ -1,0 +1,91 @@
+// adaptive.h — the adaptive sender's choice, per message of a compressed session, between a frame and the raw values
+// (SendOptions::adaptive, transfer/PROTOCOL.md §4).
+//
+// The model: a message of R raw bytes costs the codec threads R / E when compressed (E: their encode rate, all
+// threads together, raw bytes per second) and R / H when sent raw (H: their rate at copying and hashing), and costs
+// the link r R / L or R / L (r: frame bytes per raw byte, L: the link's rate in bytes per second). Sending a
+// fraction f of the messages compressed, the pipeline carries R per max(codec, link) time, with
+//   codec(f) = f / E + (1 - f) / H,   link(f) = (1 - f (1 - r)) / L   (per raw byte).
+// The link's share falls with f and the codec's rises, so the best f is 1 when the codec keeps up with a link that
+// carries only frames (1 / E <= r / L), 0 when compressing saves nothing (r >= 1) or the raw path alone already
+// takes the codec threads longer than the link (H <= L), and otherwise where the two meet:
+//   f = (1 / L - 1 / H) / (1 / E - 1 / H + (1 - r) / L).
+// At that f the pipeline carries more than L raw bytes per second (the link's time per raw byte is below 1 / L),
+// so a mixed session is never slower than a raw one in this model; it is exactly raw at f = 0.
+//
+// The choice per message spreads the compressed ones evenly (an accumulator gains f per message and a message is
+// compressed when it reaches 1). Estimates are running averages (weight 1/8 for the newest message) of what the
+// codec threads measured: encode and copy times and frame sizes. The first `threads` messages are compressed to
+// measure E and r; until a compressed message finished and the link's rate is known, messages go raw (the choice
+// that needs no estimate).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <algorithm>
+
+namespace splitzip {
+namespace transfer {
+
+// The best fraction of compressed messages for encode rate E, raw path rate H (0 = not measured: free), link rate L
+// (bytes per second) and frame bytes per raw byte r. In [0, 1].
+inline double compressed_fraction(double E, double H, double L, double r) {
+  if (!(r < 1) || !(E > 0)) return 0;
+  if (!(L > 0)) return 1;
+  const double inv_h = H > 0 ? 1 / H : 0;
+  if (1 / L <= inv_h) return 0;          // the raw path is codec-bound already: compression only adds to it
+  if (1 / E <= r / L) return 1;          // the codec keeps up with a link of frames
+  const double den = 1 / E - inv_h + (1 - r) / L;
+  if (!(den > 0)) return 1;
+  return std::min(1.0, std::max(0.0, (1 / L - inv_h) / den));
+}
+
+class AdaptiveChoice {
+ public:
+  explicit AdaptiveChoice(unsigned threads) : threads_(threads) {}
+
+  // A codec thread finished a message of `raw_bytes` values' bytes in `seconds`, into `payload` bytes.
+  void encoded(bool raw, size_t raw_bytes, size_t payload, double seconds) {
+    seconds = std::max(seconds, 1e-9);
+    if (raw) {
+      avg(&raw_in_, (double)raw_bytes);
+      avg(&raw_s_, seconds);
+      ++raw_n_;
+    } else {
+      avg(&comp_in_, (double)raw_bytes);
+      avg(&comp_out_, (double)payload);
+      avg(&comp_s_, seconds);
+      ++comp_n_;
+    }
+  }
+
+  // Whether message `seq` is compressed, given the link's rate (0 = not known yet).
+  bool compress(uint64_t seq, double link_rate) {
+    if (seq < threads_) return true;
+    if (comp_n_ == 0 || !(link_rate > 0)) return false;
+    const double E = comp_in_ / comp_s_ * threads_;
+    const double H = raw_n_ > 0 ? raw_in_ / raw_s_ * threads_ : 0;
+    const double r = comp_in_ > 0 ? comp_out_ / comp_in_ : 1;
+    fraction_ = compressed_fraction(E, H, link_rate, r);
+    credit_ += fraction_;
+    if (credit_ >= 1 - 1e-9) {
+      credit_ -= 1;
+      return true;
+    }
+    return false;
+  }
+  double fraction() const { return fraction_; }
+
+ private:
+  static void avg(double* a, double x) { *a = *a == 0 ? x : *a + (x - *a) / 8; }
+
+  unsigned threads_;
+  double comp_in_ = 0, comp_out_ = 0, comp_s_ = 0, raw_in_ = 0, raw_s_ = 0;
+  uint64_t comp_n_ = 0, raw_n_ = 0;
+  double credit_ = 0;
+  double fraction_ = 1;
+};
+
+}  // namespace transfer
+}  // namespace splitzip
