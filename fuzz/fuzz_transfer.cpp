@@ -12,7 +12,8 @@
 //   - a HELLO that decodes re-encodes to the same bytes;
 //   - an admitted plan respects every limit (tensors, total, message size, session buffers);
 //   - the tracker accepts each sequence number at most once, only inside the plan, with the tensor, chunk and value
-//     count that the sequence number implies.
+//     count that the sequence number implies; a raw message (flag payload_hash: all of a raw session's, any of a
+//     compressed session's) only with exactly the bytes of its values.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,9 @@ void run_chunks(const tr::Plan& plan, const uint8_t* p, size_t n, bool repair) {
     if (ref.n_values == 0 || ref.n_values > plan.chunk_values || ref.n_values > plan.chunk_cap) fail("value count");
     if ((ref.chunk * plan.chunk_values + ref.n_values) > t.n_values) fail("chunk past the tensor");
     if (len - proto::kHeaderSize > plan.max_payload) fail("payload larger than the slots");
+    const bool raw = (h.flags & proto::kFlagPayloadHash) != 0;
+    if (plan.raw && !raw) fail("a raw session's message without its hash");
+    if (raw && h.payload_size != ref.n_values * t.value_bytes) fail("a raw payload that is not the values' bytes");
   }
   if (tracker.accepted() != seen.size()) fail("accepted count");
 }

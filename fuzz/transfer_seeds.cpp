@@ -1,6 +1,7 @@
 // transfer_seeds DIR — writes the seeds of fuzz_transfer (fuzz/seeds/transfer): valid handshakes in both modes,
 // with and without the token of the fuzzer's token limits, each followed by the CHUNK headers of a correct session
-// (in order and out of order within the window), and a few broken variants. Built with the fuzzers.
+// (in order and out of order within the window; a compressed session also with raw messages among its frames), and
+// a few broken variants. Built with the fuzzers.
 #include <stdio.h>
 
 #include <string>
@@ -16,8 +17,8 @@ void put_u32(std::vector<uint8_t>* v, uint32_t x) {
   for (int i = 0; i < 4; ++i) v->push_back((uint8_t)(x >> (8 * i)));
 }
 
-// limits byte, piece byte, HELLO message, chunk records
-std::vector<uint8_t> seed(uint8_t limits, bool raw, const std::string& token, bool reorder) {
+// limits byte, piece byte, HELLO message, chunk records; `mixed`: a compressed session whose odd messages are raw
+std::vector<uint8_t> seed(uint8_t limits, bool raw, const std::string& token, bool reorder, bool mixed = false) {
   proto::Hello h;
   h.protocol_version = splitzip::transfer::kProtocolVersion;
   h.format_version = SZ_FORMAT_VERSION;
@@ -49,13 +50,14 @@ std::vector<uint8_t> seed(uint8_t limits, bool raw, const std::string& token, bo
   std::vector<C> chunks = {{0, 0, 0, 1000, 2}, {1, 0, 1, 1000, 2}, {2, 0, 2, 500, 2}, {3, 1, 0, 1000, 4}};
   if (reorder) std::swap(chunks[0], chunks[2]);
   for (const C& c : chunks) {
+    const bool raw_msg = raw || (mixed && c.seq % 2 == 1);
     proto::Header hd;
     hd.type = proto::kChunk;
-    hd.flags = raw ? proto::kFlagPayloadHash : 0;
+    hd.flags = raw_msg ? proto::kFlagPayloadHash : 0;
     hd.seq = c.seq;
     hd.tensor = c.tensor;
     hd.chunk = c.chunk;
-    hd.payload_size = raw ? c.values * c.w : c.values;  // a compressed frame of any size up to the bound
+    hd.payload_size = raw_msg ? c.values * c.w : c.values;  // a compressed frame of any size up to the bound
     uint8_t b[proto::kHeaderSize];
     proto::write_header(b, hd);
     out.insert(out.end(), b, b + sizeof b);
@@ -90,6 +92,12 @@ int main(int argc, char** argv) {
     ok &= write(dir + "/raw_repair_small_limits.bin", r);
   }
   ok &= write(dir + "/compressed_reordered.bin", seed(0, false, "", true));
+  ok &= write(dir + "/compressed_with_raw_messages.bin", seed(0, false, "", false, true));
+  {
+    std::vector<uint8_t> r = seed(0, false, "", true, true);
+    r[1] |= 0x80;
+    ok &= write(dir + "/compressed_with_raw_messages_repair.bin", r);
+  }
   ok &= write(dir + "/token_small_limits.bin", seed(3, true, "secret", false));
   ok &= write(dir + "/wrong_token.bin", seed(1, true, "guess", false));
   std::vector<uint8_t> cut = seed(0, true, "", false);
