@@ -8,7 +8,8 @@
 // itself, with bounded sizes and timeouts; UCX sees nothing from a peer that was not accepted. In compressed
 // mode a message carries one SplitZip frame (docs/FORMAT.md) with per-chunk checksums; in raw mode it carries the
 // bytes as they are, with an XXH3 check. An adaptive sender (SendOptions::adaptive) sends a compressed session's
-// message raw, in that form, where compressing it would not pay at the link's rate. Every message has a checked 48-byte header (transfer/PROTOCOL.md).
+// message raw, in that form, where compressing it would not pay at the link's rate. Every message has a checked
+// 48-byte header (transfer/PROTOCOL.md).
 //
 // The pipeline: the sender's codec threads encode message i+1.. while message i is on the wire, and the receiver's
 // codec threads decode and verify message i-1 meanwhile. A credit window bounds the messages in flight, so memory
@@ -87,7 +88,7 @@ struct SendFaults {
    *  a refusal, so this tests the receiver's limits. */
   uint64_t announce_size = 0;
   /** With SendOptions::adaptive: decides for each message (by sequence number) whether it goes raw (true) or
-   *  compressed, in place of the sender's own choice. */
+   *  compressed, in place of the sender's own choice. Called on the codec threads. */
   std::function<bool(uint64_t seq)> send_raw;
 };
 
@@ -127,9 +128,11 @@ struct SendOptions {
    *  than a raw one. Per message, from running averages of the codec threads' encode rate, the frame size per raw
    *  byte and the link's rate (rate_bytes_per_s when given, else measured over the completed sends), the sender
    *  compresses the fraction of messages that the link and the codec threads together carry fastest (1 when the
-   *  codec keeps up with the link, 0 when the link is at least as fast as the codec's raw path or nothing
-   *  compresses) and sends the others raw; the first `threads` messages are compressed to measure. The rule is in
-   *  transfer/src/session/adaptive.h; the wire form in transfer/PROTOCOL.md §4. */
+   *  codec keeps up with the link, 0 when the link is at least as fast as the codec's raw path, when nothing
+   *  compresses or when one message's encode outlasts the link's window) and sends the others raw; the first
+   *  message of each codec thread is compressed to measure. The rule is in transfer/src/session/adaptive.h; the
+   *  wire form in transfer/PROTOCOL.md §4. The model does not see the receiver: a receiver that cannot decode at
+   *  the pace of the frames the sender chose slows the send. */
   bool adaptive = false;
   /** Emulated link rate in bytes per second of wire bytes (payload + headers); 0 = as fast as the transport goes.
    *  Each message occupies the link for its size / rate, after the message before it and no earlier than it could

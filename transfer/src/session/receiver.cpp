@@ -12,10 +12,11 @@
 // thread (Decoder), which verifies the payload (the frame's checksums, or the XXH3 of a raw message: every message of
 // a raw session, those of a compressed session that carry the flag), decodes it and writes it at its offset in the
 // tensor's temporary file (created at the tensor's first chunk with its final size and its blocks allocated, see
-// preallocate()), or, with ServeOptions::destination, decodes it straight into the caller's memory (Outputs). When every chunk of a tensor verified, the file gets its name (linked, so that nothing
-// is replaced, unless overwrite is set); on any failure temporary files are removed. The caller's destinations are
-// released when the session ends, after the codec threads stopped. Every size the peer announces is checked against
-// the ServeOptions limits (admit()) before anything is allocated.
+// preallocate()), or, with ServeOptions::destination, decodes it straight into the caller's memory (Outputs). When
+// every chunk of a tensor verified, the file gets its name (linked, so that nothing is replaced, unless overwrite is
+// set); on any failure temporary files are removed. The caller's destinations are released when the session ends,
+// after the codec threads stopped. Every size the peer announces is checked against the ServeOptions limits
+// (admit()) before anything is allocated.
 //
 // With ServeOptions::gpu the slots are device buffers that the transport receives into (direct, where
 // Endpoint::device_memory()) or pinned host buffers (staged), and a codec thread decodes each message on its own CUDA

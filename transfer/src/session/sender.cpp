@@ -304,12 +304,17 @@ struct Encoder {
   bool direct = false;  // device tensors: the message goes from device memory
   int cuda_device = 0;
   sz_params params = sz_params_default();
+  AdaptiveChoice* adaptive = nullptr;  // SendOptions::adaptive: each message compressed or raw, chosen here
+  std::function<bool(uint64_t)> force_raw = nullptr;  // SendFaults::send_raw
 
   void operator()(unsigned worker, int si) {
     Slot& s = slots[(size_t)si];
+    if (adaptive != nullptr) s.job.raw = force_raw ? force_raw(s.seq) : !adaptive->compress();
     const double t0 = now_s();
     encode(worker, s);
     s.encode_s = now_s() - t0;
+    if (adaptive != nullptr && s.status == SZ_OK)
+      adaptive->encoded(s.job.raw, s.job.bytes, s.payload_size, s.encode_s);
   }
 
   void encode(unsigned worker, Slot& s) {
@@ -597,6 +602,11 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   encoder.params.threads = 1;
   encoder.params.chunk_log2 = opt.frame_chunk_log2;
   encoder.params.flags = SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH;  // the receiver verifies every chunk
+  AdaptiveChoice choice(threads, opt.window);
+  if (opt.adaptive) {
+    encoder.adaptive = &choice;
+    encoder.force_raw = opt.faults.send_raw;
+  }
   pool.reset(new CodecPool(threads, encoder, [ep] { ep->wake(); }));
 
   uint64_t next_job = 0;   // next seq to hand to a codec thread
@@ -613,9 +623,8 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
   double last_activity = now_s();
   const double t_data = now_s();
   bool stalled = false;
-  // Adaptive sends: the choice per message (session/adaptive.h), and the link's rate where no rate is given: the
-  // bytes of completed sends over the time at least one send was in flight.
-  AdaptiveChoice choice(threads);
+  // Adaptive sends: the link's rate for the choice (session/adaptive.h) where no rate is given: the bytes of
+  // completed sends over the time at least one send was in flight.
   size_t in_flight = 0;
   double busy_since = 0, busy_s = 0, sent_bytes = 0;
   auto link_rate = [&]() -> double {
@@ -677,8 +686,8 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
       }
       s.state = Slot::kReady;
       active = true;
-      if (opt.adaptive) choice.encoded(s.job.raw, s.job.bytes, s.payload_size, s.encode_s);
     }
+    if (opt.adaptive) choice.set_link_rate(link_rate());
     // The messages whose tensors hold their data (all of them without a gate).
     uint64_t ready_seq = total;
     if (gate != nullptr) {
@@ -705,9 +714,7 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
       s.job.n_values = std::min<uint64_t>(opt.chunk_values, n_total - begin);
       s.job.src = static_cast<const uint8_t*>(t.data) + begin * w;
       s.job.bytes = (size_t)(s.job.n_values * w);
-      s.job.raw = raw;
-      if (opt.adaptive)
-        s.job.raw = opt.faults.send_raw ? opt.faults.send_raw(next_job) : !choice.compress(next_job, link_rate());
+      s.job.raw = raw;  // adaptive: chosen by the codec thread that encodes it
       s.seq = next_job;
       s.state = Slot::kEncoding;
       slot_of_seq[next_job % nslots] = (int)i;
