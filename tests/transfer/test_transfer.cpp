@@ -215,24 +215,37 @@ struct RawPeer {
   }
 };
 
-// A complete, valid HELLO message for one raw BF16 tensor "t" of 4096 bytes.
-std::vector<uint8_t> hello_message(uint32_t session, const std::string& token, const std::string& name = "t",
-                                   uint8_t dtype = SZ_DTYPE_BF16) {
+// A complete, valid HELLO message for one tensor `name` of `size` bytes in messages of `chunk_values` values; in
+// compressed mode with the default generic BF16 codebook (zeros in raw mode).
+std::vector<uint8_t> hello_of(uint32_t session, uint8_t mode, uint64_t size, uint64_t chunk_values,
+                              const std::string& token = "", const std::string& name = "t",
+                              uint8_t dtype = SZ_DTYPE_BF16) {
   namespace proto = tr::proto;
   proto::Hello h;
   h.protocol_version = tr::kProtocolVersion;
   h.format_version = SZ_FORMAT_VERSION;
-  h.mode = proto::kModeRaw;
+  h.mode = mode;
   h.session = session;
-  h.chunk_values = 1024;
+  h.chunk_values = chunk_values;
   h.window = 2;
   h.token = token;
   proto::TensorEntry e;
   e.name = name;
   e.dtype = dtype;
-  e.size = 4096;
+  e.size = size;
+  if (mode == proto::kModeCompressed) {
+    sz_codebook cb;
+    EXPECT_EQ(sz_default_codebook(SZ_DTYPE_BF16, SZ_KIND_GENERIC, &cb), SZ_OK);
+    EXPECT_EQ(sz_codebook_serialize(&cb, e.codebook, sizeof e.codebook), SZ_OK);
+  }
   h.tensors.push_back(e);
   return proto::encode_message(proto::kHello, proto::encode_hello(h), true);
+}
+
+// A complete, valid HELLO message for one raw BF16 tensor "t" of 4096 bytes.
+std::vector<uint8_t> hello_message(uint32_t session, const std::string& token, const std::string& name = "t",
+                                   uint8_t dtype = SZ_DTYPE_BF16) {
+  return hello_of(session, tr::proto::kModeRaw, 4096, 1024, token, name, dtype);
 }
 
 }  // namespace
@@ -458,6 +471,28 @@ TEST(Transfer, CorruptedRawChunkIsDetected) {
 
 namespace {
 
+// Host destinations the receiver decodes into, handed out by name, and what it released.
+struct HostSink {
+  std::mutex mu;
+  std::map<std::string, std::vector<uint8_t>> mem;
+  std::map<std::string, int> released;  // name -> times released
+  std::map<std::string, bool> complete;
+  bool bad_release = false;             // a pointer released that was not handed out
+  void attach(tr::ServeOptions* so) {
+    so->destination = [this](const std::string& name, sz_dtype, uint64_t size) -> void* {
+      std::lock_guard<std::mutex> lock(mu);
+      mem[name].assign(size, 0xEE);
+      return mem[name].data();
+    };
+    so->release = [this](const std::string& name, void* data, bool done) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!mem.count(name) || mem[name].data() != data) bad_release = true;
+      ++released[name];
+      complete[name] = done;
+    };
+  }
+};
+
 uint64_t messages_of(const std::vector<tr::Tensor>& tensors, uint64_t chunk_values) {
   uint64_t n = 0;
   for (const auto& t : tensors) n += (t.size / sz_dtype_size(t.dtype) + chunk_values - 1) / chunk_values;
@@ -495,20 +530,15 @@ TEST(TransferAdaptive, MixedMessagesDecodeIntoHostDestinations) {
   o.faults.send_raw = [](uint64_t seq) { return seq % 2 == 0; };
   tr::ServeOptions so;
   so.threads = 2;
-  std::mutex mu;
-  std::map<std::string, std::vector<uint8_t>> mem;
-  so.destination = [&](const std::string& name, sz_dtype, uint64_t size) -> void* {
-    std::lock_guard<std::mutex> lock(mu);
-    mem[name].assign(size, 0xEE);
-    return mem[name].data();
-  };
+  HostSink sink;
+  sink.attach(&so);
   Outcome r = run_session(so, c.tensors, o);
   ASSERT_EQ(r.sender, SZ_OK) << r.sender_error;
   ASSERT_EQ(r.server, SZ_OK) << r.server_error;
   for (const auto& t : c.tensors) {
     if (t.size == 0) continue;
-    ASSERT_EQ(mem[t.name].size(), t.size) << t.name;
-    EXPECT_EQ(memcmp(mem[t.name].data(), t.data, t.size), 0) << t.name;
+    ASSERT_EQ(sink.mem[t.name].size(), t.size) << t.name;
+    EXPECT_EQ(memcmp(sink.mem[t.name].data(), t.data, t.size), 0) << t.name;
   }
   EXPECT_GT(r.session.raw_messages, 0u);
   EXPECT_LT(r.session.raw_messages, r.session.messages);
@@ -633,27 +663,6 @@ TEST(TransferAdaptive, ChoiceMeasuresFirstThenFollowsTheRule) {
 
 namespace {
 
-// A complete, valid HELLO message for one compressed BF16 tensor "t" of `size` bytes in messages of `chunk_values`.
-std::vector<uint8_t> compressed_hello(uint32_t session, uint64_t size, uint64_t chunk_values) {
-  namespace proto = tr::proto;
-  proto::Hello h;
-  h.protocol_version = tr::kProtocolVersion;
-  h.format_version = SZ_FORMAT_VERSION;
-  h.mode = proto::kModeCompressed;
-  h.session = session;
-  h.chunk_values = chunk_values;
-  h.window = 2;
-  proto::TensorEntry e;
-  e.name = "t";
-  e.dtype = SZ_DTYPE_BF16;
-  e.size = size;
-  sz_codebook cb;
-  EXPECT_EQ(sz_default_codebook(SZ_DTYPE_BF16, SZ_KIND_GENERIC, &cb), SZ_OK);
-  EXPECT_EQ(sz_codebook_serialize(&cb, e.codebook, sizeof e.codebook), SZ_OK);
-  h.tensors.push_back(e);
-  return proto::encode_message(proto::kHello, proto::encode_hello(h), true);
-}
-
 // Plays a compressed-mode sender by hand: the HELLO for a 4096-byte tensor in one message, then `chunk` as that
 // message over UCX. Returns what the server's session ended with; the file, when it succeeded, in *out.
 sz_status raw_in_compressed_session(const std::vector<uint8_t>& chunk, std::string* error, std::vector<uint8_t>* out) {
@@ -667,7 +676,7 @@ sz_status raw_in_compressed_session(const std::vector<uint8_t>& chunk, std::stri
     namespace proto = tr::proto;
     RawPeer peer(srv.port());
     EXPECT_TRUE(peer.ok());
-    peer.send_bytes(compressed_hello(77, 4096, 2048));
+    peer.send_bytes(hello_of(77, proto::kModeCompressed, 4096, 2048));
     std::vector<uint8_t> address;
     EXPECT_EQ(peer.read_ack(&address), SZ_OK);
     tr::Ucx ucx;
@@ -744,32 +753,6 @@ TEST(TransferAdaptive, TamperedRawMessageOfAnAdaptiveSendIsDetected) {
 }
 
 // ---- host destinations, ready gates, the emulated link -------------------------------------------------------------
-
-namespace {
-
-// Host destinations the receiver decodes into, handed out by name, and what it released.
-struct HostSink {
-  std::mutex mu;
-  std::map<std::string, std::vector<uint8_t>> mem;
-  std::map<std::string, int> released;  // name -> times released
-  std::map<std::string, bool> complete;
-  bool bad_release = false;             // a pointer released that was not handed out
-  void attach(tr::ServeOptions* so) {
-    so->destination = [this](const std::string& name, sz_dtype, uint64_t size) -> void* {
-      std::lock_guard<std::mutex> lock(mu);
-      mem[name].assign(size, 0xEE);
-      return mem[name].data();
-    };
-    so->release = [this](const std::string& name, void* data, bool done) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!mem.count(name) || mem[name].data() != data) bad_release = true;
-      ++released[name];
-      complete[name] = done;
-    };
-  }
-};
-
-}  // namespace
 
 TEST(Transfer, HostDestinationsGetTheBytesAndAreReleasedOnce) {
   for (bool raw : {false, true}) {
