@@ -382,12 +382,9 @@ def compress_kv_max(kv: Tensor, table: Union[SymbolTable, str, "os.PathLike[str]
                        f"compress_kv_max: tensor {tz}")
 
     workers = min(2 * L, nthreads if nthreads else (os.cpu_count() or 1))
-    if t.device == "cuda" and n > 0:
+    if t.device == "cuda":  # (at least one token: _tokens refuses an empty cache)
         spans = [(flat[tz * tensor_bytes:(tz + 1) * tensor_bytes], tz) for tz in range(2 * L)]
         frames = [_device_to_host(f) for f in _cuda_encode(t, spans, n, did, b, log2, flags, "compress_kv_max")]
-    elif t.device == "cuda":  # no tokens: bare headers, made on the host
-        frames = [_encode(np.empty(0, dtype=np.uint8), 0, did, b, tz, log2, flags, False,
-                          f"compress_kv_max: tensor {tz}") for tz in range(2 * L)]
     elif workers > 1:  # the extension releases the GIL while it codes
         with ThreadPoolExecutor(max_workers=workers) as pool:
             frames = list(pool.map(one, range(2 * L)))
