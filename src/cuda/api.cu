@@ -57,12 +57,24 @@ sz_status resident_ctas(const void* kernel, int index, size_t smem, int threads,
 }
 
 // Launches `kernel` on `grid` CTAs of `threads` threads, capped at the `resident` CTAs that fit the device at once
-// (and at least one).
+// (and at least one). Every kernel is launched as a programmatic dependent of the stream's previous kernel: it may
+// start (its CTAs resident, their parameter-only prologue run) while that kernel finishes, and waits for it with
+// simt::grid_dependency_wait before touching global memory; a back-to-back call thereby hides its launch latency.
 sz_status launch_capped(const void* kernel, uint64_t grid, int resident, int threads, void** args, size_t smem,
                         cudaStream_t stream) {
   if (grid > (uint64_t)resident) grid = (uint64_t)resident;
   if (grid < 1) grid = 1;
-  if (cudaLaunchKernel(kernel, dim3((unsigned)grid), dim3(threads), args, smem, stream) != cudaSuccess) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((unsigned)grid);
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  if (cudaLaunchKernelExC(&cfg, kernel, args) != cudaSuccess) {
     (void)cudaGetLastError();
     return SZ_ERROR_CUDA;
   }

@@ -132,6 +132,12 @@ SZ_DEV void st_word128(Word128* p, Word128 w) {
   asm volatile("st.global.cg.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(w.a), "l"(w.b) : "memory");
 }
 SZ_DEV void fence() { __threadfence(); }
+// Programmatic dependent launch (the host launches every kernel with programmatic stream serialization): a kernel
+// may start while the stream's previous kernel finishes. grid_dependency_wait returns once that kernel has completed
+// and its writes are visible; a kernel reads or writes no global memory before it (its parameters and shared memory
+// only). launch_dependents lets the stream's next kernel start its own prologue as this one's CTAs finish.
+SZ_DEV void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+SZ_DEV void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 SZ_DEV void nanosleep(unsigned ns) { __nanosleep(ns); }
 
 // cp.async of 16 / 8 / 4 bytes global -> shared (both aligned to the size); groups per thread.
@@ -281,6 +287,8 @@ inline Word128 ld_word128(const Word128* p) {
 }
 inline void st_word128(Word128* p, Word128 w) { *p = w; }
 inline void fence() {}
+inline void grid_dependency_wait() {}  // one kernel at a time
+inline void launch_dependents() {}
 inline void nanosleep(unsigned) { simt_emu::yield(); }
 
 inline void cp_async16(void* s, const void* g) { simt_emu::async_copy(s, g, 16); }

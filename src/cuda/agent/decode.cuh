@@ -569,6 +569,8 @@ SZ_DEV void decode_warps(const DecodeArgs& a) {
   uint8_t* smem = simt::dyn_smem();
   DecodeShared& sh = *reinterpret_cast<DecodeShared*>(smem);
   uint8_t* area = smem + kDecSharedBytes + simt::warp_id() * kDecWarpBytes;
+  simt::launch_dependents();
+  simt::grid_dependency_wait();  // the frame may be the stream's previous kernel's output
   // Warp 0 loads the header, two bytes a lane, while every warp's lane 0 reads the workspace words: one round trip
   // for both, before thread 0 parses and checks the header from shared memory.
   WsWords ws{0, 0};

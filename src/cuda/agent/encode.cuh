@@ -648,9 +648,12 @@ SZ_DEV void encode_warps(const EncodeArgs& a) {
   uint8_t* smem = simt::dyn_smem();
   uint8_t* tab = smem;
   uint8_t* area = smem + EncEntry<DT, K>::kTableBytes + simt::warp_id() * EncodeShape<DT>::kWarpBytes;
-  WsWords ws{0, 0};
-  if (simt::lane_id() == 0) ws = ws_read(a.ws);  // in flight while the tables are built
+  simt::launch_dependents();
+  // The tables come from the parameters: built while the stream's previous kernel may still run.
   if constexpr (!kCh) build_encode_tables<DT, K>(tab, a.codebook, a.count, a.k);
+  simt::grid_dependency_wait();
+  WsWords ws{0, 0};
+  if (simt::lane_id() == 0) ws = ws_read(a.ws);
   simt::syncthreads();
   if (a.n_chunks == 0) {  // the header is the whole frame
     if (simt::block_id() == 0 && simt::thread_id() == 0) {

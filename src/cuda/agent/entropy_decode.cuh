@@ -487,6 +487,8 @@ SZ_DEV void entropy_decode_warps(const EntropyDecodeArgs& a) {
   uint8_t* const smem = simt::dyn_smem();
   EntropyShared& sh = *reinterpret_cast<EntropyShared*>(smem);
   WsHeader* const ws = a.ws;
+  simt::launch_dependents();
+  simt::grid_dependency_wait();  // the frame may be the stream's previous kernel's output
   const WsWords wsw = simt::thread_id() == 0 ? ws_read(ws) : WsWords{0, 0};
   if (simt::thread_id() < 32) {  // the header's bytes, two a lane (fewer where the frame is shorter)
     const unsigned l = simt::thread_id();

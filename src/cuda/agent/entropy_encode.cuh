@@ -429,6 +429,8 @@ SZ_DEV void entropy_encode_warps(const EntropyEncodeArgs& a) {
   uint8_t* const smem = simt::dyn_smem();
   EntropyEncodeShared& sh = *reinterpret_cast<EntropyEncodeShared*>(smem);
   const unsigned tid = simt::thread_id(), nt = simt::block_threads();
+  simt::launch_dependents();
+  simt::grid_dependency_wait();  // the input may be the stream's previous kernel's output
   WsWords wsw{0, 0};
   if (simt::lane_id() == 0) wsw = ws_read(a.ws);  // in flight while the tables are built
   if (tid == 0) {
