@@ -384,23 +384,37 @@ SZ_DEV uint64_t encode_round(const EncodeArgs& a, const ChunkShape<DT, K>& shape
   return esc;
 }
 
-// A round's escapes into the record area, in position order: the lane's (mask esc over its values from its v0)
-// from index idx on; past the area's capacity scap the chunk takes the second pass.
+// A round's escapes into the record area, in position order: the lane's cnt escapes (mask esc over its values from
+// its v0) from index idx on. Only those below the area's capacity scap are written: a chunk with more takes the
+// second pass. A step is one find-first-set, three byte stores and the value's reread; lanes of at most 32 values
+// keep their mask in one word.
 template <int DT>
-SZ_DEV void put_escapes(uint64_t esc, uint32_t idx, uint32_t r, const uint8_t* slot, uint8_t* rec, uint32_t G,
-                        uint8_t* sexp, uint32_t scap) {
+SZ_DEV void put_escapes(uint64_t esc, uint32_t cnt, uint32_t idx, uint32_t r, const uint8_t* slot, uint8_t* rec,
+                        uint32_t G, uint8_t* sexp, uint32_t scap) {
   const unsigned lane = simt::lane_id();
   const uint32_t v0 = r * Lane<DT>::kRoundValues + lane * Lane<DT>::kValues;
-  while (esc) {
-    const uint32_t j = (uint32_t)(simt::ffs64(esc) - 1);
-    esc &= esc - 1;
-    if (idx < scap) {
-      const uint32_t pos = v0 + j;
-      rec[G + 2 * idx] = (uint8_t)pos;
-      rec[G + 2 * idx + 1] = (uint8_t)(pos >> 8);
-      sexp[idx] = (uint8_t)exp_of<DT>(slot_value<DT>(slot, lane, j));
+  const uint32_t room = idx < scap ? scap - idx : 0;
+  const uint32_t n = cnt < room ? cnt : room;
+  uint8_t* const pos_at = rec + G + 2 * idx;
+  uint8_t* const exp_at = sexp + idx;
+  uint32_t lo = (uint32_t)esc, hi = (uint32_t)(esc >> 32);
+#pragma unroll 1  // lanes differ in their counts: an unrolled body would run for the largest remainder too
+  for (uint32_t q = 0; q < n; ++q) {
+    uint32_t j;
+    if constexpr (Lane<DT>::kValues <= 32) {
+      j = (uint32_t)simt::ffs(lo) - 1;
+      lo &= lo - 1;
+    } else {  // 64 values: the low word's escapes first
+      const bool in_lo = lo != 0;
+      const uint32_t w = in_lo ? lo : hi;
+      j = (uint32_t)simt::ffs(w) - 1 + (in_lo ? 0u : 32u);
+      if (in_lo) lo = w & (w - 1);
+      else hi = w & (w - 1);
     }
-    ++idx;
+    const uint32_t pos = v0 + j;
+    pos_at[2 * q] = (uint8_t)pos;
+    pos_at[2 * q + 1] = (uint8_t)(pos >> 8);
+    exp_at[q] = (uint8_t)exp_of<DT>(slot_value<DT>(slot, lane, j));
   }
 }
 
@@ -452,7 +466,7 @@ SZ_DEV Pending encode_rounds(const EncodeArgs& a, uint64_t c, uint64_t tag, uint
     // Escapes of the round in position order: a warp scan of the lanes' counts. Past cap the chunk is raw.
     const uint32_t cnt = (uint32_t)simt::popc64(esc);
     const uint32_t incl = simt::warp_inclusive_sum(cnt);
-    if (staged) put_escapes<DT>(esc, X + incl - cnt, r, slot, rec, G, sexp, scap);
+    if (staged) put_escapes<DT>(esc, cnt, X + incl - cnt, r, slot, rec, G, sexp, scap);
     X += simt::shfl(incl, 31);
     simt::syncwarp();  // the slot and the rest stage are free again
     if (r + P::kRing < NR) {
@@ -615,8 +629,9 @@ SZ_DEV void encode_teams(const EncodeArgs& a, uint64_t tag, uint32_t NT, uint8_t
         const uint32_t r = m + NT * i;
         uint32_t before = 0;
         for (uint32_t q = 0; q < r; ++q) before += ts->count[q];
-        put_escapes<DT>(esc[i], before + incl[i] - (uint32_t)simt::popc64(esc[i]), r, ring + i * kRoundBytes, rec,
-                        shape.G, shape.exps(rec), shape.scap);
+        const uint32_t cnt = (uint32_t)simt::popc64(esc[i]);
+        put_escapes<DT>(esc[i], cnt, before + incl[i] - cnt, r, ring + i * kRoundBytes, rec, shape.G,
+                        shape.exps(rec), shape.scap);
       }
     }
     simt::barrier_or(bar_id, 32 * NT, false);  // the record is complete
