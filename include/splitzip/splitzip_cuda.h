@@ -16,7 +16,11 @@
  *     was never zero-filled changes nothing and reports it on the device: *d_frame_size = 0 (compress) or
  *     *d_status = SZ_ERROR_INVALID_ARGUMENT (decompress).
  *   - One kernel launch per call: nothing else is enqueued (but the optional pinned copy of the frame size), and the
- *     host does no work beyond the argument checks and the launch.
+ *     host does no work beyond the argument checks and the launch. The kernel is launched with programmatic stream
+ *     serialization (programmatic dependent launch, sm_90): it may become resident while the stream's previous
+ *     kernel finishes, but reads and writes no global memory before that kernel has completed, so stream order holds
+ *     as for any launch; it lets the stream's next kernel start early likewise (a kernel of another library that
+ *     does so must wait for it with cudaGridDependencySynchronize before reading this call's output).
  *   - In a build without CUDA every function returns SZ_ERROR_NOT_SUPPORTED and sz_cuda_available() returns 0.
  *   - Kernels: one family for every frame (docs/FORMAT.md; src/cuda): a warp per chunk, every dtype, chunk size,
  *     code width, checksums on or off, contiguous or paged, any alignment; frames byte-identical to the CPU codec.
