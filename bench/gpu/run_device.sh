@@ -26,6 +26,8 @@
 #              the comparison table $OUT/ab.md (bench/gpu/ab_table.py) and the runs' CSVs in $OUT/ab_csv.tgz (the
 #              logs stay in /tmp/sz_ab: a call returns few files)
 # BIN: the binaries' folder (default .devcarry/bin), e.g. a second build staged for an A/B run in the same call.
+# BIN_B may hold only its libsplitzip.so.1.xz (12 MB): the benches and tests link the library dynamically through
+# the C API, so BIN's binaries run either build (more builds fit one carry).
 set -u
 if [ "${1:-}" = "--stage" ]; then
   set -e
@@ -97,7 +99,8 @@ for step in "$@"; do
       for i in $(seq 1 ${AB_RUNS:-2}); do
         for v in A B; do
           d=$B; [ $v = B ] && d=$BIN_B
-          LD_LIBRARY_PATH=$PWD/$d timeout ${BENCH_TIMEOUT:-300} $d/splitzip_gpu_bench --data .devcarry/data \
+          exe=$d/splitzip_gpu_bench; [ -x "$exe" ] || exe=$B/splitzip_gpu_bench  # B may carry its library only
+          LD_LIBRARY_PATH=$PWD/$d timeout ${BENCH_TIMEOUT:-300} $exe --data .devcarry/data \
             --sizes "${SIZES:-1,16,1024}" --reps "${REPS:-5}" ${ONLY:+--only $ONLY} --no-paged ${BENCH_ARGS:-} \
             --csv "$T/ab_${v}_$i.csv" > "$T/ab_${v}_$i.log" 2>&1 || echo "ab $v $i rc=$?"
           if [ $v = A ]; then AF+=("$T/ab_A_$i.csv"); else BF+=("$T/ab_B_$i.csv"); fi
