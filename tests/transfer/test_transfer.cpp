@@ -661,6 +661,74 @@ TEST(TransferAdaptive, ChoiceMeasuresFirstThenFollowsTheRule) {
   EXPECT_LT(compressed, 1000);
 }
 
+TEST(TransferAdaptive, ReceiverSlowerThanTheLinkLowersTheFraction) {
+  tr::AdaptiveChoice c(2, 8);
+  c.set_link_rate(1e9);
+  EXPECT_TRUE(c.compress());
+  c.encoded(false, 1000000, 700000, 0.0001);  // the sender: 10 GB/s per thread, ratio 0.7
+  c.encoded(true, 1000000, 1000000, 0.00005);
+  int compressed = 0;
+  for (int i = 0; i < 100; ++i) compressed += c.compress() ? 1 : 0;
+  EXPECT_EQ(compressed, 100);  // a sender that keeps up with a 1 GB/s link of frames compresses all
+  // The receiver decodes frames at 0.5 GB/s (its threads together) and verifies raw messages at 10 GB/s: slower
+  // than the link for frames, so a share goes raw, where its time and the link's meet.
+  c.received(1000000, 0.002, 1000000, 0.0001);
+  compressed = 0;
+  for (int i = 0; i < 1000; ++i) compressed += c.compress() ? 1 : 0;
+  const double D = 0.5e9, G = 10e9, L = 1e9, r = 0.7;
+  const double f = tr::compressed_fraction(D, G, L, r, 0, 1);
+  EXPECT_NEAR(c.fraction(), f, 1e-9);
+  EXPECT_NEAR(compressed, 1000 * f, 2.0);
+  EXPECT_GT(f, 0.0);
+  EXPECT_LT(f, 1.0);
+  const double receiver = f / D + (1 - f) / G, link = (1 - f * (1 - r)) / L;
+  EXPECT_NEAR(receiver, link, 1e-6 * link);
+  EXPECT_LT(link, 1 / L);  // still faster than a raw send
+  // Reports without bytes of a kind change nothing of it.
+  c.received(0, 0, 0, 0);
+  c.compress();
+  EXPECT_NEAR(c.fraction(), f, 1e-9);
+}
+
+TEST(TransferWire, CreditCarriesTheReceiversLoad) {
+  namespace proto = tr::proto;
+  proto::CreditLoad in;
+  in.frame_bytes = 123456789;
+  in.frame_ns = 987654321;
+  in.raw_bytes = 42;
+  in.raw_ns = 7;
+  const std::vector<uint8_t> p = proto::encode_credit_load(in);
+  ASSERT_EQ(p.size(), proto::kCreditPayload);
+  proto::CreditLoad out;
+  ASSERT_EQ(proto::decode_credit_load(p.data(), p.size(), &out), SZ_OK);
+  EXPECT_EQ(out.frame_bytes, in.frame_bytes);
+  EXPECT_EQ(out.frame_ns, in.frame_ns);
+  EXPECT_EQ(out.raw_bytes, in.raw_bytes);
+  EXPECT_EQ(out.raw_ns, in.raw_ns);
+  EXPECT_EQ(proto::decode_credit_load(p.data(), p.size() - 1, &out), SZ_ERROR_CORRUPT);
+  // On the control stream a CREDIT is a hashed message whose payload is at most that size.
+  auto feed = [](const std::vector<uint8_t>& m, std::string* why) {
+    proto::MessageReader r(proto::type_bit(proto::kCredit));
+    size_t at = 0;
+    while (!r.complete() && at < m.size()) {
+      size_t room = 0;
+      uint8_t* b = r.buffer(&room);
+      const size_t n = std::min(room, m.size() - at);
+      memcpy(b, m.data() + at, n);
+      at += n;
+      const sz_status st = r.commit(n, why);
+      if (st != SZ_OK) return st;
+    }
+    return r.complete() ? SZ_OK : SZ_ERROR_SRC_TRUNCATED;
+  };
+  std::string why;
+  EXPECT_EQ(feed(proto::encode_message(proto::kCredit, p, true), &why), SZ_OK) << why;
+  EXPECT_NE(feed(proto::encode_message(proto::kCredit, p, false), &why), SZ_OK);
+  std::vector<uint8_t> longer = p;
+  longer.push_back(0);
+  EXPECT_NE(feed(proto::encode_message(proto::kCredit, longer, true), &why), SZ_OK);
+}
+
 namespace {
 
 // Plays a compressed-mode sender by hand: the HELLO for a 4096-byte tensor in one message, then `chunk` as that

@@ -52,7 +52,7 @@ namespace splitzip {
 namespace transfer {
 
 /** Version of the transfer protocol (transfer/PROTOCOL.md), sent in the handshake. */
-constexpr uint16_t kProtocolVersion = 3;
+constexpr uint16_t kProtocolVersion = 4;
 
 /** One tensor to send: `size` bytes of little-endian values of `dtype`, in host memory, or in CUDA device memory
  *  when `device` is set (then every tensor of the send must be on the device, of the current CUDA device). */

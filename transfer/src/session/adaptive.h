@@ -18,6 +18,13 @@
 // among raw ones would leave the link idle, and f is 0. (With f = 1 every message waits for the codec anyway, and
 // the first rule already holds the codec threads together to the link's pace.)
 //
+// The receiver is a third stage of the same kind: its codec threads take R / D for a frame and R / G for a raw
+// message (D, G: their decode and verify rates, all threads together, which its CREDIT messages report), so its
+// time per raw byte f / D + (1 - f) / G rises with f like the sender's. The pipeline's time per raw byte is the
+// largest of the three; where two rising lines meet the falling link line, the lower crossing binds: f is the
+// smaller of the sender's fraction and the same function of the receiver's rates (without the ordering rule,
+// which concerns the sender's encode only).
+//
 // The choice is made by a codec thread as it starts a message, and spreads the compressed ones evenly (an
 // accumulator gains f per message and a message is compressed when it reaches 1). Estimates are running averages
 // (weight 1/8 for the newest message) of what the codec threads measured: encode and copy times and frame sizes.
@@ -36,8 +43,8 @@ namespace splitzip {
 namespace transfer {
 
 // The best fraction of compressed messages for encode rate E (all `threads` together), raw path rate H (0 = not
-// measured: free), link rate L (bytes per second), frame bytes per raw byte r and `window` messages in flight.
-// In [0, 1].
+// measured: free), link rate L (bytes per second), frame bytes per raw byte r and `window` messages in flight
+// (threads 0: without the rule on one encode against the window, for the receiver's stage). In [0, 1].
 inline double compressed_fraction(double E, double H, double L, double r, unsigned threads, unsigned window) {
   if (!(r < 1) || !(E > 0)) return 0;
   if (!(L > 0)) return 1;
@@ -78,6 +85,20 @@ class AdaptiveChoice {
     }
   }
 
+  // The receiver's codec threads finished frames of frame_bytes values' bytes in frame_s seconds and raw messages of
+  // raw_bytes in raw_s (all threads together, since the previous report); zeros where none.
+  void received(double frame_bytes, double frame_s, double raw_bytes, double raw_s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (frame_bytes > 0 && frame_s > 0) {
+      avg(&rx_frame_in_, frame_bytes);
+      avg(&rx_frame_s_, frame_s);
+    }
+    if (raw_bytes > 0 && raw_s > 0) {
+      avg(&rx_raw_in_, raw_bytes);
+      avg(&rx_raw_s_, raw_s);
+    }
+  }
+
   // Whether the message a codec thread starts now is compressed.
   bool compress() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -88,6 +109,11 @@ class AdaptiveChoice {
     const double H = raw_n_ > 0 ? raw_in_ / raw_s_ * threads_ : 0;
     const double r = comp_in_ > 0 ? comp_out_ / comp_in_ : 1;
     fraction_ = compressed_fraction(E, H, link_rate, r, threads_, window_);
+    if (rx_frame_s_ > 0) {  // the receiver's stage, once it reported its decode rate
+      const double D = rx_frame_in_ / rx_frame_s_;
+      const double G = rx_raw_s_ > 0 ? rx_raw_in_ / rx_raw_s_ : 0;
+      fraction_ = std::min(fraction_, compressed_fraction(D, G, link_rate, r, 0, 1));
+    }
     credit_ += fraction_;
     if (credit_ >= 1 - 1e-9) {
       credit_ -= 1;
@@ -107,6 +133,7 @@ class AdaptiveChoice {
   unsigned threads_, window_;
   double link_rate_ = 0;
   double comp_in_ = 0, comp_out_ = 0, comp_s_ = 0, raw_in_ = 0, raw_s_ = 0;
+  double rx_frame_in_ = 0, rx_frame_s_ = 0, rx_raw_in_ = 0, rx_raw_s_ = 0;
   uint64_t comp_n_ = 0, raw_n_ = 0;
   double credit_ = 0;
   double fraction_ = 1;

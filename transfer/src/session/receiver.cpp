@@ -105,6 +105,7 @@ struct Slot {
   uint32_t tensor = 0;
   sz_status status = SZ_OK;
   std::string why;
+  double busy_s = 0;  // the codec thread's time on the message (wall clock), for the sender's adaptive rule
 };
 
 // What a codec thread owns for the GPU decoder.
@@ -177,14 +178,19 @@ class SenderLink {
     std::string ignored;
     return net::write_all(fd_, msg.data(), msg.size(), now_s() + std::min(2.0, timeout_s_), &ignored);
   }
-  // CREDIT(consumed), written within the timeout.
-  sz_status credit(uint64_t consumed) {
+  // CREDIT(consumed) with the codec threads' load since the previous one, written within the timeout.
+  sz_status credit(uint64_t consumed, const proto::CreditLoad& load) {
     proto::Header h;
     h.type = proto::kCredit;
+    h.flags = proto::kFlagPayloadHash;
     h.chunk = consumed;
-    proto::write_header(credit_header_, h);
+    h.payload_size = proto::kCreditPayload;
+    const std::vector<uint8_t> p = proto::encode_credit_load(load);
+    h.payload_hash = proto::h32(p.data(), p.size());
+    proto::write_header(credit_msg_, h);
+    memcpy(credit_msg_ + proto::kHeaderSize, p.data(), p.size());
     std::string ignored;
-    return net::write_all(fd_, credit_header_, sizeof credit_header_, now_s() + timeout_s_, &ignored);
+    return net::write_all(fd_, credit_msg_, sizeof credit_msg_, now_s() + timeout_s_, &ignored);
   }
   // True when the sender hung up or the connection failed; *extra is set when it sent bytes instead.
   bool closed(bool* extra) const { return net::peer_closed(fd_, extra); }
@@ -210,7 +216,7 @@ class SenderLink {
   int fd_;
   double timeout_s_;
   bool answered_ = false;  // HELLO_ACK sent: later answers are RESULTs
-  uint8_t credit_header_[proto::kHeaderSize] = {};
+  uint8_t credit_msg_[proto::kHeaderSize + proto::kCreditPayload] = {};
 };
 
 // A session's buffers, every size checked by admit(): the receive slots (host: [pad | header | payload] with the
@@ -278,6 +284,12 @@ struct Decoder {
   int cuda_device = 0;
 
   void operator()(unsigned worker, int si) {
+    const double t0 = now_s();
+    verify(worker, si);
+    slots[(size_t)si].busy_s = now_s() - t0;
+  }
+
+  void verify(unsigned worker, int si) {
     Slot& sl = slots[(size_t)si];
     TensorState& t = ts[sl.tensor];
     if (use_gpu) {
@@ -921,6 +933,8 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
   // ---- the pipeline ----
   ChunkTracker tracker(plan);
   uint64_t consumed = 0, credited = 0, received = 0;
+  double frame_s = 0, raw_s = 0;  // the codec threads' time since the last CREDIT, by kind
+  proto::CreditLoad load;
   double last_activity = now_s();
   for (;;) {
     bool active = ep->progress();
@@ -976,6 +990,14 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
       TensorState& t = ts[sl.tensor];
       ++t.chunks_done;
       ++consumed;
+      const uint64_t raw_bytes = sl.n_values * t.value_bytes;
+      if (sl.h.flags & proto::kFlagPayloadHash) {
+        load.raw_bytes += raw_bytes;
+        raw_s += sl.busy_s;
+      } else {
+        load.frame_bytes += raw_bytes;
+        frame_s += sl.busy_s;
+      }
       if (t.chunks_done == t.chunks && !outputs.finish(t))
         return abort_session(SZ_ERROR_IO, "cannot finish " + t.name + ": " + strerror(errno));
       sl.state = Slot::kIdle;
@@ -988,7 +1010,11 @@ sz_status Server::Impl::run_session(int fd, const Plan& plan, uint64_t number, u
       }
     }
     if (consumed > credited) {  // the last credit too, before the RESULT
-      if (link.credit(consumed) != SZ_OK) return peer_gone();
+      load.frame_ns = (uint64_t)(frame_s / opt.threads * 1e9);
+      load.raw_ns = (uint64_t)(raw_s / opt.threads * 1e9);
+      if (link.credit(consumed, load) != SZ_OK) return peer_gone();
+      load = proto::CreditLoad();
+      frame_s = raw_s = 0;
       credited = consumed;
       active = true;
     }

@@ -205,9 +205,15 @@ class Answers {
       if (!complete) break;
       const proto::Header& h = reader_.header();
       if (h.type == proto::kCredit) {
-        if (h.chunk < consumed || h.chunk > total_)
+        proto::CreditLoad l;
+        if (h.chunk < consumed || h.chunk > total_ ||
+            proto::decode_credit_load(reader_.payload().data(), reader_.payload().size(), &l) != SZ_OK)
           return fail(error, SZ_ERROR_CORRUPT, "the receiver sent an impossible credit");
         consumed = h.chunk;
+        load_.frame_bytes += l.frame_bytes;
+        load_.frame_ns += l.frame_ns;
+        load_.raw_bytes += l.raw_bytes;
+        load_.raw_ns += l.raw_ns;
       } else {
         std::string text;
         if (proto::decode_status(reader_.payload().data(), reader_.payload().size(), &result_status, &text) !=
@@ -233,6 +239,13 @@ class Answers {
     }
   }
 
+  // The receiver's codec load reported since the last call (its CREDIT payloads, summed).
+  proto::CreditLoad take_load() {
+    const proto::CreditLoad l = load_;
+    load_ = proto::CreditLoad();
+    return l;
+  }
+
   uint64_t consumed = 0;
   bool got_result = false;
   uint32_t result_status = 0;
@@ -244,6 +257,7 @@ class Answers {
   int fd_;
   uint64_t total_;
   proto::MessageReader reader_{proto::type_bit(proto::kCredit) | proto::type_bit(proto::kResult)};
+  proto::CreditLoad load_;
 };
 
 // The slots' buffers and, for device tensors, a stream and a codec workspace per codec thread. A slot holds
@@ -644,6 +658,8 @@ sz_status send(const std::string& host, uint16_t port, const std::vector<Tensor>
         return st;
       }
       if (answers.got_result != had_result || answers.consumed != had_consumed) active = true;
+      const proto::CreditLoad l = answers.take_load();
+      if (opt.adaptive) choice.received(l.frame_bytes, l.frame_ns * 1e-9, l.raw_bytes, l.raw_ns * 1e-9);
     }
     const uint64_t consumed = answers.consumed;
     if (!answers.got_result && (ep->failed(nullptr) || answers.closed)) return peer_failed("");

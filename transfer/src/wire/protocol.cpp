@@ -230,6 +230,24 @@ std::vector<uint8_t> encode_message(uint8_t type, const std::vector<uint8_t>& pa
   return out;
 }
 
+std::vector<uint8_t> encode_credit_load(const CreditLoad& c) {
+  std::vector<uint8_t> p(kCreditPayload);
+  store_u64(p.data(), c.frame_bytes);
+  store_u64(p.data() + 8, c.frame_ns);
+  store_u64(p.data() + 16, c.raw_bytes);
+  store_u64(p.data() + 24, c.raw_ns);
+  return p;
+}
+
+sz_status decode_credit_load(const uint8_t* p, size_t size, CreditLoad* c) {
+  if (size != kCreditPayload) return SZ_ERROR_CORRUPT;
+  c->frame_bytes = load_u64(p);
+  c->frame_ns = load_u64(p + 8);
+  c->raw_bytes = load_u64(p + 16);
+  c->raw_ns = load_u64(p + 24);
+  return SZ_OK;
+}
+
 size_t max_control_payload(uint8_t type) {
   switch (type) {
     case kHello:
@@ -238,6 +256,8 @@ size_t max_control_payload(uint8_t type) {
       return 8 + kMaxText + 4 + kMaxAddress;
     case kResult:
       return 8 + kMaxText;
+    case kCredit:
+      return kCreditPayload;
     default:
       return 0;
   }
@@ -291,7 +311,7 @@ sz_status MessageReader::commit(size_t n, std::string* why) {
              " bytes, more than its type allows";
       return SZ_ERROR_CORRUPT;
     }
-    if (h_.type != kCredit && !(h_.flags & kFlagPayloadHash)) {
+    if (!(h_.flags & kFlagPayloadHash)) {
       failed_ = true;
       *why = "a control message without its payload hash";
       return SZ_ERROR_CORRUPT;

@@ -88,11 +88,21 @@ std::vector<uint8_t> encode_ack(uint32_t status, const std::string& text, const 
 sz_status decode_ack(const uint8_t* p, size_t size, uint32_t* status, std::string* text,
                      std::vector<uint8_t>* address);
 
+// CREDIT payload: what the receiver's codec threads spent on the messages they finished since its previous CREDIT,
+// by kind (frames, raw messages): their values' bytes and the threads' busy time divided by their number, in
+// nanoseconds (so that bytes / time is the rate of all the threads together). Four u64.
+struct CreditLoad {
+  uint64_t frame_bytes = 0, frame_ns = 0, raw_bytes = 0, raw_ns = 0;
+};
+constexpr size_t kCreditPayload = 32;
+std::vector<uint8_t> encode_credit_load(const CreditLoad& c);
+sz_status decode_credit_load(const uint8_t* p, size_t size, CreditLoad* c);
+
 // A whole message (header and payload) in one buffer, payload_hash set when `hashed`.
 std::vector<uint8_t> encode_message(uint8_t type, const std::vector<uint8_t>& payload, bool hashed);
 
-// The largest payload a message of `type` may carry on the control connection (PROTOCOL.md §2); 0 for CREDIT and
-// for types that never travel there.
+// The largest payload a message of `type` may carry on the control connection (PROTOCOL.md §2); 0 for types that
+// never travel there.
 size_t max_control_payload(uint8_t type);
 
 // Reads messages of the control connection, a byte stream, one at a time: the caller asks where the next bytes go
