@@ -180,17 +180,10 @@ class SenderLink {
   }
   // CREDIT(consumed) with the codec threads' load since the previous one, written within the timeout.
   sz_status credit(uint64_t consumed, const proto::CreditLoad& load) {
-    proto::Header h;
-    h.type = proto::kCredit;
-    h.flags = proto::kFlagPayloadHash;
-    h.chunk = consumed;
-    h.payload_size = proto::kCreditPayload;
-    const std::vector<uint8_t> p = proto::encode_credit_load(load);
-    h.payload_hash = proto::h32(p.data(), p.size());
-    proto::write_header(credit_msg_, h);
-    memcpy(credit_msg_ + proto::kHeaderSize, p.data(), p.size());
+    const std::vector<uint8_t> msg =
+        proto::encode_message(proto::kCredit, proto::encode_credit_load(load), true, consumed);
     std::string ignored;
-    return net::write_all(fd_, credit_msg_, sizeof credit_msg_, now_s() + timeout_s_, &ignored);
+    return net::write_all(fd_, msg.data(), msg.size(), now_s() + timeout_s_, &ignored);
   }
   // True when the sender hung up or the connection failed; *extra is set when it sent bytes instead.
   bool closed(bool* extra) const { return net::peer_closed(fd_, extra); }
@@ -216,7 +209,6 @@ class SenderLink {
   int fd_;
   double timeout_s_;
   bool answered_ = false;  // HELLO_ACK sent: later answers are RESULTs
-  uint8_t credit_msg_[proto::kHeaderSize + proto::kCreditPayload] = {};
 };
 
 // A session's buffers, every size checked by admit(): the receive slots (host: [pad | header | payload] with the

@@ -218,11 +218,12 @@ sz_status decode_ack(const uint8_t* p, size_t size, uint32_t* status, std::strin
   return SZ_OK;
 }
 
-std::vector<uint8_t> encode_message(uint8_t type, const std::vector<uint8_t>& payload, bool hashed) {
+std::vector<uint8_t> encode_message(uint8_t type, const std::vector<uint8_t>& payload, bool hashed, uint64_t chunk) {
   std::vector<uint8_t> out(kHeaderSize + payload.size());
   Header h;
   h.type = type;
   h.flags = hashed ? kFlagPayloadHash : 0;
+  h.chunk = chunk;
   h.payload_size = payload.size();
   h.payload_hash = hashed ? h32(payload.data(), payload.size()) : 0;
   write_header(out.data(), h);

@@ -98,8 +98,10 @@ constexpr size_t kCreditPayload = 32;
 std::vector<uint8_t> encode_credit_load(const CreditLoad& c);
 sz_status decode_credit_load(const uint8_t* p, size_t size, CreditLoad* c);
 
-// A whole message (header and payload) in one buffer, payload_hash set when `hashed`.
-std::vector<uint8_t> encode_message(uint8_t type, const std::vector<uint8_t>& payload, bool hashed);
+// A whole message (header and payload) in one buffer, payload_hash set when `hashed`; `chunk` is the header's chunk
+// field (a CREDIT's consumed count).
+std::vector<uint8_t> encode_message(uint8_t type, const std::vector<uint8_t>& payload, bool hashed,
+                                    uint64_t chunk = 0);
 
 // The largest payload a message of `type` may carry on the control connection (PROTOCOL.md §2); 0 for types that
 // never travel there.
