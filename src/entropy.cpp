@@ -712,6 +712,23 @@ void chunk_kernels(const Frame& f, const RansTables& t, ChunkWork* w) {
   (void)B;
 }
 
+// The vector kernels' whole steps of n coded chunks side by side (2 <= n <= the ISA's ways): the mask of the chunks
+// with an invalid escape.
+unsigned lockstep_kernels(const Frame& f, const RansTables& t, RansDecodeState* const* run, unsigned n) {
+  const unsigned B = f.h.split.symbol_bits;
+#if defined(SPLITZIP_HAVE_AVX512_TU)
+  if (f.isa >= detail::Isa::kAvx512) return kernels::avx512::rans_decode_steps_n(t, B, run, n);
+#endif
+#if defined(SPLITZIP_HAVE_AVX2_TU)
+  if (f.isa >= detail::Isa::kAvx2) return kernels::avx2::rans_decode_steps_n(t, B, run, n);
+#endif
+  (void)t;
+  (void)run;
+  (void)n;
+  (void)B;
+  return 0;
+}
+
 sz_status chunk_end(const Frame& f, const RansTables& t, uint64_t c, ChunkWork* w) {
   const detail::FrameHeader& h = f.h;
   const unsigned vb = h.t.value_bits / 8;
@@ -734,15 +751,24 @@ sz_status chunk_end(const Frame& f, const RansTables& t, uint64_t c, ChunkWork* 
 // Decodes chunks lo..hi-1 in order; the first failing chunk's index and status into *fc and *fs.
 void decode_chunks_fast(const Frame& f, uint64_t lo, uint64_t hi, uint64_t* fc, sz_status* fs) {
   const RansTables t = rans_tables(*f.prep, f.h.tensor, f.h.period);
-  constexpr unsigned kWays =
-#if defined(SPLITZIP_HAVE_AVX512_TU)
-      kernels::avx512::kDecodeWays;
+  // Chunks side by side in the vector kernels (their steps are independent latency chains): up to kWays.
+  unsigned ways = 1;
+#if defined(SPLITZIP_HAVE_AVX2_TU)
+  constexpr unsigned kAvx2Ways = kernels::avx2::kDecodeWays;
+  if (f.isa >= detail::Isa::kAvx2) ways = kAvx2Ways;
 #else
-      1;
+  constexpr unsigned kAvx2Ways = 1;
 #endif
+#if defined(SPLITZIP_HAVE_AVX512_TU)
+  constexpr unsigned kAvx512Ways = kernels::avx512::kDecodeWays;
+  if (f.isa >= detail::Isa::kAvx512) ways = kAvx512Ways;
+#else
+  constexpr unsigned kAvx512Ways = 1;
+#endif
+  constexpr unsigned kWays = kAvx2Ways > kAvx512Ways ? kAvx2Ways : kAvx512Ways;
   ChunkWork w[kWays];
   for (uint64_t c = lo; c < hi;) {
-    const unsigned n = f.isa >= detail::Isa::kAvx512 ? (unsigned)std::min<uint64_t>(kWays, hi - c) : 1;
+    const unsigned n = (unsigned)std::min<uint64_t>(ways, hi - c);
     sz_status st[kWays];
     RansDecodeState* run[kWays];
     unsigned of[kWays], coded = 0;  // the coded chunks among them: run[i] is chunk c + of[i]'s state
@@ -753,13 +779,10 @@ void decode_chunks_fast(const Frame& f, uint64_t lo, uint64_t hi, uint64_t* fc, 
         of[coded++] = k;
       }
     }
-#if defined(SPLITZIP_HAVE_AVX512_TU)
     if (coded >= 2) {
-      const unsigned failed = kernels::avx512::rans_decode_steps_n(t, f.h.split.symbol_bits, run, coded);
+      const unsigned failed = lockstep_kernels(f, t, run, coded);
       for (unsigned i = 0; i < coded; ++i) w[of[i]].failed = (failed >> i & 1u) != 0;
     }
-#endif
-    (void)of;
     for (unsigned k = 0; k < n; ++k) {
       if (st[k] == SZ_OK && w[k].coded && !w[k].failed) chunk_kernels(f, t, &w[k]);
       if (st[k] == SZ_OK) st[k] = chunk_end(f, t, c + k, &w[k]);

@@ -3,11 +3,13 @@
 // Compiled with -mavx2 -mbmi2 and only called after a run-time CPU check (entropy.cpp through selected_isa).
 //
 // rANS: the 32 lane states live in four registers of eight lanes; lane l of register b codes value 8b + l of each
-// step of 32 values, so a step is four independent 8-lane updates. Per register: the channels' words (group and
-// first escape slot) are eight consecutive entries of the tensor's channel table; the decoder gathers each lane's
-// symbol, frequency and offset in its slot as one u32 of the group's 4096-slot table, the encoder the symbol's
-// frequency and cumulative frequency from the group's entry table: one gather per register and step. The four
-// registers go through each stage together, so that their gathers are in flight at the same time.
+// step of 32 values, so a step is four independent 8-lane updates. The decoder runs up to kDecodeWays chunks side by
+// side (their steps independent), so that up to eight or twelve gathers are in flight at once. It gathers each
+// lane's symbol, frequency and offset in its slot as one u32 of the group's 4096-slot table, the row and the escape
+// test from one per-channel word (the index of the group's first escape slot: its bits above the slot's are the
+// row's); the encoder gathers the symbol's frequency and cumulative frequency from the group's entry table, indexed
+// by the channels' words (group and first escape slot): one gather per register and step. The registers go through
+// each stage together, so that their gathers are in flight at the same time.
 // Renormalisation has no branch: a compare gives the lanes that take (decoder) or give (encoder) a 16-bit word, its
 // movemask indexes a permutation that expands the next words into those lanes or compresses those lanes' words into
 // consecutive places, and a popcount moves the word pointer. The encoder divides by the frequency in single precision
@@ -57,103 +59,159 @@ inline uint32_t wrap_add(uint32_t ch, uint32_t add, uint32_t period) {  // (ch +
   return ch >= period ? ch - period : ch;
 }
 
-// The channel words of eight consecutive values from channel ch on.
-inline __m256i load_chan(const RansTables& t, uint32_t ch) {
-  if (ch + 8 <= t.period) return _mm256_loadu_si256((const __m256i*)(t.chan + ch));
+// Eight consecutive entries of a per-channel array (t.chan or t.chan_dec) from channel ch on.
+inline __m256i load_chan(const uint32_t* a, uint32_t P, uint32_t ch) {
+  if (ch + 8 <= P) return _mm256_loadu_si256((const __m256i*)(a + ch));
   alignas(32) uint32_t v[8];
   for (unsigned i = 0; i < 8; ++i) {
-    v[i] = t.chan[ch];
-    ch = ch + 1 == t.period ? 0 : ch + 1;
+    v[i] = a[ch];
+    ch = ch + 1 == P ? 0 : ch + 1;
   }
   return _mm256_load_si256((const __m256i*)v);
 }
 
-// The channel words of the 32 values of a step from channel ch on, eight per register.
-inline void load_chans(const RansTables& t, uint32_t ch, uint32_t add8, __m256i* cw) {
-  if (ch + 32 <= t.period) {
-    for (unsigned b = 0; b < 4; ++b) cw[b] = _mm256_loadu_si256((const __m256i*)(t.chan + ch + 8 * b));
+// The entries of the 32 values of a step from channel ch on, eight per register.
+inline void load_chans(const uint32_t* a, uint32_t P, uint32_t ch, uint32_t add8, __m256i* cw) {
+  if (ch + 32 <= P) {
+    for (unsigned b = 0; b < 4; ++b) cw[b] = _mm256_loadu_si256((const __m256i*)(a + ch + 8 * b));
     return;
   }
   for (unsigned b = 0; b < 4; ++b) {
-    cw[b] = load_chan(t, ch);
-    ch = wrap_add(ch, add8, t.period);
+    cw[b] = load_chan(a, P, ch);
+    ch = wrap_add(ch, add8, P);
   }
 }
 
-}  // namespace
+// The escaped symbols of a step's lanes m (bit l: value l of the step, of channel ch + l) into out, in value order as
+// they are listed; false at an invalid one.
+inline bool take_escapes(const RansTables& t, uint32_t A, const RansDecodeState* s, uint32_t m, uint32_t ch,
+                         uint64_t* q, uint8_t* out) {
+  for (; m != 0; m &= m - 1) {
+    const unsigned l = (unsigned)__builtin_ctz(m);
+    const uint32_t v = *q < s->n_esc ? s->esc[*q] : A;
+    const uint32_t group = t.chan[(ch + l) % t.period] & 0xFFFFu;
+    if (v >= A || (t.enc[(uint64_t)group * t.a1 + v] & 0xFFFFu) != 0) return false;
+    ++*q;
+    out[l] = (uint8_t)v;
+  }
+  return true;
+}
 
-bool rans_decode_steps(const RansTables& t, unsigned symbol_bits, RansDecodeState* s) {
-  const uint32_t A = 1u << symbol_bits, P = t.period, a1 = t.a1;
+// Steps of N chunks side by side while every one of them has room and none has failed; returns a mask of the chunks
+// with an invalid escape (bit k: chunk k; its state is then meaningless, the others' are whole). The 4N registers
+// go through each stage together, so that their gathers are in flight at once; every loop over them is unrolled, so
+// that the arrays are registers.
+template <unsigned N>
+unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeState* const* st) {
+  const uint32_t A = 1u << symbol_bits, P = t.period;
   const uint32_t add8 = 8 % P, add32 = 32 % P;
-  const __m256i m12 = _mm256_set1_epi32(0xFFF), m16 = _mm256_set1_epi32(0xFFFF), mff = _mm256_set1_epi32(0xFF);
-  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i m12 = _mm256_set1_epi32(0xFFF), mff = _mm256_set1_epi32(0xFF), one = _mm256_set1_epi32(1);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   const int* dec = (const int*)t.dec;
-  __m256i x[4];
-  for (unsigned b = 0; b < 4; ++b) x[b] = _mm256_loadu_si256((const __m256i*)(s->x + 8 * b));
-  const uint8_t* wp = s->wp;
-  uint64_t j = s->j, q = s->q;
-  uint32_t ch = s->ch;
-  bool ok = true;
-  while (j + kLanes <= s->len && s->wend - wp >= (ptrdiff_t)(2 * kLanes)) {
-    // In stages over the four registers, so that their gathers are in flight together.
-    __m256i cw[4], slot[4], g[4], esc[4], sym[4], e[4];
-    load_chans(t, ch, add8, cw);
+  __m256i x[4 * N];
+  const uint8_t* wp[N];
+  const uint8_t* wend[N];
+  uint8_t* out[N];
+  uint64_t left[N], q[N];  // whole steps left; escapes taken
+  uint32_t ch[N];
 #pragma GCC unroll 4
-    for (unsigned b = 0; b < 4; ++b) {
-      slot[b] = _mm256_and_si256(x[b], m12);
-      g[b] = _mm256_and_si256(cw[b], m16);
-      esc[b] = _mm256_cmpgt_epi32(_mm256_add_epi32(slot[b], one), _mm256_srli_epi32(cw[b], 16));
+  for (unsigned k = 0; k < N; ++k) {
+#pragma GCC unroll 4
+    for (unsigned b = 0; b < 4; ++b) x[4 * k + b] = _mm256_loadu_si256((const __m256i*)(st[k]->x + 8 * b));
+    wp[k] = st[k]->wp;
+    wend[k] = st[k]->wend;
+    out[k] = st[k]->sym + st[k]->j;
+    left[k] = (st[k]->len - st[k]->j) / kLanes;
+    q[k] = st[k]->q;
+    ch[k] = st[k]->ch;
+  }
+  unsigned failed = 0;
+  uint64_t steps = 0;  // steps every chunk can take without a check (a step takes at most 32 words)
+  for (;;) {
+    if (steps == 0) {
+      steps = ~(uint64_t)0;
+#pragma GCC unroll 4
+      for (unsigned k = 0; k < N; ++k) {
+        const uint64_t room = (uint64_t)(wend[k] - wp[k]) / (2 * kLanes);
+        steps = left[k] < steps ? left[k] : steps;
+        steps = room < steps ? room : steps;
+      }
+      if (steps == 0) break;
+#pragma GCC unroll 4
+      for (unsigned k = 0; k < N; ++k) left[k] -= steps;
     }
+    --steps;
+    // The gather's index is the slot (the state's low 12 bits) in its group's row: the bits of the channel's
+    // escape entry (t.chan_dec) above the slot's; an index at or past the escape entry is an escape.
+    __m256i ee[4 * N], e[4 * N], esc[4 * N];
 #pragma GCC unroll 4
-    for (unsigned b = 0; b < 4; ++b)
-      e[b] = _mm256_i32gather_epi32(dec, _mm256_add_epi32(_mm256_slli_epi32(g[b], 12), slot[b]), 4);
-    uint32_t esc_mask = 0;
+    for (unsigned k = 0; k < N; ++k) load_chans(t.chan_dec, P, ch[k], add8, ee + 4 * k);
+#pragma GCC unroll 12
+    for (unsigned b = 0; b < 4 * N; ++b) {
+      e[b] = _mm256_or_si256(_mm256_and_si256(x[b], m12), _mm256_andnot_si256(m12, ee[b]));
+      esc[b] = _mm256_cmpgt_epi32(_mm256_add_epi32(e[b], one), ee[b]);  // e >= ee (both below 2^31)
+    }
+#pragma GCC unroll 12
+    for (unsigned b = 0; b < 4 * N; ++b) e[b] = _mm256_i32gather_epi32(dec, e[b], 4);
 #pragma GCC unroll 4
-    for (unsigned b = 0; b < 4; ++b) {
-      sym[b] = _mm256_and_si256(e[b], mff);
+    for (unsigned k = 0; k < N; ++k) {
+      const __m256i* ek = e + 4 * k;
+      const __m256i packed = _mm256_packus_epi16(
+          _mm256_packus_epi32(_mm256_and_si256(ek[0], mff), _mm256_and_si256(ek[1], mff)),
+          _mm256_packus_epi32(_mm256_and_si256(ek[2], mff), _mm256_and_si256(ek[3], mff)));
+      _mm256_storeu_si256((__m256i*)out[k], _mm256_permutevar8x32_epi32(packed, order));
+    }
+#pragma GCC unroll 12
+    for (unsigned b = 0; b < 4 * N; ++b) {
+      const unsigned k = b / 4;
       const __m256i hi = _mm256_srli_epi32(x[b], 12);  // x' = (F - 1) (x >> 12) + (x >> 12) + slot - Cum
       const __m256i xb = _mm256_add_epi32(
           _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(_mm256_srli_epi32(e[b], 8), m12), hi), hi),
           _mm256_srli_epi32(e[b], 20));
       const __m256i need = _mm256_cmpeq_epi32(_mm256_srli_epi32(xb, 16), _mm256_setzero_si256());
       const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(need));
-      const __m256i w = _mm256_permutevar8x32_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)wp)),
+      const __m256i w = _mm256_permutevar8x32_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)wp[k])),
                                                     _mm256_load_si256((const __m256i*)kPerm.expand[m]));
-      wp += 2 * (unsigned)__builtin_popcount(m);
+      wp[k] += 2 * (unsigned)__builtin_popcount(m);
       x[b] = _mm256_blendv_epi8(xb, _mm256_or_si256(_mm256_slli_epi32(xb, 16), w), need);
-      esc_mask |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(esc[b])) << (8 * b);
     }
-    alignas(32) uint32_t groups[kLanes];
-    if (esc_mask != 0)
-      for (unsigned b = 0; b < 4; ++b) _mm256_store_si256((__m256i*)(groups + 8 * b), g[b]);
-    const __m256i packed =
-        _mm256_packus_epi16(_mm256_packus_epi32(sym[0], sym[1]), _mm256_packus_epi32(sym[2], sym[3]));
-    uint8_t* out = s->sym + j;
-    _mm256_storeu_si256((__m256i*)out, _mm256_permutevar8x32_epi32(packed, order));
-    for (; esc_mask != 0; esc_mask &= esc_mask - 1) {  // in value order, as the escapes are listed
-      const unsigned l = (unsigned)__builtin_ctz(esc_mask);
-      if (q == s->n_esc) {
-        ok = false;
-        break;
-      }
-      const uint32_t v = s->esc[q++];
-      if (v >= A || (t.enc[(uint64_t)groups[l] * a1 + v] & 0xFFFFu) != 0) {
-        ok = false;
-        break;
-      }
-      out[l] = (uint8_t)v;
+#pragma GCC unroll 4
+    for (unsigned k = 0; k < N; ++k) {
+      uint32_t m = 0;
+#pragma GCC unroll 4
+      for (unsigned b = 0; b < 4; ++b)
+        m |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(esc[4 * k + b])) << (8 * b);
+      if (__builtin_expect(m != 0, 0) && !take_escapes(t, A, st[k], m, ch[k], &q[k], out[k])) failed |= 1u << k;
+      out[k] += kLanes;
+      ch[k] = wrap_add(ch[k], add32, P);
     }
-    if (!ok) break;
-    j += kLanes;
-    ch = wrap_add(ch, add32, P);
+    if (failed != 0) break;
   }
-  for (unsigned b = 0; b < 4; ++b) _mm256_storeu_si256((__m256i*)(s->x + 8 * b), x[b]);
-  s->wp = wp;
-  s->j = j;
-  s->q = q;
-  s->ch = ch;
-  return ok;
+#pragma GCC unroll 4
+  for (unsigned k = 0; k < N; ++k) {
+#pragma GCC unroll 4
+    for (unsigned b = 0; b < 4; ++b) _mm256_storeu_si256((__m256i*)(st[k]->x + 8 * b), x[4 * k + b]);
+    st[k]->wp = wp[k];
+    st[k]->j = (uint64_t)(out[k] - st[k]->sym);
+    st[k]->q = q[k];
+    st[k]->ch = ch[k];
+  }
+  return failed;
+}
+
+}  // namespace
+
+unsigned rans_decode_steps_n(const RansTables& t, unsigned symbol_bits, RansDecodeState* const* st, unsigned n) {
+  switch (n) {
+    case 3: return decode_lockstep<3>(t, symbol_bits, st);
+    case 2: return decode_lockstep<2>(t, symbol_bits, st);
+    default: return decode_lockstep<1>(t, symbol_bits, st);
+  }
+}
+
+bool rans_decode_steps(const RansTables& t, unsigned symbol_bits, RansDecodeState* s) {
+  RansDecodeState* st[1] = {s};
+  return decode_lockstep<1>(t, symbol_bits, st) == 0;
 }
 
 void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeState* s) {
@@ -174,7 +232,7 @@ void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeStat
   __m256i nv[4], nga[4], ne[4];
   auto gather_step = [&](uint64_t base, uint32_t c0) {  // c0: the channel of value base
     __m256i cw[4];
-    load_chans(t, c0, add8, cw);
+    load_chans(t.chan, P, c0, add8, cw);
 #pragma GCC unroll 4
     for (unsigned b = 0; b < 4; ++b) {
       nv[b] = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(s->sym + base + 8 * b)));

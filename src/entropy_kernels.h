@@ -52,6 +52,11 @@ namespace avx2 {
 // j a multiple of 32. Returns false when an escape is invalid (no escaped symbol left, one >= A or of a coded
 // symbol): the chunk is corrupt. The driver finishes the chunk and makes the final checks.
 bool rans_decode_steps(const RansTables& t, unsigned symbol_bits, RansDecodeState* s);
+// Whole steps of n chunks (1 <= n <= kDecodeWays) of the same tables side by side while every one can take one (as
+// rans_decode_steps) and none has failed. Returns a mask of the chunks with an invalid escape (bit k: st[k]); a
+// chunk without its bit can go on.
+constexpr unsigned kDecodeWays = 2;
+unsigned rans_decode_steps_n(const RansTables& t, unsigned symbol_bits, RansDecodeState* const* st, unsigned n);
 // Encodes whole steps of 32 values while j >= 32 and the record has room for any step, j a multiple of 32.
 void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeState* s);
 
@@ -68,12 +73,9 @@ void join_fp32(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out)
 }  // namespace avx2
 
 namespace avx512 {
-// AVX-512 F/BW/VBMI forms. As avx2::rans_decode_steps and avx2::rans_encode_steps.
+// AVX-512 F/BW/VBMI forms of avx2's rANS kernels (three chunks side by side: up to six gathers of sixteen).
 bool rans_decode_steps(const RansTables& t, unsigned symbol_bits, RansDecodeState* s);
 void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeState* s);
-// Whole steps of n chunks (1 <= n <= kDecodeWays) of the same tables side by side while every one can take one (as
-// rans_decode_steps) and none has failed. Returns a mask of the chunks with an invalid escape (bit k: st[k]); a
-// chunk without its bit can go on.
 constexpr unsigned kDecodeWays = 3;
 unsigned rans_decode_steps_n(const RansTables& t, unsigned symbol_bits, RansDecodeState* const* st, unsigned n);
 }  // namespace avx512
