@@ -24,6 +24,7 @@
 
 #include "bf16_avx2.h"
 #include "entropy_kernels.h"
+#include "entropy_lockstep.h"
 
 namespace splitzip {
 namespace kernels {
@@ -54,11 +55,6 @@ struct PermTables {
 };
 alignas(32) constexpr PermTables kPerm{};
 
-inline uint32_t wrap_add(uint32_t ch, uint32_t add, uint32_t period) {  // (ch + add) mod period, add < period
-  ch += add;
-  return ch >= period ? ch - period : ch;
-}
-
 // Eight consecutive entries of a per-channel array (t.chan or t.chan_dec) from channel ch on.
 inline __m256i load_chan(const uint32_t* a, uint32_t P, uint32_t ch) {
   if (ch + 8 <= P) return _mm256_loadu_si256((const __m256i*)(a + ch));
@@ -82,21 +78,6 @@ inline void load_chans(const uint32_t* a, uint32_t P, uint32_t ch, uint32_t add8
   }
 }
 
-// The escaped symbols of a step's lanes m (bit l: value l of the step, of channel ch + l) into out, in value order as
-// they are listed; false at an invalid one.
-inline bool take_escapes(const RansTables& t, uint32_t A, const RansDecodeState* s, uint32_t m, uint32_t ch,
-                         uint64_t* q, uint8_t* out) {
-  for (; m != 0; m &= m - 1) {
-    const unsigned l = (unsigned)__builtin_ctz(m);
-    const uint32_t v = *q < s->n_esc ? s->esc[*q] : A;
-    const uint32_t group = t.chan[(ch + l) % t.period] & 0xFFFFu;
-    if (v >= A || (t.enc[(uint64_t)group * t.a1 + v] & 0xFFFFu) != 0) return false;
-    ++*q;
-    out[l] = (uint8_t)v;
-  }
-  return true;
-}
-
 // Steps of N chunks side by side while every one of them has room and none has failed; returns a mask of the chunks
 // with an invalid escape (bit k: chunk k; its state is then meaningless, the others' are whole). The 4N registers
 // go through each stage together, so that their gathers are in flight at once; every loop over them is unrolled, so
@@ -109,43 +90,16 @@ unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeSt
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   const int* dec = (const int*)t.dec;
   __m256i x[4 * N];
-  const uint8_t* wp[N];
-  const uint8_t* wend[N];
-  uint8_t* out[N];
-  uint64_t left[N], q[N];  // whole steps left; escapes taken
-  uint32_t ch[N];
-#pragma GCC unroll 4
-  for (unsigned k = 0; k < N; ++k) {
-#pragma GCC unroll 4
-    for (unsigned b = 0; b < 4; ++b) x[4 * k + b] = _mm256_loadu_si256((const __m256i*)(st[k]->x + 8 * b));
-    wp[k] = st[k]->wp;
-    wend[k] = st[k]->wend;
-    out[k] = st[k]->sym + st[k]->j;
-    left[k] = (st[k]->len - st[k]->j) / kLanes;
-    q[k] = st[k]->q;
-    ch[k] = st[k]->ch;
-  }
+#pragma GCC unroll 12
+  for (unsigned b = 0; b < 4 * N; ++b) x[b] = _mm256_loadu_si256((const __m256i*)(st[b / 4]->x + 8 * (b % 4)));
+  Lockstep<N> ls(st);
   unsigned failed = 0;
-  uint64_t steps = 0;  // steps every chunk can take without a check (a step takes at most 32 words)
-  for (;;) {
-    if (steps == 0) {
-      steps = ~(uint64_t)0;
-#pragma GCC unroll 4
-      for (unsigned k = 0; k < N; ++k) {
-        const uint64_t room = (uint64_t)(wend[k] - wp[k]) / (2 * kLanes);
-        steps = left[k] < steps ? left[k] : steps;
-        steps = room < steps ? room : steps;
-      }
-      if (steps == 0) break;
-#pragma GCC unroll 4
-      for (unsigned k = 0; k < N; ++k) left[k] -= steps;
-    }
-    --steps;
+  while (ls.next()) {
     // The gather's index is the slot (the state's low 12 bits) in its group's row: the bits of the channel's
     // escape entry (t.chan_dec) above the slot's; an index at or past the escape entry is an escape.
     __m256i ee[4 * N], e[4 * N], esc[4 * N];
 #pragma GCC unroll 4
-    for (unsigned k = 0; k < N; ++k) load_chans(t.chan_dec, P, ch[k], add8, ee + 4 * k);
+    for (unsigned k = 0; k < N; ++k) load_chans(t.chan_dec, P, ls.ch[k], add8, ee + 4 * k);
 #pragma GCC unroll 12
     for (unsigned b = 0; b < 4 * N; ++b) {
       e[b] = _mm256_or_si256(_mm256_and_si256(x[b], m12), _mm256_andnot_si256(m12, ee[b]));
@@ -159,7 +113,7 @@ unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeSt
       const __m256i packed = _mm256_packus_epi16(
           _mm256_packus_epi32(_mm256_and_si256(ek[0], mff), _mm256_and_si256(ek[1], mff)),
           _mm256_packus_epi32(_mm256_and_si256(ek[2], mff), _mm256_and_si256(ek[3], mff)));
-      _mm256_storeu_si256((__m256i*)out[k], _mm256_permutevar8x32_epi32(packed, order));
+      _mm256_storeu_si256((__m256i*)ls.out[k], _mm256_permutevar8x32_epi32(packed, order));
     }
 #pragma GCC unroll 12
     for (unsigned b = 0; b < 4 * N; ++b) {
@@ -170,9 +124,9 @@ unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeSt
           _mm256_srli_epi32(e[b], 20));
       const __m256i need = _mm256_cmpeq_epi32(_mm256_srli_epi32(xb, 16), _mm256_setzero_si256());
       const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(need));
-      const __m256i w = _mm256_permutevar8x32_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)wp[k])),
+      const __m256i w = _mm256_permutevar8x32_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)ls.wp[k])),
                                                     _mm256_load_si256((const __m256i*)kPerm.expand[m]));
-      wp[k] += 2 * (unsigned)__builtin_popcount(m);
+      ls.wp[k] += 2 * (unsigned)__builtin_popcount(m);
       x[b] = _mm256_blendv_epi8(xb, _mm256_or_si256(_mm256_slli_epi32(xb, 16), w), need);
     }
 #pragma GCC unroll 4
@@ -181,21 +135,13 @@ unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeSt
 #pragma GCC unroll 4
       for (unsigned b = 0; b < 4; ++b)
         m |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(esc[4 * k + b])) << (8 * b);
-      if (__builtin_expect(m != 0, 0) && !take_escapes(t, A, st[k], m, ch[k], &q[k], out[k])) failed |= 1u << k;
-      out[k] += kLanes;
-      ch[k] = wrap_add(ch[k], add32, P);
+      if (!ls.finish_step(t, A, add32, st, k, m)) failed |= 1u << k;
     }
     if (failed != 0) break;
   }
-#pragma GCC unroll 4
-  for (unsigned k = 0; k < N; ++k) {
-#pragma GCC unroll 4
-    for (unsigned b = 0; b < 4; ++b) _mm256_storeu_si256((__m256i*)(st[k]->x + 8 * b), x[4 * k + b]);
-    st[k]->wp = wp[k];
-    st[k]->j = (uint64_t)(out[k] - st[k]->sym);
-    st[k]->q = q[k];
-    st[k]->ch = ch[k];
-  }
+#pragma GCC unroll 12
+  for (unsigned b = 0; b < 4 * N; ++b) _mm256_storeu_si256((__m256i*)(st[b / 4]->x + 8 * (b % 4)), x[b]);
+  ls.store(st);
   return failed;
 }
 

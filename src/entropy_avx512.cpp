@@ -29,6 +29,7 @@
 #include <immintrin.h>
 
 #include "entropy_kernels.h"
+#include "entropy_lockstep.h"
 
 namespace splitzip {
 namespace kernels {
@@ -37,11 +38,6 @@ namespace avx512 {
 namespace {
 
 constexpr unsigned kLanes = 32;
-
-inline uint32_t wrap_add(uint32_t ch, uint32_t add, uint32_t period) {  // (ch + add) mod period, add < period
-  ch += add;
-  return ch >= period ? ch - period : ch;
-}
 
 // Sixteen entries of a per-channel array (t.chan, t.chan_dec or t.chan_enc) from channel ch on: where they wrap
 // around the period, two masked loads (the lanes past the period's end read from its start), or lane by lane for a
@@ -67,21 +63,6 @@ inline void load_chans(const uint32_t* a, uint32_t P, uint32_t ch, uint32_t add1
   cw[1] = load_chan16(a, P, wrap_add(ch, add16, P));
 }
 
-// The escaped symbols of a step's lanes m (bit l: value l of the step, of channel ch + l) into out, in value order as
-// they are listed; false at an invalid one.
-inline bool take_escapes(const RansTables& t, uint32_t A, const RansDecodeState* s, uint32_t m, uint32_t ch,
-                         uint64_t* q, uint8_t* out) {
-  for (; m != 0; m &= m - 1) {
-    const unsigned l = (unsigned)__builtin_ctz(m);
-    const uint32_t v = *q < s->n_esc ? s->esc[*q] : A;
-    const uint32_t group = t.chan[(ch + l) % t.period] & 0xFFFFu;
-    if (v >= A || (t.enc[(uint64_t)group * t.a1 + v] & 0xFFFFu) != 0) return false;
-    ++*q;
-    out[l] = (uint8_t)v;
-  }
-  return true;
-}
-
 // Steps of N chunks side by side while every one of them has room and none has failed; returns a mask of the chunks
 // with an invalid escape (bit k: chunk k; its state is then meaningless, the others' are whole). Every loop over the
 // chunks or registers is unrolled, so that the arrays below are registers: with a rolled loop (or a call) in the
@@ -97,40 +78,12 @@ unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeSt
                                          72, 68, 64, 60, 56, 52, 48, 44, 40, 36, 32, 28, 24, 20, 16, 12, 8, 4, 0);
   const __m512i low = _mm512_set1_epi32(1 << 16);
   const int* dec = (const int*)t.dec;
-  // The states' fields in locals (the symbol stores could alias them otherwise).
   __m512i x[2 * N];
-  const uint8_t* wp[N];
-  const uint8_t* wend[N];
-  uint8_t* out[N];
-  uint64_t left[N], q[N];   // whole steps left; escapes taken
-  uint32_t ch[N];
-#pragma GCC unroll 4
-  for (unsigned k = 0; k < N; ++k) {
-    x[2 * k] = _mm512_loadu_si512((const void*)st[k]->x);
-    x[2 * k + 1] = _mm512_loadu_si512((const void*)(st[k]->x + 16));
-    wp[k] = st[k]->wp;
-    wend[k] = st[k]->wend;
-    out[k] = st[k]->sym + st[k]->j;
-    left[k] = (st[k]->len - st[k]->j) / kLanes;
-    q[k] = st[k]->q;
-    ch[k] = st[k]->ch;
-  }
+#pragma GCC unroll 8
+  for (unsigned b = 0; b < 2 * N; ++b) x[b] = _mm512_loadu_si512((const void*)(st[b / 2]->x + 16 * (b % 2)));
+  Lockstep<N> ls(st);  // the states' scalar fields in locals (the symbol stores could alias them otherwise)
   unsigned failed = 0;
-  uint64_t steps = 0;  // steps every chunk can take without a check (a step takes at most 32 words)
-  for (;;) {
-    if (steps == 0) {
-      steps = ~(uint64_t)0;
-#pragma GCC unroll 4
-      for (unsigned k = 0; k < N; ++k) {
-        const uint64_t room = (uint64_t)(wend[k] - wp[k]) / (2 * kLanes);
-        steps = left[k] < steps ? left[k] : steps;
-        steps = room < steps ? room : steps;
-      }
-      if (steps == 0) break;
-#pragma GCC unroll 4
-      for (unsigned k = 0; k < N; ++k) left[k] -= steps;
-    }
-    --steps;
+  while (ls.next()) {
     // In stages over the 2N registers, so that their gathers are in flight together. The gather's index is the
     // slot (the state's low 12 bits) in its group's row: the bits of the channel's escape entry above the slot's
     // (the escape's first slot is below 4096); an index at or past the escape entry is an escape.
@@ -141,15 +94,15 @@ unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeSt
     // is a multiple of 32, as a KV cache's heads times head size is).
     bool wraps = false;
 #pragma GCC unroll 4
-    for (unsigned k = 0; k < N; ++k) wraps |= ch[k] + kLanes > P;
+    for (unsigned k = 0; k < N; ++k) wraps |= ls.ch[k] + kLanes > P;
     if (__builtin_expect(wraps, 0)) {
 #pragma GCC unroll 4
-      for (unsigned k = 0; k < N; ++k) load_chans(t.chan_dec, P, ch[k], add16, ee + 2 * k);
+      for (unsigned k = 0; k < N; ++k) load_chans(t.chan_dec, P, ls.ch[k], add16, ee + 2 * k);
     } else {
 #pragma GCC unroll 4
       for (unsigned k = 0; k < N; ++k) {
-        ee[2 * k] = _mm512_loadu_si512((const void*)(t.chan_dec + ch[k]));
-        ee[2 * k + 1] = _mm512_loadu_si512((const void*)(t.chan_dec + ch[k] + 16));
+        ee[2 * k] = _mm512_loadu_si512((const void*)(t.chan_dec + ls.ch[k]));
+        ee[2 * k + 1] = _mm512_loadu_si512((const void*)(t.chan_dec + ls.ch[k] + 16));
       }
     }
 #pragma GCC unroll 8
@@ -161,7 +114,7 @@ unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeSt
     for (unsigned b = 0; b < 2 * N; ++b) e[b] = _mm512_i32gather_epi32(e[b], dec, 4);
 #pragma GCC unroll 4
     for (unsigned k = 0; k < N; ++k)
-      _mm256_storeu_si256((__m256i*)out[k],
+      _mm256_storeu_si256((__m256i*)ls.out[k],
                           _mm512_castsi512_si256(_mm512_permutex2var_epi8(e[2 * k], bytes0, e[2 * k + 1])));
 #pragma GCC unroll 8
     for (unsigned b = 0; b < 2 * N; ++b) {
@@ -174,29 +127,19 @@ unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeSt
 #pragma GCC unroll 8
     for (unsigned b = 0; b < 2 * N; ++b) {
       const unsigned k = b / 2;
-      const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)wp[k]));
-      wp[k] += 2 * (unsigned)__builtin_popcount((unsigned)need[b]);
+      const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)ls.wp[k]));
+      ls.wp[k] += 2 * (unsigned)__builtin_popcount((unsigned)need[b]);
       x[b] = _mm512_mask_or_epi32(x[b], need[b], _mm512_slli_epi32(x[b], 16), _mm512_maskz_expand_epi32(need[b], w));
     }
 #pragma GCC unroll 4
-    for (unsigned k = 0; k < N; ++k) {
-      if (__builtin_expect(!_kortestz_mask16_u8(esc[2 * k], esc[2 * k + 1]), 0) &&
-          !take_escapes(t, A, st[k], (uint32_t)esc[2 * k] | (uint32_t)esc[2 * k + 1] << 16, ch[k], &q[k], out[k]))
+    for (unsigned k = 0; k < N; ++k)
+      if (!ls.finish_step(t, A, add32, st, k, (uint32_t)esc[2 * k] | (uint32_t)esc[2 * k + 1] << 16))
         failed |= 1u << k;
-      out[k] += kLanes;
-      ch[k] = wrap_add(ch[k], add32, P);
-    }
     if (failed != 0) break;
   }
-#pragma GCC unroll 4
-  for (unsigned k = 0; k < N; ++k) {
-    _mm512_storeu_si512((void*)st[k]->x, x[2 * k]);
-    _mm512_storeu_si512((void*)(st[k]->x + 16), x[2 * k + 1]);
-    st[k]->wp = wp[k];
-    st[k]->j = (uint64_t)(out[k] - st[k]->sym);
-    st[k]->q = q[k];
-    st[k]->ch = ch[k];
-  }
+#pragma GCC unroll 8
+  for (unsigned b = 0; b < 2 * N; ++b) _mm512_storeu_si512((void*)(st[b / 2]->x + 16 * (b % 2)), x[b]);
+  ls.store(st);
   return failed;
 }
 
