@@ -5,9 +5,9 @@
 // of the next two tables start; per group and slot the decoded symbol, frequency and offset; per group and symbol the
 // encoder's frequency and cumulative frequency), the values of a chunk split into symbol bytes and raw parts before
 // coding and joined after decoding, the rANS lanes run by the AVX-512 or AVX2 kernels of entropy_avx512.cpp /
-// entropy_avx2.cpp (as selected_isa allows; sz_set_cpu_isa) a step of 32 values at a time (the AVX-512 decoder steps
-// through up to three chunks together) and by resumable scalar loops for the rest and for the portable build, and
-// chunk-parallel decoding. The frames are the reference coder's, byte for byte, and both decoders give the same status
+// entropy_avx2.cpp (as selected_isa allows; sz_set_cpu_isa) a step of 32 values at a time (the decoders step
+// through up to three (AVX-512) or two (AVX2) chunks together) and by resumable scalar loops for the rest and for
+// the portable build, and chunk-parallel decoding. The frames are the reference coder's, byte for byte, and both decoders give the same status
 // on any input.
 #include <math.h>
 #include <string.h>
@@ -634,7 +634,7 @@ sz_status decode_chunk_reference(const Frame& f, uint64_t c) {
   return SZ_OK;
 }
 
-// The fast decoder of a chunk in three phases, so that the AVX-512 kernel can run several coded chunks side by side:
+// The fast decoder of a chunk in three phases, so that the vector kernels can run several coded chunks side by side:
 // chunk_begin checks what it can before decoding and sets up the coded chunk's state, the kernels take whole steps,
 // chunk_end decodes the rest with scalar code, makes the final checks, joins the values and checks the checksum.
 struct ChunkWork {
@@ -696,24 +696,8 @@ sz_status chunk_begin(const Frame& f, uint64_t c, ChunkWork* w) {
   return SZ_OK;
 }
 
-// The vector kernels' whole steps of one coded chunk.
-void chunk_kernels(const Frame& f, const RansTables& t, ChunkWork* w) {
-  const unsigned B = f.h.split.symbol_bits;
-#if defined(SPLITZIP_HAVE_AVX512_TU)
-  if (f.isa >= detail::Isa::kAvx512) {
-    w->failed = !kernels::avx512::rans_decode_steps(t, B, &w->s);
-    return;
-  }
-#endif
-#if defined(SPLITZIP_HAVE_AVX2_TU)
-  if (f.isa >= detail::Isa::kAvx2) w->failed = !kernels::avx2::rans_decode_steps(t, B, &w->s);
-#endif
-  (void)t;
-  (void)B;
-}
-
-// The vector kernels' whole steps of n coded chunks side by side (2 <= n <= the ISA's ways): the mask of the chunks
-// with an invalid escape.
+// The vector kernels' whole steps of n coded chunks side by side (1 <= n <= the ISA's ways): the mask of the chunks
+// with an invalid escape. Without a vector set, none: the scalar code takes the whole chunks.
 unsigned lockstep_kernels(const Frame& f, const RansTables& t, RansDecodeState* const* run, unsigned n) {
   const unsigned B = f.h.split.symbol_bits;
 #if defined(SPLITZIP_HAVE_AVX512_TU)
@@ -751,21 +735,12 @@ sz_status chunk_end(const Frame& f, const RansTables& t, uint64_t c, ChunkWork* 
 // Decodes chunks lo..hi-1 in order; the first failing chunk's index and status into *fc and *fs.
 void decode_chunks_fast(const Frame& f, uint64_t lo, uint64_t hi, uint64_t* fc, sz_status* fs) {
   const RansTables t = rans_tables(*f.prep, f.h.tensor, f.h.period);
-  // Chunks side by side in the vector kernels (their steps are independent latency chains): up to kWays.
-  unsigned ways = 1;
-#if defined(SPLITZIP_HAVE_AVX2_TU)
-  constexpr unsigned kAvx2Ways = kernels::avx2::kDecodeWays;
-  if (f.isa >= detail::Isa::kAvx2) ways = kAvx2Ways;
-#else
-  constexpr unsigned kAvx2Ways = 1;
-#endif
-#if defined(SPLITZIP_HAVE_AVX512_TU)
-  constexpr unsigned kAvx512Ways = kernels::avx512::kDecodeWays;
-  if (f.isa >= detail::Isa::kAvx512) ways = kAvx512Ways;
-#else
-  constexpr unsigned kAvx512Ways = 1;
-#endif
-  constexpr unsigned kWays = kAvx2Ways > kAvx512Ways ? kAvx2Ways : kAvx512Ways;
+  // Chunks side by side in the vector kernels (their steps are independent latency chains). The selected set is
+  // always one that is compiled in.
+  constexpr unsigned kWays = std::max(kernels::avx2::kDecodeWays, kernels::avx512::kDecodeWays);
+  const unsigned ways = f.isa >= detail::Isa::kAvx512 ? kernels::avx512::kDecodeWays
+                        : f.isa >= detail::Isa::kAvx2 ? kernels::avx2::kDecodeWays
+                                                      : 1;
   ChunkWork w[kWays];
   for (uint64_t c = lo; c < hi;) {
     const unsigned n = (unsigned)std::min<uint64_t>(ways, hi - c);
@@ -784,7 +759,10 @@ void decode_chunks_fast(const Frame& f, uint64_t lo, uint64_t hi, uint64_t* fc, 
       for (unsigned i = 0; i < coded; ++i) w[of[i]].failed = (failed >> i & 1u) != 0;
     }
     for (unsigned k = 0; k < n; ++k) {
-      if (st[k] == SZ_OK && w[k].coded && !w[k].failed) chunk_kernels(f, t, &w[k]);
+      if (st[k] == SZ_OK && w[k].coded && !w[k].failed) {  // alone (the others' steps ended first, or n = 1)
+        RansDecodeState* one[1] = {&w[k].s};
+        w[k].failed = lockstep_kernels(f, t, one, 1) != 0;
+      }
       if (st[k] == SZ_OK) st[k] = chunk_end(f, t, c + k, &w[k]);
       if (st[k] != SZ_OK) {
         *fc = c + k;

@@ -146,16 +146,12 @@ unsigned decode_lockstep(const RansTables& t, unsigned symbol_bits, RansDecodeSt
 }  // namespace
 
 unsigned rans_decode_steps_n(const RansTables& t, unsigned symbol_bits, RansDecodeState* const* st, unsigned n) {
+  static_assert(kDecodeWays == 3, "one instance per number of ways");
   switch (n) {
     case 3: return decode_lockstep<3>(t, symbol_bits, st);
     case 2: return decode_lockstep<2>(t, symbol_bits, st);
     default: return decode_lockstep<1>(t, symbol_bits, st);
   }
-}
-
-bool rans_decode_steps(const RansTables& t, unsigned symbol_bits, RansDecodeState* s) {
-  RansDecodeState* st[1] = {s};
-  return decode_lockstep<1>(t, symbol_bits, st) == 0;
 }
 
 void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeState* s) {

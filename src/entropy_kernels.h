@@ -48,13 +48,11 @@ struct RansEncodeState {
 };
 
 namespace avx2 {
-// Decodes whole steps of 32 values while j + 32 <= len and at least 32 words are left (so no step can run out),
-// j a multiple of 32. Returns false when an escape is invalid (no escaped symbol left, one >= A or of a coded
-// symbol): the chunk is corrupt. The driver finishes the chunk and makes the final checks.
-bool rans_decode_steps(const RansTables& t, unsigned symbol_bits, RansDecodeState* s);
-// Whole steps of n chunks (1 <= n <= kDecodeWays) of the same tables side by side while every one can take one (as
-// rans_decode_steps) and none has failed. Returns a mask of the chunks with an invalid escape (bit k: st[k]); a
-// chunk without its bit can go on.
+// Decodes whole steps of 32 values of n chunks (1 <= n <= kDecodeWays) of the same tables side by side while every
+// one can take one (j + 32 <= len and at least 32 words left, so no step can run out; j a multiple of 32) and none
+// has failed. Returns a mask of the chunks with an invalid escape (bit k: st[k]; no escaped symbol left, one >= A or
+// one of a coded symbol): such a chunk is corrupt; a chunk without its bit can go on. The driver finishes each chunk
+// and makes the final checks.
 constexpr unsigned kDecodeWays = 2;
 unsigned rans_decode_steps_n(const RansTables& t, unsigned symbol_bits, RansDecodeState* const* st, unsigned n);
 // Encodes whole steps of 32 values while j >= 32 and the record has room for any step, j a multiple of 32.
@@ -74,7 +72,6 @@ void join_fp32(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out)
 
 namespace avx512 {
 // AVX-512 F/BW/VBMI forms of avx2's rANS kernels (three chunks side by side: up to six gathers of sixteen).
-bool rans_decode_steps(const RansTables& t, unsigned symbol_bits, RansDecodeState* s);
 void rans_encode_steps(const RansTables& t, unsigned symbol_bits, RansEncodeState* s);
 constexpr unsigned kDecodeWays = 3;
 unsigned rans_decode_steps_n(const RansTables& t, unsigned symbol_bits, RansDecodeState* const* st, unsigned n);
