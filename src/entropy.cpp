@@ -7,8 +7,8 @@
 // coding and joined after decoding, the rANS lanes run by the AVX-512 or AVX2 kernels of entropy_avx512.cpp /
 // entropy_avx2.cpp (as selected_isa allows; sz_set_cpu_isa) a step of 32 values at a time (the decoders step
 // through up to three (AVX-512) or two (AVX2) chunks together) and by resumable scalar loops for the rest and for
-// the portable build, and chunk-parallel decoding. The frames are the reference coder's, byte for byte, and both decoders give the same status
-// on any input.
+// the portable build, and chunk-parallel decoding. The frames are the reference coder's, byte for byte, and both
+// decoders give the same status on any input.
 #include <math.h>
 #include <string.h>
 
