@@ -104,7 +104,8 @@ struct EntropyShared {
   const uint8_t* bucket;  // the image's [group][1024]
   const uint32_t* cmap_g; // the image's map of the tensor (local | global << 16)
   // The CTA's plan, by thread 0: whether the tensor's group map and tables fit in shared memory (then they are
-  // there: the map as local groups, each local group's bucket table and symbols in one block of kGroupBytes), where
+  // there: the map as each channel's block offset in shared memory, each local group's bucket table and symbols in
+  // one block of ent_group_bytes), where
   // they go, the warps' area size, the tensor's local groups and first list entry; the call's workspace tag.
   bool fast, bad_image;
   uint32_t warp_bytes, cmap_at, tables_at, local, list_first;
@@ -124,7 +125,7 @@ constexpr uint32_t ent_warp_bytes(uint32_t raw_bits) {
 // A local group's block in shared memory: its bucket table, then its symbol entries.
 constexpr uint32_t ent_group_bytes(uint32_t stride) { return (eimg::kBuckets + 4 * stride + 15) / 16 * 16; }
 constexpr size_t entropy_decode_smem_bytes() { return EntropyDecodePolicy::kSmemBytes; }
-static_assert(kEntSharedBytes + EntropyDecodePolicy::kWarps * ent_warp_bytes(24) + 2 * EntropyDecodePolicy::kCmapCap <
+static_assert(kEntSharedBytes + EntropyDecodePolicy::kWarps * ent_warp_bytes(24) + 4 * EntropyDecodePolicy::kCmapCap <
                   EntropyDecodePolicy::kSmemBytes,
               "the warps' areas (FP32's raw parts the largest) and a group map leave room for tables");
 
@@ -248,12 +249,10 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
     simt::syncwarp();
   };
   if (!raw_mode) fill(0);
-  // The tables: in shared memory at the CTA's plan's offsets (32-bit shared addresses: a local group's block holds
-  // its bucket table, then its symbols), or the image's in global memory.
+  // The tables: in shared memory at the CTA's plan's offsets (the map gives each channel its local group's block:
+  // the bucket table, then the symbols), or the image's in global memory.
   uint8_t* const sm = simt::dyn_smem();
-  constexpr uint32_t kGB = ent_group_bytes(E::kStride);
-  const uint8_t* const tables = sm + sh.tables_at;
-  const uint16_t* const cmap_s = reinterpret_cast<const uint16_t*>(sm + sh.cmap_at);
+  const uint32_t* const cmap_s = reinterpret_cast<const uint32_t*>(sm + sh.cmap_at);
   const uint32_t* const cmap_g = sh.cmap_g;
   const uint32_t* const fc_g = sh.fc;
   const uint8_t* const bucket_g = sh.bucket;
@@ -303,8 +302,7 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
   constexpr uint32_t kRowSteps = kEntRowBytes / (32 * VB);
   const uint32_t steps = (L + 31) / 32, full = L / 32;
   uint8_t* const out = a.dst + first * VB;
-  uint32_t p = 0, q = 0;
-  bool bad = false;
+  uint32_t q = 0;
   // Row `row` of the stage out to the output (and into LH32).
   auto emit_row = [&](uint32_t row) {
     simt::syncwarp();
@@ -344,81 +342,114 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
       block_end(s);
     }
   } else {
-    // One step: value 32 s + lane, whose raw part is rawv. kTail: the chunk's last step, where lanes may have none.
-    auto step = [&](auto tail, uint32_t s, uint32_t rawv) {
-      constexpr bool kTail = decltype(tail)::value;
-      const bool act = !kTail || 32 * s + lane < L;
-      const uint32_t slot = x & (layout::kRansProbTotal - 1);
-      const uint8_t* bk;
-      const uint32_t* f;
-      if (kFast) {
-        const uint8_t* const blk = tables + cmap_s[ch] * kGB;
-        bk = blk;
-        f = reinterpret_cast<const uint32_t*>(blk + eimg::kBuckets);
-      } else {
-        const uint32_t g = cmap_g[ch] >> 16;
-        bk = bucket_g + (uint64_t)g * eimg::kBuckets;
-        f = fc_g + (uint64_t)g * E::kStride;
-      }
-      uint32_t si = bk[slot >> eimg::kBucketShift];
-      si = si < A ? si : A;  // (a valid image's entries are; any image must not send the steps out of the row)
-      uint32_t e = f[si], nx = f[si + 1];
-      while (si < A && slot >= (nx & 0xFFFFu)) {  // a symbol that starts inside the bucket (rare)
-        ++si;
-        e = nx;
-        nx = f[si + 1];
-      }
-      const uint32_t cum = e & 0xFFFFu, xs = ((nx & 0xFFFFu) - cum) * (x >> layout::kRansProbBits) + slot - cum;
-      if (act) x = xs;
-      const bool need = act && x < layout::kRansLow;
-      const uint32_t m = simt::ballot(need);
-      // A lane past the record's last word reads within the window (clamped) and makes p exceed w, which the
-      // quad's check and the chunk's end reject.
-      const uint32_t pos = p + (uint32_t)simt::popc(m & lt) - wb;
-      const uint32_t wd = *reinterpret_cast<const uint16_t*>(win + 2 * (pos < kWin ? pos : kWin - 1));
-      if (need) x = (x << layout::kRansWordBits) | wd;
-      p += (uint32_t)simt::popc(m);
-      uint32_t sym = e >> 16;
-      const bool is_esc = act && sym == A;
-      const uint32_t em = simt::ballot(is_esc);
-      if (em) {
-        if (is_esc) {
-          const uint32_t qp = q + (uint32_t)simt::popc(em & lt);
-          if (qp >= X) {
-            bad = true;
-            sym = 0;
-          } else {
-            sym = esc[qp];
-            if (sym >= A || (sh.used[(uint64_t)(cmap_g[ch] >> 16) * 32 + sym / 8] >> (sym % 8) & 1u)) bad = true;
-          }
-        }
-        q += (uint32_t)simt::popc(em);
-      }
-      const uint32_t nch = ch + adv;
-      ch = nch >= P ? nch - P : nch;
-      put(s, act ? layout::join_symbol(sym, rawv, t, sp) : 0u);
+    // Steps go in groups of U (a group lies in one stage row and one raw block, so its stage slots and raw parts
+    // are at fixed offsets from the group's bases). A step's escape is only noted (bit i of escm); after the group,
+    // the lanes' escapes take the record's list in step order, then lane order (§4.10.4), and patch the stage.
+    constexpr uint32_t U = kRowSteps < 8 ? kRowSteps : 8;
+    static_assert(kRowSteps % U == 0 && (kEntRawBlock / 32) % U == 0, "a group lies in one row and one raw block");
+    constexpr uint32_t kSlotStride = 32 * VB;  // stage bytes from one step's slot to the next
+    uint32_t pr = 0;  // words taken since the window's base: p - wb
+    // The raw part of value u0 + 32 i of the group's raw block (u0 + 32 i < kEntRawBlock).
+    auto raw_in = [&](const uint8_t* b, uint32_t u) -> uint32_t {
+      if (E::RB == 0) return 0;
+      if (E::RB == 8) return b[u];
+      if (E::RB == 24) return (uint32_t)b[3 * u] | ((uint32_t)b[3 * u + 1] << 8) | ((uint32_t)b[3 * u + 2] << 16);
+      const uint32_t bit = u * E::RB, o = bit >> 3, sh8 = bit & 7;
+      const uint32_t v = (uint32_t)b[o] | ((uint32_t)b[o + 1] << 8) | ((uint32_t)b[o + 2] << 16);
+      return (v >> sh8) & ((1u << E::RB) - 1u);
     };
-    // (rawv is read at the step, from shared memory: no register waits on a global load across the steps)
+    auto join = [&](uint32_t sym, uint32_t rawv) -> uint32_t {
+      if constexpr (DT == 1) return ((rawv * 0x101u) & 0x807Fu) | (sym << 7);  // sign to bit 15, mantissa, exponent
+      return layout::join_symbol(sym, rawv, t, sp);
+    };
+    auto next_ch = [&](uint32_t c) {
+      const uint32_t n = c + adv;
+      const uint32_t m = n - P;
+      return m < n ? m : n;  // (n - P wraps past n when n < P)
+    };
+    // The group of steps s .. s + U - 1 (kTail: the chunk's last group, where steps and lanes may have no value).
+    auto group = [&](auto tail, uint32_t s) -> bool {
+      constexpr bool kTail = decltype(tail)::value;
+      if (pr + 32 * U > kWin && wb + kWin < w) {
+        fill(wb + pr);
+        pr = 0;
+      }
+      block_begin(s);
+      uint8_t* const st0 = stage + ((s % kRowSteps) * 32 + lane) * VB;
+      const uint8_t* const rb = rawbuf + ((s / (kEntRawBlock / 32)) & 1) * kRawBuf + rph;
+      const uint32_t u0 = (32 * s) % kEntRawBlock + lane;
+      const uint32_t ch0 = ch;
+      uint32_t escm = 0;
+#pragma unroll
+      for (uint32_t i = 0; i < U; ++i) {
+        if (kTail && s + i >= steps) break;
+        const bool act = !kTail || 32 * (s + i) + lane < L;
+        const uint32_t slot = x & (layout::kRansProbTotal - 1);
+        const uint8_t* bk;
+        const uint32_t* f;
+        if (kFast) {
+          bk = sm + cmap_s[ch];
+          f = reinterpret_cast<const uint32_t*>(bk + eimg::kBuckets);
+        } else {
+          const uint32_t g = cmap_g[ch] >> 16;
+          bk = bucket_g + (uint64_t)g * eimg::kBuckets;
+          f = fc_g + (uint64_t)g * E::kStride;
+        }
+        uint32_t si = bk[slot >> eimg::kBucketShift];
+        si = si < A ? si : A;  // (a valid image's entries are; any image must not send the steps out of the row)
+        uint32_t e = f[si], nx = f[si + 1];
+        while (si < A && slot >= (nx & 0xFFFFu)) {  // a symbol that starts inside the bucket (rare)
+          ++si;
+          e = nx;
+          nx = f[si + 1];
+        }
+        // F q + slot - Cum with x = 2^12 q + slot, as (F - 2^12) q + x - Cum: one operation fewer
+        const uint32_t cum = e & 0xFFFFu;
+        const uint32_t xs = ((nx & 0xFFFFu) - cum - layout::kRansProbTotal) * (x >> layout::kRansProbBits) + (x - cum);
+        if (act) x = xs;
+        const bool need = act && x < layout::kRansLow;
+        const uint32_t m = simt::ballot(need);
+        // A lane past the record's last word reads within the window (clamped) and makes p exceed w, which the
+        // group's check and the chunk's end reject.
+        const uint32_t pos = pr + (uint32_t)simt::popc(m & lt);
+        const uint32_t wd = *reinterpret_cast<const uint16_t*>(win + 2 * (pos < kWin ? pos : kWin - 1));
+        if (need) x = (x << layout::kRansWordBits) | wd;
+        pr += (uint32_t)simt::popc(m);
+        const uint32_t sym = e >> 16;
+        if (act && sym == A) escm |= 1u << i;
+        ch = next_ch(ch);
+        set_stage_value<VB>(st0 + i * kSlotStride, act ? join(sym, raw_in(rb, u0 + 32 * i)) : 0u);
+      }
+      if (simt::any(escm != 0)) {  // rare: the group's escapes, in step order, then lane order
+        uint32_t c = ch0;
+        bool bad = false;
+        for (uint32_t i = 0; i < U; ++i, c = next_ch(c)) {
+          const bool mine = (escm >> i) & 1u;
+          const uint32_t em = simt::ballot(mine);
+          if (!em) continue;
+          if (mine) {
+            const uint32_t qp = q + (uint32_t)simt::popc(em & lt);
+            const uint32_t sym = qp < X ? esc[qp] : 0u;
+            if (qp >= X || sym >= A || (sh.used[(uint64_t)(cmap_g[c] >> 16) * 32 + sym / 8] >> (sym % 8) & 1u))
+              bad = true;
+            set_stage_value<VB>(st0 + i * kSlotStride, join(sym, raw_in(rb, u0 + 32 * i)));
+          }
+          q += (uint32_t)simt::popc(em);
+        }
+        if (simt::any(bad)) return false;
+      }
+      const uint32_t last = kTail ? (steps - 1 < s + U - 1 ? steps - 1 : s + U - 1) : s + U - 1;
+      if ((last + 1) % kRowSteps == 0 || last + 1 == steps) emit_row(last / kRowSteps);
+      block_end(last);
+      return wb + pr <= w;
+    };
     using Full = EFlag<false>;
     using Tail = EFlag<true>;
     uint32_t s = 0;
-    for (; s + 4 <= full; s += 4) {
-      if (p + 128 > wb + kWin && wb + kWin < w) fill(p);
-      block_begin(s);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) step(Full{}, s + i, raw_at(32 * (s + i) + lane));
-      block_end(s + 3);
-      if (p > w || simt::any(bad)) return SZ_ERROR_CORRUPT;
-    }
-    if (s < steps) {
-      if (p + 128 > wb + kWin && wb + kWin < w) fill(p);
-      block_begin(s);
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        if (s + i < steps) step(Tail{}, s + i, 32 * (s + i) + lane < L ? raw_at(32 * (s + i) + lane) : 0u);
-    }
-    if (simt::any(bad)) return SZ_ERROR_CORRUPT;
-    if (p != w || q != X || simt::any(x != layout::kRansLow)) return SZ_ERROR_CORRUPT;
+    for (; s + U <= full; s += U)
+      if (!group(Full{}, s)) return SZ_ERROR_CORRUPT;
+    if (s < steps && !group(Tail{}, s)) return SZ_ERROR_CORRUPT;
+    if (wb + pr != w || q != X || simt::any(x != layout::kRansLow)) return SZ_ERROR_CORRUPT;
   }
 
   if (cks) {
@@ -514,7 +545,7 @@ SZ_DEV void entropy_decode_warps(const EntropyDecodeArgs& a) {
     if (st == SZ_OK) {
       sh.warp_bytes = ent_warp_bytes(sh.h.raw_bits);
       const uint32_t areas = kEntSharedBytes + (uint32_t)per_cta * sh.warp_bytes;
-      const uint64_t at = areas + (2ull * sh.h.period + 15) / 16 * 16;
+      const uint64_t at = areas + (4ull * sh.h.period + 15) / 16 * 16;
       const uint64_t tb = (uint64_t)ent_group_bytes(sh.stride) * local;
       sh.fast = sh.h.period <= EntropyDecodePolicy::kCmapCap && at + tb <= EntropyDecodePolicy::kSmemBytes;
       sh.cmap_at = areas;
@@ -534,14 +565,14 @@ SZ_DEV void entropy_decode_warps(const EntropyDecodeArgs& a) {
     const uint16_t* const lists =
         reinterpret_cast<const uint16_t*>(a.image + im.tensor_off + sizeof(eimg::TensorEntry) * (uint64_t)im.tensors);
     const uint32_t P = sh.h.period, stride = sh.stride, gbytes = ent_group_bytes(stride);
-    uint16_t* const cm = reinterpret_cast<uint16_t*>(smem + sh.cmap_at);
+    uint32_t* const cm = reinterpret_cast<uint32_t*>(smem + sh.cmap_at);
     uint8_t* const tb = smem + sh.tables_at;
     bool bad = false;  // a map entry or list entry out of range: the image is not a valid one
     const unsigned tid = simt::thread_id(), nt = simt::block_threads();
     for (uint32_t c = tid; c < P; c += nt) {
       const uint32_t e = sh.cmap_g[c], lo = e & 0xFFFFu, gl = e >> 16;
       if (lo >= nl || gl >= im.groups || lists[lf + lo] != gl) bad = true;
-      if (fast) cm[c] = (uint16_t)lo;
+      if (fast) cm[c] = sh.tables_at + (lo < nl ? lo : 0) * gbytes;  // (a bad entry fails the call below)
     }
     if (fast) {  // each local group's block: its bucket table (16-byte copies), then its symbols
       const uint32_t q16 = eimg::kBuckets / 16;

@@ -119,7 +119,7 @@ struct EncArea {
   static_assert(kBlock % 512 == 0, "a block is whole 512-byte rows of LH32 and whole steps");
 };
 constexpr size_t entropy_encode_smem_bytes() { return EntropyEncodePolicy::kSmemBytes; }
-static_assert(kEncSharedBytes + EntropyEncodePolicy::kWarps * EncArea<3>::kBytes + 2 * EntropyEncodePolicy::kCmapCap <
+static_assert(kEncSharedBytes + EntropyEncodePolicy::kWarps * EncArea<3>::kBytes + 4 * EntropyEncodePolicy::kCmapCap <
                   EntropyEncodePolicy::kSmemBytes,
               "the warps' areas (FP32's the largest) and a group map leave room for entries");
 
@@ -253,30 +253,24 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
   const uint32_t steps = (L + 31) / 32;
   uint32_t ch = (uint32_t)((first + 32ull * (steps - 1) + lane) % P);  // this lane's channel at the last step
   uint8_t* const sm = simt::dyn_smem();
-  const uint16_t* const cmap_s = reinterpret_cast<const uint16_t*>(sm + sh.cmap_at);
-  const uint2* const tabs = reinterpret_cast<const uint2*>(sm + sh.tables_at);
+  const uint32_t* const cmap_s = reinterpret_cast<const uint32_t*>(sm + sh.cmap_at);  // each channel's entries
   const uint32_t* const cmap_g = sh.cmap_g;
   const uint2* const enc_g = sh.enc;
 
-  // One step: value 32 s + lane of the chunk (u of the block at b). kTail: the chunk's last step, where lanes
-  // may have none.
-  auto step = [&](auto tail, const uint8_t* b, uint32_t s) {
+  // One step: value 32 s + lane of the chunk (u of the block at b), the block's i-th step. kTail: the chunk's last
+  // step, where lanes may have none. An escape codes the escape symbol and sets bit i of escm; the block's escapes
+  // are listed after its steps (list_escapes).
+  auto step = [&](auto tail, const uint8_t* b, uint32_t s, uint32_t i, uint32_t& escm) {
     constexpr bool kTail = decltype(tail)::value;
     const bool act = !kTail || 32 * s + lane < L;
     const uint32_t sym = e_symbol<DT>(value(b, 32 * (s % kBlockSteps) + lane));
     const uint2* row;
-    if (kFast) row = tabs + (uint32_t)cmap_s[ch] * A1;
+    if (kFast) row = reinterpret_cast<const uint2*>(sm + cmap_s[ch]);
     else row = enc_g + (uint64_t)(cmap_g[ch] >> 16) * A1;
     uint2 e = row[sym];
-    const bool esc = act && e.x == 0;
-    const uint32_t em = simt::ballot(esc);
-    if (em) {  // (rare) escapes are listed in the order met: higher lanes first
-      if (esc) {
-        e = row[A];
-        const uint32_t at = (uint32_t)layout::kRansRecordHeader + X + (uint32_t)simt::popc((em >> lane) >> 1);
-        if (at < raw) slot[at] = (uint8_t)sym;
-      }
-      X += (uint32_t)simt::popc(em);
+    if (act && e.x == 0) {  // (rare)
+      e = row[A];
+      escm |= 1u << i;
     }
     const uint32_t f = e.x & eimg::kEncFreqMask;
     const bool need = act && (x >> layout::kRansEncShift) >= f;
@@ -291,7 +285,23 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
       const uint32_t q = eimg::enc_div(x, e.x, e.y);
       x = (q << layout::kRansProbBits) + (x - q * f) + ((e.x >> 16) & 0xFFFu);
     }
-    ch = ch >= adv ? ch - adv : ch + P - adv;
+    const uint32_t cl = ch - adv, ch2 = cl + P;
+    ch = cl < ch2 ? cl : ch2;  // (ch - adv wraps past ch - adv + P when ch < adv)
+  };
+  // The escapes of the block's steps s_hi - 1 down to s_hi - n (escm: step i's bit i, i = s_hi - 1 - s), listed in
+  // the order met: step by step, higher lanes first.
+  auto list_escapes = [&](const uint8_t* b, uint32_t s_hi, uint32_t n, uint32_t escm) {
+    for (uint32_t i = 0; i < n; ++i) {
+      const bool mine = (escm >> i) & 1u;
+      const uint32_t em = simt::ballot(mine);
+      if (!em) continue;
+      if (mine) {
+        const uint32_t sym = e_symbol<DT>(value(b, 32 * ((s_hi - 1 - i) % kBlockSteps) + lane));
+        const uint32_t at = (uint32_t)layout::kRansRecordHeader + X + (uint32_t)simt::popc((em >> lane) >> 1);
+        if (at < raw) slot[at] = (uint8_t)sym;
+      }
+      X += (uint32_t)simt::popc(em);
+    }
   };
 
   stage((int)nb - 1);
@@ -349,10 +359,18 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
     }
     // The block's steps, last to first, while the record may still be coded.
     if (!over) {
-      uint32_t s = (kBlock * (uint32_t)k + vals + 31) / 32;  // one past the block's last step
-      if (s == steps && L % 32 != 0) step(EFlag<true>{}, b, --s);
+      const uint32_t s_hi = (kBlock * (uint32_t)k + vals + 31) / 32;  // one past the block's last step
       const uint32_t s0 = kBlockSteps * (uint32_t)k;
-      while (s > s0) step(EFlag<false>{}, b, --s);
+      uint32_t escm = 0;
+      if (s_hi - s0 == kBlockSteps && 32 * s_hi <= L) {  // a block of whole steps
+#pragma unroll
+        for (uint32_t i = 0; i < kBlockSteps; ++i) step(EFlag<false>{}, b, s_hi - 1 - i, i, escm);
+      } else {
+        uint32_t s = s_hi, i = 0;
+        if (s == steps && L % 32 != 0) step(EFlag<true>{}, b, --s, i++, escm);
+        while (s > s0) step(EFlag<false>{}, b, --s, i++, escm);
+      }
+      if (simt::any(escm != 0)) list_escapes(b, s_hi, s_hi - s0, escm);
       over = (int32_t)(layout::kRansRecordHeader + X) + pad > wend;
     }
     simt::syncwarp();  // every lane is done with buffer k & 1
@@ -440,7 +458,7 @@ SZ_DEV void entropy_encode_warps(const EntropyEncodeArgs& a) {
     if (sh.err == SZ_OK) {  // shared memory after the warps' areas: the group map, then the entries, if both fit
       sh.warp_bytes = EncArea<DT>::kBytes;
       const uint32_t areas = kEncSharedBytes + (nt / 32) * sh.warp_bytes;
-      const uint64_t at = areas + (2ull * sh.period + 15) / 16 * 16;
+      const uint64_t at = areas + (4ull * sh.period + 15) / 16 * 16;
       sh.fast = sh.period <= EntropyEncodePolicy::kCmapCap &&
                 at + 8ull * A1 * sh.local <= EntropyEncodePolicy::kSmemBytes;
       sh.cmap_at = areas;
@@ -451,13 +469,13 @@ SZ_DEV void entropy_encode_warps(const EntropyEncodeArgs& a) {
   if (sh.err == SZ_OK) {
     const bool fast = sh.fast;
     const uint32_t nl = sh.local, lf = sh.list_first, P = sh.period, G = sh.groups;
-    uint16_t* const cm = reinterpret_cast<uint16_t*>(smem + sh.cmap_at);
+    uint32_t* const cm = reinterpret_cast<uint32_t*>(smem + sh.cmap_at);
     uint2* const tb = reinterpret_cast<uint2*>(smem + sh.tables_at);
     bool bad = false;  // a map entry or list entry out of range: not a valid image
     for (uint32_t c = tid; c < P; c += nt) {
       const uint32_t e = sh.cmap_g[c], lo = e & 0xFFFFu, gl = e >> 16;
       if (lo >= nl || gl >= G || sh.lists[lf + lo] != gl) bad = true;
-      if (fast) cm[c] = (uint16_t)lo;
+      if (fast) cm[c] = sh.tables_at + 8 * A1 * (lo < nl ? lo : 0);  // (a bad entry fails the call below)
     }
     if (fast) {
       for (uint32_t i = tid; i < nl * A1; i += nt) {
