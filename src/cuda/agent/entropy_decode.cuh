@@ -129,6 +129,14 @@ static_assert(kEntSharedBytes + EntropyDecodePolicy::kWarps * ent_warp_bytes(24)
                   EntropyDecodePolicy::kSmemBytes,
               "the warps' areas (FP32's raw parts the largest) and a group map leave room for tables");
 
+// The 16 bytes at p, of which those at or past frame_end read as zero (the cold end of a frame).
+SZ_NOINLINE uint4 load_piece_tail(const uint8_t* p, const uint8_t* frame_end) {
+  uint32_t w[4] = {0, 0, 0, 0};
+  for (uint32_t k = 0; k < 16; ++k)
+    if (p + k < frame_end) w[k / 4] |= (uint32_t)p[k] << (8 * (k % 4));
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 // Frame bytes [from, from + len) into the window, window byte k = frame byte from + k (by the warp: 16-byte loads
 // of the aligned pieces that hold them, stored a byte at a time at their place; a piece that the frame's end cuts
 // is read byte by byte). The window is refilled every few hundred steps, so its reads are 2-byte aligned instead.
@@ -139,19 +147,11 @@ SZ_DEV void load_window(uint8_t* win, const uint8_t* from, uint32_t len, const u
   const uint32_t pieces = (ofs + len + 15) / 16;
   for (uint32_t i = lane; i < pieces; i += 32) {
     const uint8_t* p = a0 + 16 * i;
-    uint32_t w[4];
-    if (p + 16 <= frame_end) {
-      const uint4 v = *reinterpret_cast<const uint4*>(p);
-      w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
-    } else {
-      for (uint32_t k = 0; k < 4; ++k) w[k] = 0;
-      for (uint32_t k = 0; k < 16; ++k)
-        if (p + k < frame_end) w[k / 4] |= (uint32_t)p[k] << (8 * (k % 4));
-    }
+    const uint4 v = p + 16 <= frame_end ? *reinterpret_cast<const uint4*>(p) : load_piece_tail(p, frame_end);
 #pragma unroll
     for (uint32_t k = 0; k < 16; ++k) {
-      const uint32_t at = 16 * i + k;
-      if (at >= ofs && at - ofs < len) win[at - ofs] = (uint8_t)(w[k / 4] >> (8 * (k % 4)));
+      const uint32_t at = 16 * i + k, word = k < 4 ? v.x : k < 8 ? v.y : k < 12 ? v.z : v.w;
+      if (at >= ofs && at - ofs < len) win[at - ofs] = (uint8_t)(word >> (8 * (k % 4)));
     }
   }
 }
@@ -574,20 +574,23 @@ SZ_DEV void entropy_decode_warps(const EntropyDecodeArgs& a) {
       if (lo >= nl || gl >= im.groups || lists[lf + lo] != gl) bad = true;
       if (fast) cm[c] = sh.tables_at + (lo < nl ? lo : 0) * gbytes;  // (a bad entry fails the call below)
     }
-    if (fast) {  // each local group's block: its bucket table (16-byte copies), then its symbols
+    if (fast) {  // each local group's block: its bucket table, then its symbols (copies in flight together)
       const uint32_t q16 = eimg::kBuckets / 16;
       for (uint32_t i = tid; i < nl * q16; i += nt) {
         const uint32_t li = i / q16, k = i % q16, g = lists[lf + li];
-        const uint4 v = g < im.groups ? reinterpret_cast<const uint4*>(sh.bucket + (uint64_t)g * eimg::kBuckets)[k]
-                                      : make_uint4(0, 0, 0, 0);
-        reinterpret_cast<uint4*>(tb + li * gbytes)[k] = v;
+        uint8_t* const d = tb + li * gbytes + 16 * k;
+        if (g < im.groups) simt::cp_async16(d, sh.bucket + (uint64_t)g * eimg::kBuckets + 16 * k);
+        else *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
       }
       for (uint32_t i = tid; i < nl * stride; i += nt) {
         const uint32_t li = i / stride, k = i % stride, g = lists[lf + li];
-        reinterpret_cast<uint32_t*>(tb + li * gbytes + eimg::kBuckets)[k] =
-            g < im.groups ? sh.fc[(uint64_t)g * stride + k] : eimg::kSentinel;
+        uint32_t* const d = reinterpret_cast<uint32_t*>(tb + li * gbytes + eimg::kBuckets) + k;
+        if (g < im.groups) simt::cp_async4(d, sh.fc + (uint64_t)g * stride + k);
+        else *d = eimg::kSentinel;
       }
     }
+    simt::cp_async_commit();
+    simt::cp_async_wait<0>();
     if (bad) sh.bad_image = true;  // (every thread that sees it stores the same value)
     simt::syncthreads();
     if (tid == 0 && sh.bad_image) sh.err = SZ_ERROR_BOOK_MISMATCH;  // every CTA reads the same entries: all see it

@@ -481,9 +481,12 @@ SZ_DEV void entropy_encode_warps(const EntropyEncodeArgs& a) {
       for (uint32_t i = tid; i < nl * A1; i += nt) {
         const uint32_t g = sh.lists[lf + i / A1];
         if (g >= G) bad = true;
-        tb[i] = g < G ? sh.enc[(uint64_t)g * A1 + i % A1] : make_uint2(0, 0);
+        if (g < G) simt::cp_async8(tb + i, sh.enc + (uint64_t)g * A1 + i % A1);  // (in flight together)
+        else tb[i] = make_uint2(0, 0);
       }
     }
+    simt::cp_async_commit();
+    simt::cp_async_wait<0>();
     if (bad) sh.bad_image = true;  // (every thread that sees it stores the same value)
   }
   simt::syncthreads();
