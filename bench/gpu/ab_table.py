@@ -3,7 +3,8 @@
 median over runs of encode and decode speed / same-run roofline for build A and build B, and B / A as the ratio of
 the speeds themselves (GB/s: the same-run memcpy that sets each run's roofline moves by up to 30% at 1-4 MiB, the
 codec's speed does not); then the microseconds of one isolated call, warm and (where both benches measured it)
-cold, for A and B.
+cold, for A and B. CSVs of the max mode's bench (bench_entropy_gpu: a chunk_log2 column) are keyed by (data, MiB,
+chunk) and give GB/s and roofline fractions only.
 
     python3 bench/gpu/ab_table.py A_run1.csv A_run2.csv ... -- B_run1.csv B_run2.csv ...
 """
@@ -13,12 +14,18 @@ import statistics
 import sys
 
 FIELDS = ("enc_roof", "dec_roof", "enc_us", "dec_us", "enc_cold_us", "dec_cold_us", "enc_GBps", "dec_GBps")
+# The max mode's bench: its column of each field above (None: not measured there).
+ENTROPY = {"enc_roof": "enc_roof", "dec_roof": "dec_roof", "enc_GBps": "enc_gbps", "dec_GBps": "dec_gbps"}
 
 
 def load(paths):
     by = {}
     for p in paths:
         for r in csv.DictReader(open(p)):
+            if "chunk_log2" in r:  # max mode: (data, MiB, chunk) in the checksums and layout columns' places
+                k = (r["data"], float(r["mib"]), f"2^{r['chunk_log2']}", "contiguous")
+                by.setdefault(k, []).append(tuple(float(r[ENTROPY[f]]) if f in ENTROPY else None for f in FIELDS))
+                continue
             k = (r["data"], float(r["MiB"]), r["checksums"], r["layout"])
             by.setdefault(k, []).append(tuple(float(r[f]) if r.get(f) else None for f in FIELDS))
     out = {}
