@@ -267,7 +267,7 @@ int main(int argc, char** argv) {
                log2, ratio, memcpy_gbps, roof, enc_gbps, enc_gbps / roof, dec_gbps, dec_gbps / roof, cpu_gbps);
         fflush(stdout);
         if (csv)
-          fprintf(csv, "%s,%u,%u,%u,%u,%.4f,%.1f,%.1f,%.1f,%.3f,%.1f,%.3f,%.3f,%s\n", s.name.c_str(),
+          fprintf(csv, "%s,%u,%u,%u,%u,%.4f,%.1f,%.1f,%.1f,%.3f,%.1f,%.3f,%.3f,\"%s\"\n", s.name.c_str(),
                   (unsigned)s.dtype, mib, log2, flags, ratio, memcpy_gbps, roof, enc_gbps, enc_gbps / roof, dec_gbps,
                   dec_gbps / roof, cpu_gbps, s.note.c_str());
       }
