@@ -2,6 +2,7 @@
 // one run next to the fast mode with a channel book, zstd -1 and -19, and the channel-conditioned entropy bound.
 //
 //   splitzip_ratio_max --dtype D --kv-shape L,2,T,H,D --calib FILE --measure FILE [--groups G] [--label NAME]
+//                      [--tensors]
 //
 // Tables and books are calibrated on --calib and applied to --measure (another text). Per K, V and both it prints:
 //   max      raw bytes / sum of the version 3 frames (one per tensor, chunk 2^16, checksums on; the symbol table is
@@ -14,6 +15,11 @@
 // and the single-thread CPU speed of the max mode (GB/s of uncompressed data per second of the thread's CPU time,
 // over all tensors) of the scalar reference coder (one run) and of the fast coder with each kernel set this CPU
 // runs (sz_set_cpu_isa: portable, avx2, avx512; median of 3 runs).
+// --tensors adds a line per tensor (layer, K or V) of --measure: max and zstd -1 on the tensor alone, and how much
+// of it repeats earlier rows. A row is one token's H x D values; a token's identity is its layer-0 V row (which
+// depends only on the token's embedding), and `same-token` pairs each row with the row of the same tensor at the
+// previous token with that identity: the share of rows with such a pair, of rows equal to it, and of bytes equal
+// to the paired row's byte at the same place. This is what a symbol "equal to the paired row" could gain.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +27,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -70,8 +77,16 @@ double zstd_size(const std::vector<uint8_t>& v, int level) {
 int main(int argc, char** argv) {
   std::string dtype_name, shape_text, calib, measure, label;
   uint32_t groups = 64;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
+  bool per_tensor = false;
+  for (int i = 1; i < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--tensors") {
+      per_tensor = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) die("missing value of " + a);
+    const std::string v = argv[i + 1];
     if (a == "--dtype") dtype_name = v;
     else if (a == "--kv-shape") shape_text = v;
     else if (a == "--calib") calib = v;
@@ -81,7 +96,7 @@ int main(int argc, char** argv) {
     else die("unknown option " + a);
   }
   if (dtype_name.empty() || shape_text.empty() || calib.empty() || measure.empty())
-    die("usage: --dtype D --kv-shape L,2,T,H,D --calib FILE --measure FILE [--groups G] [--label NAME]");
+    die("usage: --dtype D --kv-shape L,2,T,H,D --calib FILE --measure FILE [--groups G] [--label NAME] [--tensors]");
   sz_dtype dt;
   ok(sz_dtype_from_name(dtype_name.c_str(), &dt), "--dtype");
   unsigned L = 0, two = 0, T = 0, H = 0, D = 0;
@@ -120,6 +135,7 @@ int main(int argc, char** argv) {
   const uint64_t bound = sz_compress_bound(tensor_values, dt);
   std::vector<uint8_t> frame(bound), back(tensor_bytes);
   double max_size[2] = {0, 0}, fast_size[2] = {0, 0}, raw[2] = {0, 0};
+  std::vector<double> tensor_max(tensors);
   std::vector<uint8_t> part[2];
   for (uint32_t t = 0; t < tensors; ++t) {
     const uint8_t* src = mea.data() + t * tensor_bytes;
@@ -128,6 +144,7 @@ int main(int argc, char** argv) {
     ok(sz_decompress_entropy(frame.data(), size, &table, back.data(), back.size(), &w, 1), "max decode");
     if (w != tensor_bytes || memcmp(back.data(), src, w) != 0) die("max mode round trip differs");
     max_size[t % 2] += size;
+    tensor_max[t] = (double)size;
     raw[t % 2] += tensor_bytes;
     part[t % 2].insert(part[t % 2].end(), src, src + tensor_bytes);
     ok(sz_compress_channels(src, tensor_values, dt, &book, t, nullptr, frame.data(), frame.size(), &size), "fast");
@@ -229,6 +246,37 @@ int main(int argc, char** argv) {
     z19 = r / z19;
     printf("%-22s %-9s %-4s %8.4f %8.4f %8.4f %8.4f %8.4f %7.3f\n", label.c_str(), sz_dtype_name(dt), names[p], r / ms,
            r / fs, z1, z19, bound_ratio, (r / ms) / bound_ratio);
+  }
+  if (per_tensor) {
+    // Each token's previous token with the same layer-0 V row (tensor 1), or T when there is none.
+    const size_t row = (size_t)period * vb;
+    std::vector<uint32_t> prev(T, T);
+    std::map<std::string, uint32_t> last;
+    for (uint32_t i = 0; i < T; ++i) {
+      const std::string key((const char*)mea.data() + tensor_bytes + i * row, row);
+      const auto it = last.find(key);
+      if (it != last.end()) prev[i] = it->second;
+      last[key] = i;
+    }
+    for (uint32_t t = 0; t < tensors; ++t) {
+      const uint8_t* src = mea.data() + t * tensor_bytes;
+      uint64_t paired = 0, equal_rows = 0, equal_bytes = 0;
+      for (uint32_t i = 0; i < T; ++i) {
+        if (prev[i] == T) continue;
+        ++paired;
+        const uint8_t *a = src + i * row, *b = src + prev[i] * row;
+        size_t same = 0;
+        for (size_t j = 0; j < row; ++j) same += a[j] == b[j];
+        equal_rows += same == row;
+        equal_bytes += same;
+      }
+      const std::vector<uint8_t> one(src, src + tensor_bytes);
+      printf("%-22s %-9s layer %2u %s  max %7.4f  zstd-1 %7.4f  same-token rows paired %5.1f%%, equal %5.1f%%, "
+             "bytes equal %5.1f%%\n",
+             label.c_str(), sz_dtype_name(dt), t / 2, t % 2 ? "V" : "K", (double)tensor_bytes / tensor_max[t],
+             (double)tensor_bytes / zstd_size(one, 1), 100.0 * paired / T, 100.0 * equal_rows / T,
+             100.0 * equal_bytes / ((double)T * row));
+    }
   }
   std::string line;
   char buf[128];
