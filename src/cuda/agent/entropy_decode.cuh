@@ -282,16 +282,17 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
     }
     simt::cp_async_commit();
   };
-  // The raw part of value j of the chunk from its staged block (j < L).
-  auto raw_at = [&](uint32_t j) -> uint32_t {
+  // The raw part of value u of a staged block at b (u < kEntRawBlock), and of value j of the chunk (j < L).
+  auto raw_in = [&](const uint8_t* b, uint32_t u) -> uint32_t {
     if (E::RB == 0) return 0;
-    const uint8_t* const b = rawbuf + ((j / kEntRawBlock) & 1) * kRawBuf + rph;
-    const uint32_t u = j % kEntRawBlock;
     if (E::RB == 8) return b[u];
     if (E::RB == 24) return (uint32_t)b[3 * u] | ((uint32_t)b[3 * u + 1] << 8) | ((uint32_t)b[3 * u + 2] << 16);
     const uint32_t bit = u * E::RB, o = bit >> 3, sh8 = bit & 7;
     const uint32_t v = (uint32_t)b[o] | ((uint32_t)b[o + 1] << 8) | ((uint32_t)b[o + 2] << 16);
     return (v >> sh8) & ((1u << E::RB) - 1u);
+  };
+  auto raw_at = [&](uint32_t j) -> uint32_t {
+    return raw_in(rawbuf + ((j / kEntRawBlock) & 1) * kRawBuf + rph, j % kEntRawBlock);
   };
   const layout::DtypeTraits t = layout::dtype_traits(DT);
   const layout::SymbolSplit sp = layout::symbol_split(DT);
@@ -349,15 +350,6 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
     static_assert(kRowSteps % U == 0 && (kEntRawBlock / 32) % U == 0, "a group lies in one row and one raw block");
     constexpr uint32_t kSlotStride = 32 * VB;  // stage bytes from one step's slot to the next
     uint32_t pr = 0;  // words taken since the window's base: p - wb
-    // The raw part of value u0 + 32 i of the group's raw block (u0 + 32 i < kEntRawBlock).
-    auto raw_in = [&](const uint8_t* b, uint32_t u) -> uint32_t {
-      if (E::RB == 0) return 0;
-      if (E::RB == 8) return b[u];
-      if (E::RB == 24) return (uint32_t)b[3 * u] | ((uint32_t)b[3 * u + 1] << 8) | ((uint32_t)b[3 * u + 2] << 16);
-      const uint32_t bit = u * E::RB, o = bit >> 3, sh8 = bit & 7;
-      const uint32_t v = (uint32_t)b[o] | ((uint32_t)b[o + 1] << 8) | ((uint32_t)b[o + 2] << 16);
-      return (v >> sh8) & ((1u << E::RB) - 1u);
-    };
     auto join = [&](uint32_t sym, uint32_t rawv) -> uint32_t {
       if constexpr (DT == 1) return ((rawv * 0x101u) & 0x807Fu) | (sym << 7);  // sign to bit 15, mantissa, exponent
       return layout::join_symbol(sym, rawv, t, sp);
