@@ -65,9 +65,9 @@ double now() {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-double zstd_size(const std::vector<uint8_t>& v, int level) {
-  std::vector<uint8_t> out(ZSTD_compressBound(v.size()));
-  const size_t r = ZSTD_compress(out.data(), out.size(), v.data(), v.size(), level);
+double zstd_size(const uint8_t* v, size_t n, int level) {
+  std::vector<uint8_t> out(ZSTD_compressBound(n));
+  const size_t r = ZSTD_compress(out.data(), out.size(), v, n, level);
   if (ZSTD_isError(r)) die("zstd failed");
   return (double)r;
 }
@@ -234,8 +234,8 @@ int main(int argc, char** argv) {
     // zstd on K and on V (K+V: the two compressed sizes added, as the frames are per tensor).
     double z1, z19;
     if (p < 2) {
-      z1 = zstd_size(part[p], 1);
-      z19 = zstd_size(part[p], 19);
+      z1 = zstd_size(part[p].data(), part[p].size(), 1);
+      z19 = zstd_size(part[p].data(), part[p].size(), 19);
       zs1[p] = z1;
       zs19[p] = z19;
     } else {
@@ -270,11 +270,10 @@ int main(int argc, char** argv) {
         equal_rows += same == row;
         equal_bytes += same;
       }
-      const std::vector<uint8_t> one(src, src + tensor_bytes);
       printf("%-22s %-9s layer %2u %s  max %7.4f  zstd-1 %7.4f  same-token rows paired %5.1f%%, equal %5.1f%%, "
              "bytes equal %5.1f%%\n",
              label.c_str(), sz_dtype_name(dt), t / 2, t % 2 ? "V" : "K", (double)tensor_bytes / tensor_max[t],
-             (double)tensor_bytes / zstd_size(one, 1), 100.0 * paired / T, 100.0 * equal_rows / T,
+             (double)tensor_bytes / zstd_size(src, tensor_bytes, 1), 100.0 * paired / T, 100.0 * equal_rows / T,
              100.0 * equal_bytes / ((double)T * row));
     }
   }
