@@ -51,11 +51,12 @@ struct DecodePolicy {
   static constexpr uint32_t kCtaSmemLimit = (228u * 1024u - kMinBlocks * 1024u) / kMinBlocks;
 };
 
-// Entropy-coded frames (version 3): a warp per chunk (the chunk's 32 rANS lanes), chunks dealt statically. One CTA
-// per SM holds the probability tables of the frame's tensor (about 2 KiB per group for 8-bit symbols) in shared
-// memory beside the warps' word windows; tables that do not fit are read from the image in global memory.
+// Entropy-coded frames (version 3): a warp per chunk (the chunk's 32 rANS lanes), chunks dealt statically to the CTAs
+// in turn; 24 warps a CTA (80 registers) keep more chunks' latency chains in flight. One CTA per SM holds the
+// probability tables of the frame's tensor (about 2 KiB per group for 8-bit symbols) in shared memory beside the
+// warps' word windows; tables that do not fit are read from the image in global memory.
 struct EntropyDecodePolicy {
-  static constexpr int kWarps = 16;
+  static constexpr int kWarps = 24;
   static constexpr int kMinBlocks = 1;
   static constexpr uint32_t kWindowWords = 1024;  // a warp's window of its record's 16-bit words
   static constexpr uint32_t kCmapCap = 8192;      // channels per tensor whose group map fits in shared memory

@@ -460,11 +460,12 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
   return SZ_OK;
 }
 
+// The warp's chunks: dealt to the CTAs in turn (warp w of CTA b takes chunks b + ctas w, then every ctas x warps
+// on), so that a call with fewer chunks than warps still spreads them over every SM.
 template <int DT, bool kFast>
 SZ_NOINLINE void entropy_chunks(const EntropyDecodeArgs& a, EntropyShared& sh, uint8_t* area) {
   const uint64_t warps = sh.ctas * (simt::block_threads() / 32);
-  for (uint64_t c = (uint64_t)simt::block_id() * (simt::block_threads() / 32) + simt::warp_id(); c < sh.h.n_chunks;
-       c += warps) {
+  for (uint64_t c = (uint64_t)simt::warp_id() * sh.ctas + simt::block_id(); c < sh.h.n_chunks; c += warps) {
     const sz_status s = entropy_chunk<DT, kFast>(a, sh, area, c);
     simt::cp_async_wait<0>();  // raw blocks staged ahead of the chunk's end (or of its error) land before reuse
     simt::syncwarp();
@@ -528,7 +529,7 @@ SZ_DEV void entropy_decode_warps(const EntropyDecodeArgs& a) {
     sh.first_err = 0;
     sh.bad_image = false;
     const uint64_t per_cta = simt::block_threads() / 32;
-    uint64_t ctas = st == SZ_OK ? (sh.h.n_chunks + per_cta - 1) / per_cta : 1;
+    uint64_t ctas = st == SZ_OK ? sh.h.n_chunks : 1;  // a CTA for each chunk, up to the grid
     if (ctas > simt::grid_blocks()) ctas = simt::grid_blocks();
     if (ctas == 0) ctas = 1;
     sh.ctas = ctas;
@@ -634,10 +635,9 @@ inline sz_status make_entropy_decode_args(const void* d_src, size_t src_size, co
   a->ws = (WsHeader*)d_workspace;
   return SZ_OK;
 }
-// The CTAs a version 3 frame of src_size bytes can use: a chunk takes at least its 8-byte index entry.
-inline uint64_t entropy_grid_of(size_t src_size) {
-  return (src_size / 8 + 1 + EntropyDecodePolicy::kWarps - 1) / EntropyDecodePolicy::kWarps;
-}
+// The CTAs a version 3 frame of src_size bytes can use (one per chunk, and a chunk takes at least its 8-byte index
+// entry); the launch caps them at the resident CTAs.
+inline uint64_t entropy_grid_of(size_t src_size) { return src_size / 8 + 1; }
 
 }  // namespace cuda
 }  // namespace splitzip
