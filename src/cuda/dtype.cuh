@@ -285,6 +285,7 @@ SZ_DEV void build_encode_tables(uint8_t* tab, const uint8_t* codebook, uint32_t 
 
 // One lane's round: rest fields, codes (word g = group g's 8 codes) and escape mask, from its 16 input words.
 // K: the code width (the table entries are already shifted by k j; the two-word forms shift slots 4..7 by 4 K).
+// tab: the tables in shared memory at a 1 KiB-aligned address.
 template <int DT, int K>
 SZ_DEV void encode_lane(const uint32_t w[16], const uint8_t* tab, uint32_t rest[Lane<DT>::kRestWords],
                         uint32_t codes[Lane<DT>::kGroups], uint64_t* esc) {
@@ -299,11 +300,11 @@ SZ_DEV void encode_lane(const uint32_t w[16], const uint8_t* tab, uint32_t rest[
       bf16_rest_group(q, rest + 2 * g);
       if constexpr (EncEntry<DT, K>::kOneWord) {
         uint32_t acc = 0;
+        const uint32_t tb = simt::smem_addr(tab);  // 1 KiB-aligned: slot j's entry e at (tb | e << 2) + 1024 j
 #pragma unroll
         for (int i = 0; i < 4; ++i) {  // byte offsets of the two exponents of word i: e << 2
           const uint32_t lo = (q[i] >> 5) & 0x3FCu, hi = (q[i] >> 21) & 0x3FCu;
-          acc += *reinterpret_cast<const uint32_t*>(tab + (2 * i) * 1024 + lo) +
-                 *reinterpret_cast<const uint32_t*>(tab + (2 * i + 1) * 1024 + hi);
+          acc += simt::lds_u32((tb | lo) + (2 * i) * 1024) + simt::lds_u32((tb | hi) + (2 * i + 1) * 1024);
         }
         codes[g] = acc & 0xFFFFFFu;
         m |= (uint64_t)(acc >> 24) << (8 * g);
@@ -488,7 +489,8 @@ SZ_DEV uint32_t pair_offset(uint32_t cw, int m, uint32_t k) { return ((cw >> (2 
 // One lane's round from its codes (word g = group g's 8k code bits) or raw exponent fields (RAW: cw holds the
 // lane's exponent fields packed with b = E, a raw record, §4.5), and its rest words. Each 16-byte piece of output
 // (pieces 0..3 of the lane's 64 bytes) goes to put(t, piece) as soon as it is complete, so no more than one piece
-// is held. Returns whether a code was out of the codebook (pair table flag).
+// is held. Returns whether a code was out of the codebook (pair table flag). The pair table is in shared memory at a
+// 1 KiB-aligned address.
 // CH (channel windows, §4.9): codes are offsets into the window of channel c0 + j of the lane's value j; a code
 // whose exponent would be >= 2^E is reported like a code outside a codebook.
 template <int DT, bool RAW, class Put, bool CH = false>
@@ -497,6 +499,7 @@ SZ_DEV bool decode_lane(const uint32_t* cw, const uint32_t rest[Lane<DT>::kRestW
   using T = Dt<DT>;
   constexpr int VP = 16 / (T::W / 8);  // values per piece: 8, 4 (FP32) or 16 (FP8)
   uint32_t flags = 0, c = c0;
+  const uint32_t pb = simt::smem_addr(pair);  // 1 KiB-aligned: entry addresses are pb | offset
   uint2 b = make_uint2(0, 0);  // CH: the bases of values 8 * (j / 8) .. + 7
 #pragma unroll
   for (int t = 0; t < 4; ++t) {
@@ -517,7 +520,7 @@ SZ_DEV bool decode_lane(const uint32_t* cw, const uint32_t rest[Lane<DT>::kRestW
     } else if constexpr (DT == 1 && !RAW) {
 #pragma unroll
       for (int m = 0; m < 4; ++m) {  // values 8t + 2m, 8t + 2m + 1: one output word
-        const uint32_t ent = *reinterpret_cast<const uint32_t*>(pair + pair_offset(cw[t], m, k));
+        const uint32_t ent = simt::lds_u32(pb | pair_offset(cw[t], m, k));
         flags |= ent;
         w[m] = bf16_join2(rest[2 * t + m / 2], m, ent & 0x7F807F80u);
       }
@@ -530,7 +533,7 @@ SZ_DEV bool decode_lane(const uint32_t* cw, const uint32_t rest[Lane<DT>::kRestW
           ea = get_bits<T::E>(cw, j * T::E);
           eb = get_bits<T::E>(cw, (j + 1) * T::E);
         } else {
-          const uint32_t ent = *reinterpret_cast<const uint32_t*>(pair + pair_offset(cw[j / 8], (j % 8) / 2, k));
+          const uint32_t ent = simt::lds_u32(pb | pair_offset(cw[j / 8], (j % 8) / 2, k));
           flags |= ent;
           ea = ent & 0xFFu;
           eb = (ent >> 8) & 0xFFu;

@@ -51,8 +51,10 @@ SZ_DEV unsigned warp_id() { return threadIdx.x >> 5; }
 SZ_DEV unsigned block_id() { return blockIdx.x; }
 SZ_DEV unsigned grid_blocks() { return gridDim.x; }
 SZ_DEV unsigned block_threads() { return blockDim.x; }
+// The dynamic shared memory, 1 KiB-aligned: a table of at most 1 KiB at its start has a base that indices can be
+// ORed into (lds_u32), which saves the add of the base before each load.
 SZ_DEV uint8_t* dyn_smem() {
-  extern __shared__ __align__(16) uint8_t sz_smem[];
+  extern __shared__ __align__(1024) uint8_t sz_smem[];
   return sz_smem;
 }
 
@@ -163,6 +165,13 @@ SZ_DEV void cp_async_wait() {
 // 8-byte shared-memory word that counts one arrival per phase plus the bytes announced for it, and flips its phase
 // when both are in. Source, destination and size are multiples of 16 bytes.
 SZ_DEV uint32_t smem_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+// The 32-bit word at shared address a (smem_addr's form). Volatile: the loads keep their order against the barriers
+// after which the tables they read are complete.
+SZ_DEV uint32_t lds_u32(uint32_t a) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a));
+  return v;
+}
 SZ_DEV void mbar_init(uint64_t* m, unsigned arrivals) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(m)), "r"(arrivals) : "memory");
 }
@@ -206,6 +215,13 @@ inline unsigned block_id() { return simt_emu::ctx().bid; }
 inline unsigned grid_blocks() { return simt_emu::ctx().nblocks; }
 inline unsigned block_threads() { return simt_emu::ctx().nthreads; }
 inline uint8_t* dyn_smem() { return simt_emu::ctx().smem; }
+// Shared addresses are offsets from the block's shared memory.
+inline uint32_t smem_addr(const void* p) { return (uint32_t)(static_cast<const uint8_t*>(p) - simt_emu::ctx().smem); }
+inline uint32_t lds_u32(uint32_t a) {
+  uint32_t v;
+  memcpy(&v, simt_emu::ctx().smem + a, 4);
+  return v;
+}
 
 template <class T>
 inline T shfl(T v, int src SZ_LINE_ARG) {

@@ -40,6 +40,10 @@ struct DecodeArgs {
 
 constexpr uint32_t kFp8Lut = 64;  // DecodeShared::pair index of the FP8 permute table
 struct DecodeShared {
+  // The code pair table (2^2k entries); FP8 frames with k <= 3 (at most 64 entries) keep their permute table
+  // (fp8_decode_lut) in the two entries after it. First, so that it lies at the 1 KiB-aligned start of the dynamic
+  // shared memory (decode_lane reads it as such).
+  uint32_t pair[256];
   Header h;
   // The frame buffer (the call's src, src_size): the round loop reads it from here, a short shared-memory load, where
   // the call's arguments behind a reference are a global-memory load.
@@ -52,9 +56,6 @@ struct DecodeShared {
   uint32_t team;  // warps per chunk (1, 2 or 4; DecodePolicy::kMaxTeam), the same in every CTA
   uint64_t ctas;  // the CTAs that take part: the first ceil(chunks x team / warps per CTA) of the grid
   uint8_t in_cb[256];
-  // The code pair table (2^2k entries); FP8 frames with k <= 3 (at most 64 entries) keep their permute table
-  // (fp8_decode_lut) in the two entries after it.
-  uint32_t pair[256];
   // The lanes' checksum keys: read from here in each round rather than held in registers for the whole call (14
   // registers a lane that the decoder's round loop needs; 56-byte entries, so a warp's 8-byte reads are conflict-free).
   ChunkKeys keys[32];
@@ -66,6 +67,7 @@ struct DecodeShared {
     uint8_t hdr[layout::kHeaderSize];  // before the chunks: the frame's header bytes, which warp 0 loads at once
   };
 };
+static_assert(offsetof(DecodeShared, pair) == 0, "the pair table starts the decoder's shared state");
 
 // A ring slot: a round's rest fields, then its codes or raw exponent fields, each at the phase of its source, with
 // 32 bytes of slack each for the phase and the word reads past the end. The same 2112 bytes for every dtype.
