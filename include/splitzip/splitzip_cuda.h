@@ -190,8 +190,9 @@ SZ_API sz_status sz_cuda_signal(uint64_t* d_flag, uint64_t value, sz_cuda_stream
 SZ_API sz_status sz_cuda_wait(const uint64_t* d_flag, uint64_t value, sz_cuda_stream stream);
 
 /** A set-up call (not stream-ordered, not capturable; it changes the current device's context): lets kernels of the
- *  current device read and write memory of peer_device (cudaDeviceEnablePeerAccess), including memory that this
- *  process imported from another process by CUDA IPC. SZ_OK if peer_device is the current device or access is already
+ *  current device read and write memory of peer_device (cudaDeviceEnablePeerAccess; memory this process imported by
+ *  CUDA IPC under peer_device, as torch does, is meant to be covered too: not yet confirmed on a two-GPU machine).
+ *  SZ_OK if peer_device is the current device or access is already
  *  enabled; SZ_ERROR_INVALID_ARGUMENT for a device ordinal that does not exist; SZ_ERROR_NOT_SUPPORTED if the two
  *  devices cannot access each other (no NVLink or PCIe peer path). */
 SZ_API sz_status sz_cuda_enable_peer_access(int peer_device);
