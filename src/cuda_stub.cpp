@@ -82,4 +82,10 @@ SZ_API sz_status sz_cuda_compress_entropy(const void*, uint64_t, sz_dtype, const
   return SZ_ERROR_NOT_SUPPORTED;
 }
 
+SZ_API sz_status sz_cuda_signal(uint64_t*, uint64_t, sz_cuda_stream) { return SZ_ERROR_NOT_SUPPORTED; }
+
+SZ_API sz_status sz_cuda_wait(const uint64_t*, uint64_t, sz_cuda_stream) { return SZ_ERROR_NOT_SUPPORTED; }
+
+SZ_API sz_status sz_cuda_enable_peer_access(int) { return SZ_ERROR_NOT_SUPPORTED; }
+
 }  // extern "C"

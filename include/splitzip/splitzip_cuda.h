@@ -60,7 +60,10 @@ SZ_API sz_status sz_cuda_decompress_workspace_size(size_t src_size, size_t dst_c
 
 /** Decompresses the frame at d_src (src_size bytes) into d_dst, in one pass, validating everything it reads.
  *  *d_status receives SZ_OK or the error (SZ_ERROR_DST_TOO_SMALL if dst_capacity < the frame's decompressed size);
- *  if d_dst_size is not NULL it receives the number of bytes written (0 on error). */
+ *  if d_dst_size is not NULL it receives the number of bytes written (0 on error).
+ *  src_size may exceed the frame (docs/FORMAT.md §4.1 step 7 rejects only a buffer shorter than the frame; the frame's
+ *  size is in its header): a receive buffer of sz_compress_bound() bytes decodes as it is, with the frame's size never
+ *  known to the host. The bytes past the frame are not read. */
 SZ_API sz_status sz_cuda_decompress(const void* d_src, size_t src_size, void* d_dst, size_t dst_capacity,
                                     void* d_workspace, size_t workspace_size, int32_t* d_status, uint64_t* d_dst_size,
                                     sz_cuda_stream stream);
@@ -159,6 +162,40 @@ SZ_API sz_status sz_cuda_decompress_entropy(const void* d_src, size_t src_size, 
                                             size_t image_size, void* d_dst, size_t dst_capacity, void* d_workspace,
                                             size_t workspace_size, int32_t* d_status, uint64_t* d_dst_size,
                                             sz_cuda_stream stream);
+
+/* ---------------------------------------------------------------------------------------------------------------
+ * Stream-ordered hand-off between GPUs of one node (or streams of one GPU). A sender encodes into a buffer that
+ * lives in the receiver's memory (CUDA IPC or peer access), then signals a flag; the receiver's stream waits for the
+ * flag, then decodes. Sizes stay in device memory (the decoder reads the frame size from the frame: see
+ * sz_cuda_decompress); the host only enqueues. Flags are 8-byte aligned uint64 words in device memory (the caller's,
+ * a peer's, or pinned mapped host memory) that only grow: a flag holds the count of what it announces (frames
+ * written into a slot, slots freed), so a wait for `value` is satisfied by any later signal too.
+ * Each call enqueues one one-thread kernel, launched as an ordinary kernel (not a programmatic dependent): it
+ * starts after everything earlier in the stream has completed, and nothing later in the stream starts before it has
+ * completed, whatever those kernels' launch attributes. Both are graph-capturable (a kernel node each).
+ * A wait whose value never comes holds its stream (and its kernel one thread slot of one SM) until it does: the
+ * caller's protocol must guarantee the signal, and a caller that needs a timeout watches the stream from the host.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+/** After all earlier work of `stream`, makes that work's memory writes (including writes into a peer's memory)
+ *  visible system-wide (a system-scope fence), then stores value to *d_flag with a system-scope release store.
+ *  d_flag may be in a peer's memory. SZ_ERROR_INVALID_ARGUMENT: d_flag NULL or not 8-byte aligned (nothing
+ *  enqueued); SZ_ERROR_CUDA: the launch failed. */
+SZ_API sz_status sz_cuda_signal(uint64_t* d_flag, uint64_t value, sz_cuda_stream stream);
+
+/** Later work of `stream` starts only once *d_flag >= value (unsigned): a one-thread kernel polls the flag with
+ *  system-scope acquire loads (exponential __nanosleep backoff up to 1 us between loads), so what the signalling
+ *  side wrote before its sz_cuda_signal is visible to everything after the wait. d_flag may be in a peer's memory.
+ *  Errors as sz_cuda_signal. */
+SZ_API sz_status sz_cuda_wait(const uint64_t* d_flag, uint64_t value, sz_cuda_stream stream);
+
+/** A set-up call (not stream-ordered, not capturable; it changes the current device's context): lets kernels of the
+ *  current device read and write memory of peer_device (cudaDeviceEnablePeerAccess; memory this process imported by
+ *  CUDA IPC under peer_device, as torch does, is meant to be covered too: not yet confirmed on a two-GPU machine).
+ *  SZ_OK if peer_device is the current device or access is already
+ *  enabled; SZ_ERROR_INVALID_ARGUMENT for a device ordinal that does not exist; SZ_ERROR_NOT_SUPPORTED if the two
+ *  devices cannot access each other (no NVLink or PCIe peer path). */
+SZ_API sz_status sz_cuda_enable_peer_access(int peer_device);
 
 #ifdef __cplusplus
 } /* extern "C" */

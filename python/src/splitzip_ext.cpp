@@ -582,18 +582,45 @@ std::tuple<int, size_t> cuda_decompress_workspace_size(size_t src_size, size_t d
   return {static_cast<int>(st), ws};
 }
 
+// dst_size: None, or a device array of 8 bytes that receives the bytes written (0 on error).
 int cuda_decompress(const InArray& src, const OutArray& dst, const OutArray& workspace, const OutArray& status,
-                    uintptr_t stream) {
+                    uintptr_t stream, nb::handle dst_size) {
   const Raw s = raw_view(src, "buffer", Where::kDevice);
   const Raw d = raw_view(dst, "out", Where::kDevice);
   const Raw w = raw_view(workspace, "workspace", Where::kDevice);
   const Raw ds = raw_view(status, "status", Where::kDevice);
   if (ds.nbytes < sizeof(int32_t)) throw nb::value_error("status: needs 4 bytes");
+  uint64_t* size_out = nullptr;
+  if (!dst_size.is_none()) {
+    const Raw z = raw_view(nb::cast<OutArray>(dst_size), "dst_size", Where::kDevice);
+    if (z.nbytes < sizeof(uint64_t)) throw nb::value_error("dst_size: needs 8 bytes");
+    size_out = static_cast<uint64_t*>(const_cast<void*>(z.ptr));
+  }
   nb::gil_scoped_release release;
   return static_cast<int>(sz_cuda_decompress(s.ptr, s.nbytes, const_cast<void*>(d.ptr), d.nbytes,
                                              const_cast<void*>(w.ptr), w.nbytes,
-                                             static_cast<int32_t*>(const_cast<void*>(ds.ptr)), nullptr,
+                                             static_cast<int32_t*>(const_cast<void*>(ds.ptr)), size_out,
                                              stream_from(stream)));
+}
+
+// ---- GPU-to-GPU hand-off: word `index` of a device array of uint64 flags (the caller's, or a peer's by IPC) --------
+
+uint64_t* flag_word(const Raw& f, uint64_t index) {
+  if (reinterpret_cast<uintptr_t>(f.ptr) % 8 != 0) throw nb::value_error("flags: not 8-byte aligned");
+  if (index >= f.nbytes / sizeof(uint64_t)) throw nb::index_error("flags: index past the array's 8-byte words");
+  return static_cast<uint64_t*>(const_cast<void*>(f.ptr)) + index;
+}
+
+int cuda_signal(const OutArray& flags, uint64_t index, uint64_t value, uintptr_t stream) {
+  uint64_t* f = flag_word(raw_view(flags, "flags", Where::kDevice), index);
+  nb::gil_scoped_release release;
+  return static_cast<int>(sz_cuda_signal(f, value, stream_from(stream)));
+}
+
+int cuda_wait(const InArray& flags, uint64_t index, uint64_t value, uintptr_t stream) {
+  const uint64_t* f = flag_word(raw_view(flags, "flags", Where::kDevice), index);
+  nb::gil_scoped_release release;
+  return static_cast<int>(sz_cuda_wait(f, value, stream_from(stream)));
 }
 
 // The device image of a symbol table (sz_cuda_symbol_table_image, host code in every build): (status, bytes).
@@ -822,7 +849,13 @@ NB_MODULE(_splitzip, m) {
         nb::arg("workspace").noconvert(), nb::arg("frame_size").noconvert(), nb::arg("stream"));
   m.def("cuda_decompress_workspace_size", &cuda_decompress_workspace_size);
   m.def("cuda_decompress", &cuda_decompress, nb::arg("src").noconvert(), nb::arg("dst").noconvert(),
-        nb::arg("workspace").noconvert(), nb::arg("status").noconvert(), nb::arg("stream"));
+        nb::arg("workspace").noconvert(), nb::arg("status").noconvert(), nb::arg("stream"),
+        nb::arg("dst_size").none() = nb::none());
+  m.def("cuda_signal", &cuda_signal, nb::arg("flags").noconvert(), nb::arg("index"), nb::arg("value"),
+        nb::arg("stream"));
+  m.def("cuda_wait", &cuda_wait, nb::arg("flags").noconvert(), nb::arg("index"), nb::arg("value"), nb::arg("stream"));
+  m.def("cuda_enable_peer_access", [](int peer) { return static_cast<int>(sz_cuda_enable_peer_access(peer)); },
+        nb::arg("peer_device"));
   m.def("symbol_table_image", &symbol_table_image, nb::arg("table"));
   m.def("cuda_compress_entropy_workspace_size", &cuda_compress_entropy_workspace_size);
   m.def("cuda_compress_entropy", &cuda_compress_entropy, nb::arg("src").noconvert(), nb::arg("n_values"),

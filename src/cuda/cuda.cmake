@@ -3,8 +3,10 @@
 #   -> agent/ (a chunk: encode.cuh, decode.cuh, entropy_decode.cuh, entropy_encode.cuh, header.cuh)
 #   -> dispatch.cuh (which kernel, its arguments)
 #   -> kernels.cuh (entry points; kernels_*.cu instantiate them, one TU per dtype) -> api.cu (the C ABI, launches)
+# handoff.cu stands alone: the stream-ordered flags of a GPU-to-GPU hand-off (sz_cuda_signal / sz_cuda_wait).
 target_sources(splitzip PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/api.cu
+  ${CMAKE_CURRENT_LIST_DIR}/handoff.cu
   ${CMAKE_CURRENT_LIST_DIR}/kernels_bf16.cu
   ${CMAKE_CURRENT_LIST_DIR}/kernels_fp16.cu
   ${CMAKE_CURRENT_LIST_DIR}/kernels_fp32.cu

@@ -5,8 +5,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "codec_cases.h"
@@ -1128,3 +1130,267 @@ TEST(CudaCodec, EntropyGraphCaptureAndReplay) {
         return ref;
       });
 }
+
+// ---- GPU-to-GPU hand-off: sz_cuda_signal / sz_cuda_wait (the stream-ordered flags of splitzip.p2p's IPC path) -------
+
+namespace {
+
+TEST(CudaHandoff, ArgumentChecks) {
+  SZ_SKIP_WITHOUT_GPU();
+  DevBuf flag(16, true);
+  uint64_t* f = reinterpret_cast<uint64_t*>(flag.p);
+  EXPECT_EQ(sz_cuda_signal(nullptr, 1, nullptr), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_cuda_wait(nullptr, 1, nullptr), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_cuda_signal(reinterpret_cast<uint64_t*>(flag.p + 4), 1, nullptr), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_cuda_wait(reinterpret_cast<const uint64_t*>(flag.p + 4), 1, nullptr), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_cuda_wait(f, 0, nullptr), SZ_OK);  // 0 >= 0: passes at once
+  EXPECT_EQ(sz_cuda_signal(f, 7, nullptr), SZ_OK);
+  EXPECT_EQ(sz_cuda_wait(f, 7, nullptr), SZ_OK);
+  EXPECT_EQ(sz_cuda_wait(f, 3, nullptr), SZ_OK);  // an older value is satisfied by a later signal
+  CUDA_OK(cudaDeviceSynchronize());
+  uint64_t v = 0;
+  CUDA_OK(cudaMemcpy(&v, f, 8, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(v, 7u);
+  int dev = 0, count = 0;
+  CUDA_OK(cudaGetDevice(&dev));
+  CUDA_OK(cudaGetDeviceCount(&count));
+  EXPECT_EQ(sz_cuda_enable_peer_access(dev), SZ_OK);
+  EXPECT_EQ(sz_cuda_enable_peer_access(-1), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_cuda_enable_peer_access(count), SZ_ERROR_INVALID_ARGUMENT);
+}
+
+// A wait holds everything after it in its stream until the flag reaches the value, here a flag in mapped pinned host
+// memory that the host writes: the stream's later signal (and event) must not run before, and must run after.
+TEST(CudaHandoff, WaitHoldsTheStreamUntilTheFlagArrives) {
+  SZ_SKIP_WITHOUT_GPU();
+  uint64_t* h = nullptr;
+  CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&h), 8, cudaHostAllocMapped));
+  __atomic_store_n(h, 0, __ATOMIC_SEQ_CST);
+  uint64_t* d = nullptr;
+  CUDA_OK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d), h, 0));
+  DevBuf mark(8, true);
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaEvent_t ev;
+  CUDA_OK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  ASSERT_EQ(sz_cuda_wait(d, 2, s), SZ_OK);
+  ASSERT_EQ(sz_cuda_signal(reinterpret_cast<uint64_t*>(mark.p), 1, s), SZ_OK);
+  CUDA_OK(cudaEventRecord(ev, s));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(cudaEventQuery(ev), cudaErrorNotReady) << "the wait let the stream go on before the flag came";
+  __atomic_store_n(h, 1, __ATOMIC_SEQ_CST);  // below the value: still waiting
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(cudaEventQuery(ev), cudaErrorNotReady) << "the wait let the stream go on at a smaller value";
+  (void)cudaGetLastError();
+  __atomic_store_n(h, 3, __ATOMIC_SEQ_CST);  // past the value: satisfies a wait for 2
+  CUDA_OK(cudaEventSynchronize(ev));
+  uint64_t v = 0;
+  CUDA_OK(cudaMemcpy(&v, mark.p, 8, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(v, 1u);
+  cudaEventDestroy(ev);
+  cudaStreamDestroy(s);
+  cudaFreeHost(h);
+}
+
+// The hand-off of splitzip.p2p's IPC path, in one process: a ring of `depth` slots of sz_compress_bound bytes and
+// its flags (full[s]: frames written into slot s so far; free[s]: frames of slot s decoded so far) in the consumer
+// device's memory. A producer stream on the producer device encodes message k straight into slot k % depth and
+// signals full; a consumer stream, enqueued FIRST (so only the flags order it after the producer), waits for full,
+// decodes from the slot with the slot's capacity as src_size (the frame's size never leaves the producer's
+// device), copies the slot aside for the frame check and signals free, which the producer waits for before it
+// reuses the slot. Every message decodes bit for bit and every frame equals the reference encoder's.
+void check_ring_handoff(int producer, int consumer, int depth) {
+  const uint64_t sizes[] = {300000, 3 * 65536 + 5, 1000, 250000, 4096, 299999, 77777, 1};
+  const int messages = (int)(sizeof(sizes) / sizeof(sizes[0]));
+  const uint64_t n_max = 300000;
+  const sz_params p = sztest::make_params(12, SZ_FLAG_CHECKSUMS);
+  sz_codebook cb;
+  ASSERT_EQ(sz_default_codebook(SZ_DTYPE_BF16, SZ_KIND_GENERIC, &cb), SZ_OK);
+  const size_t slot = sz_compress_bound(n_max, SZ_DTYPE_BF16);
+  size_t ews = 0, dws = 0;
+  ASSERT_EQ(sz_cuda_compress_workspace_size(n_max, SZ_DTYPE_BF16, &p, &ews), SZ_OK);
+  ASSERT_EQ(sz_cuda_decompress_workspace_size(slot, n_max * 2, &dws), SZ_OK);
+
+  std::vector<std::vector<uint8_t>> data(messages);
+  for (int k = 0; k < messages; ++k) {
+    unsigned center = 0;
+    data[k] = test_values(SZ_DTYPE_BF16, sizes[k], 4000 + k, &center);
+  }
+  // Consumer side: the ring (poisoned: a decode that ran early would fail), flags, outputs.
+  CUDA_OK(cudaSetDevice(consumer));
+  DevBuf slots(slot * depth), flags(16 * depth, true), dwork(dws, true);
+  CUDA_OK(cudaMemset(slots.p, 0xA5, slot * depth));
+  uint64_t* full = reinterpret_cast<uint64_t*>(flags.p);
+  uint64_t* freed = full + depth;
+  std::vector<DevBuf*> outs, seen, st;
+  for (int k = 0; k < messages; ++k) {
+    outs.push_back(new DevBuf(sizes[k] * 2));
+    CUDA_OK(cudaMemset(outs[k]->p, 0x5A, sizes[k] * 2));
+    seen.push_back(new DevBuf(slot));
+    st.push_back(new DevBuf(4));
+  }
+  cudaStream_t cs;
+  CUDA_OK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+  // Producer side: inputs, workspace, frame sizes (device words that never cross).
+  CUDA_OK(cudaSetDevice(producer));
+  if (producer != consumer) ASSERT_EQ(sz_cuda_enable_peer_access(consumer), SZ_OK);
+  DevBuf ework(ews, true);
+  std::vector<DevBuf*> srcs, fsizes;
+  for (int k = 0; k < messages; ++k) {
+    srcs.push_back(new DevBuf(data[k].size()));
+    CUDA_OK(cudaMemcpy(srcs[k]->p, data[k].data(), data[k].size(), cudaMemcpyHostToDevice));
+    fsizes.push_back(new DevBuf(8));
+  }
+  cudaStream_t ps;
+  CUDA_OK(cudaStreamCreateWithFlags(&ps, cudaStreamNonBlocking));
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaSetDevice(consumer));
+  CUDA_OK(cudaDeviceSynchronize());
+
+  CUDA_OK(cudaSetDevice(consumer));
+  for (int k = 0; k < messages; ++k) {
+    const int s = k % depth;
+    const uint64_t round = (uint64_t)(k / depth);
+    uint8_t* sp = slots.p + s * slot;
+    ASSERT_EQ(sz_cuda_wait(full + s, round + 1, cs), SZ_OK);
+    ASSERT_EQ(sz_cuda_decompress(sp, slot, outs[k]->p, sizes[k] * 2, dwork.p, dws, (int32_t*)st[k]->p, nullptr, cs),
+              SZ_OK);
+    CUDA_OK(cudaMemcpyAsync(seen[k]->p, sp, slot, cudaMemcpyDeviceToDevice, cs));
+    ASSERT_EQ(sz_cuda_signal(freed + s, round + 1, cs), SZ_OK);
+  }
+  CUDA_OK(cudaSetDevice(producer));
+  for (int k = 0; k < messages; ++k) {
+    const int s = k % depth;
+    const uint64_t round = (uint64_t)(k / depth);
+    if (round > 0) ASSERT_EQ(sz_cuda_wait(freed + s, round, ps), SZ_OK);
+    ASSERT_EQ(sz_cuda_compress(srcs[k]->p, sizes[k], SZ_DTYPE_BF16, &cb, &p, slots.p + s * slot, slot, ework.p, ews,
+                               (uint64_t*)fsizes[k]->p, nullptr, ps),
+              SZ_OK);
+    ASSERT_EQ(sz_cuda_signal(full + s, round + 1, ps), SZ_OK);
+  }
+  CUDA_OK(cudaStreamSynchronize(ps));
+  CUDA_OK(cudaSetDevice(consumer));
+  CUDA_OK(cudaStreamSynchronize(cs));
+
+  for (int k = 0; k < messages; ++k) {
+    int32_t status = -1;
+    uint64_t size = 0;
+    CUDA_OK(cudaMemcpy(&status, st[k]->p, 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&size, fsizes[k]->p, 8, cudaMemcpyDeviceToHost));
+    ASSERT_EQ(status, SZ_OK) << "message " << k << ": " << sz_status_name((sz_status)status);
+    std::vector<uint8_t> back(sizes[k] * 2), frame(slot);
+    CUDA_OK(cudaMemcpy(back.data(), outs[k]->p, back.size(), cudaMemcpyDeviceToHost));
+    ASSERT_TRUE(back == data[k]) << "message " << k << " decoded differently";
+    CUDA_OK(cudaMemcpy(frame.data(), seen[k]->p, slot, cudaMemcpyDeviceToHost));
+    const std::vector<uint8_t> ref = cpu_compress(data[k], sizes[k], SZ_DTYPE_BF16, cb, p);
+    ASSERT_EQ(size, ref.size()) << "message " << k;
+    ASSERT_TRUE(std::equal(ref.begin(), ref.end(), frame.begin())) << "message " << k << ": frame differs";
+  }
+  uint64_t fl[2 * 8] = {};
+  CUDA_OK(cudaMemcpy(fl, flags.p, 16 * depth, cudaMemcpyDeviceToHost));
+  for (int s = 0; s < depth; ++s) {
+    const uint64_t uses = (uint64_t)((messages - s + depth - 1) / depth);
+    EXPECT_EQ(fl[s], uses) << "full[" << s << "]";
+    EXPECT_EQ(fl[depth + s], uses) << "free[" << s << "]";
+  }
+  for (int k = 0; k < messages; ++k) {
+    delete outs[k];
+    delete seen[k];
+    delete st[k];
+  }
+  cudaStreamDestroy(cs);
+  CUDA_OK(cudaSetDevice(producer));
+  for (int k = 0; k < messages; ++k) {
+    delete srcs[k];
+    delete fsizes[k];
+  }
+  cudaStreamDestroy(ps);
+}
+
+TEST(CudaHandoff, RingOfSlotsTwoStreamsOneDevice) {
+  SZ_SKIP_WITHOUT_GPU();
+  int dev = 0;
+  CUDA_OK(cudaGetDevice(&dev));
+  for (int depth : {1, 2, 3}) {
+    check_ring_handoff(dev, dev, depth);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// The same across two devices: the producer's encoder writes into the consumer device's memory by peer access.
+TEST(CudaHandoff, RingOfSlotsAcrossTwoDevices) {
+  SZ_SKIP_WITHOUT_GPU();
+  int count = 0, can = 0;
+  CUDA_OK(cudaGetDeviceCount(&count));
+  if (count < 2) GTEST_SKIP() << "one CUDA device visible: the two-device hand-off needs two";
+  CUDA_OK(cudaDeviceCanAccessPeer(&can, 0, 1));
+  if (!can) GTEST_SKIP() << "devices 0 and 1 cannot access each other's memory";
+  check_ring_handoff(0, 1, 2);
+  CUDA_OK(cudaSetDevice(0));
+}
+
+// encode -> signal and wait -> decode each captured into a CUDA graph (two kernel nodes each) and replayed with new
+// input, the consumer's graph launched first each time; the flag is reset between replays, since a captured call
+// replays its value.
+TEST(CudaHandoff, GraphCaptureOfEncodeSignalAndWaitDecode) {
+  SZ_SKIP_WITHOUT_GPU();
+  const uint64_t n = 5 * 4096 + 321;
+  const sz_params p = sztest::make_params(12, SZ_FLAG_CHECKSUMS);
+  sz_codebook cb;
+  ASSERT_EQ(sz_default_codebook(SZ_DTYPE_BF16, SZ_KIND_GENERIC, &cb), SZ_OK);
+  const size_t bound = sz_compress_bound(n, SZ_DTYPE_BF16);
+  size_t ews = 0, dws = 0;
+  ASSERT_EQ(sz_cuda_compress_workspace_size(n, SZ_DTYPE_BF16, &p, &ews), SZ_OK);
+  ASSERT_EQ(sz_cuda_decompress_workspace_size(bound, n * 2, &dws), SZ_OK);
+  DevBuf src(n * 2), slot(bound), out(n * 2), ework(ews, true), dwork(dws, true), fsize(8), st(4), flag(8, true);
+  uint64_t* f = reinterpret_cast<uint64_t*>(flag.p);
+  cudaStream_t ps, cs;
+  CUDA_OK(cudaStreamCreateWithFlags(&ps, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+  cudaGraph_t pg, cg;
+  CUDA_OK(cudaStreamBeginCapture(ps, cudaStreamCaptureModeThreadLocal));
+  ASSERT_EQ(sz_cuda_compress(src.p, n, SZ_DTYPE_BF16, &cb, &p, slot.p, bound, ework.p, ews, (uint64_t*)fsize.p,
+                             nullptr, ps),
+            SZ_OK);
+  ASSERT_EQ(sz_cuda_signal(f, 1, ps), SZ_OK);
+  CUDA_OK(cudaStreamEndCapture(ps, &pg));
+  CUDA_OK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
+  ASSERT_EQ(sz_cuda_wait(f, 1, cs), SZ_OK);
+  ASSERT_EQ(sz_cuda_decompress(slot.p, bound, out.p, n * 2, dwork.p, dws, (int32_t*)st.p, nullptr, cs), SZ_OK);
+  CUDA_OK(cudaStreamEndCapture(cs, &cg));
+  size_t pn = 0, cn = 0;
+  CUDA_OK(cudaGraphGetNodes(pg, nullptr, &pn));
+  CUDA_OK(cudaGraphGetNodes(cg, nullptr, &cn));
+  EXPECT_EQ(pn, 2u) << "encode and signal: one kernel each";
+  EXPECT_EQ(cn, 2u) << "wait and decode: one kernel each";
+  cudaGraphExec_t pe, ce;
+  CUDA_OK(cudaGraphInstantiate(&pe, pg, 0));
+  CUDA_OK(cudaGraphInstantiate(&ce, cg, 0));
+  for (int replay = 0; replay < 3; ++replay) {
+    unsigned center = 0;
+    const std::vector<uint8_t> data = test_values(SZ_DTYPE_BF16, n, 700 + replay, &center);
+    CUDA_OK(cudaMemcpy(src.p, data.data(), data.size(), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(slot.p, 0xA5, bound));
+    CUDA_OK(cudaMemset(out.p, 0x5A, n * 2));
+    CUDA_OK(cudaMemset(flag.p, 0, 8));
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaGraphLaunch(ce, cs));
+    CUDA_OK(cudaGraphLaunch(pe, ps));
+    CUDA_OK(cudaStreamSynchronize(ps));
+    CUDA_OK(cudaStreamSynchronize(cs));
+    int32_t status = -1;
+    CUDA_OK(cudaMemcpy(&status, st.p, 4, cudaMemcpyDeviceToHost));
+    ASSERT_EQ(status, SZ_OK) << "replay " << replay;
+    std::vector<uint8_t> back(n * 2);
+    CUDA_OK(cudaMemcpy(back.data(), out.p, back.size(), cudaMemcpyDeviceToHost));
+    ASSERT_TRUE(back == data) << "replay " << replay;
+  }
+  cudaGraphExecDestroy(pe);
+  cudaGraphExecDestroy(ce);
+  cudaGraphDestroy(pg);
+  cudaGraphDestroy(cg);
+  cudaStreamDestroy(ps);
+  cudaStreamDestroy(cs);
+}
+
+}  // namespace
