@@ -1,0 +1,473 @@
+// containers.cpp — containers written and read item by item (see containers.h). The frame surgery follows
+// docs/FORMAT.md §4: a frame is header (64 bytes), chunk index (8 bytes a chunk), chunk checksums (4 bytes a chunk,
+// with flag CHECKSUMS), rest section (R bytes per 8 values) and exponent section, whose records the index entries
+// end; header fields n_values at byte 16, exponent_section_size at 24, header_checksum (H32 of bytes 0..59) at 60.
+#include "containers.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace splitzip_cli {
+
+void Source::read(uint64_t offset, uint8_t* dst, size_t n) const {
+  if (n == 0) return;
+  if (data_ != nullptr) {
+    std::memcpy(dst, data_ + offset, n);
+  } else {
+    file_->read_at(offset, dst, n);
+  }
+}
+
+namespace {
+
+uint64_t align64(uint64_t x) { return (x + SZ_CONTAINER_ALIGN - 1) / SZ_CONTAINER_ALIGN * SZ_CONTAINER_ALIGN; }
+
+uint64_t load_u64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+void store_u64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = uint8_t(v >> (8 * i));
+}
+
+// Stored items and spooled output are copied in blocks of this size.
+constexpr size_t kCopyBlock = size_t(4) << 20;
+
+// Index entries (§4.3): bits 0-61 the end of the chunk's record in the exponent section, bits 62-63 its mode.
+constexpr uint64_t kEndMask = (uint64_t(1) << 62) - 1;
+
+// Where the sections of a version 1 frame of n values lie (§4).
+struct FrameLayout {
+  uint64_t chunks, index, checksums, rest, exponents;  // offsets of the sections from the frame's start
+  uint64_t rest_group;                                // bytes of rest fields per 8 values
+  FrameLayout(uint64_t n, sz_dtype dtype, unsigned chunk_log2, uint32_t flags) {
+    chunks = (n + (uint64_t(1) << chunk_log2) - 1) >> chunk_log2;
+    rest_group = 8 * sz_dtype_size(dtype) - sz_dtype_exponent_bits(dtype);
+    index = SZ_FRAME_HEADER_SIZE;
+    checksums = index + 8 * chunks;
+    rest = checksums + ((flags & SZ_FLAG_CHECKSUMS) ? 4 * chunks : 0);
+    exponents = rest + (n + 7) / 8 * rest_group;
+  }
+};
+
+// A frame header for n values and an exponent section of x bytes, with the other fields of `from`.
+void patch_header(uint8_t* header, const uint8_t* from, uint64_t n, uint64_t x) {
+  std::memcpy(header, from, SZ_FRAME_HEADER_SIZE);
+  store_u64(header + 16, n);
+  store_u64(header + 24, x);
+  const uint32_t h32 = uint32_t(XXH3_64bits(header, 60));
+  for (int i = 0; i < 4; ++i) header[60 + i] = uint8_t(h32 >> (8 * i));
+}
+
+// Throws unless the codebook the user gave (if any) is used by a frame of the plan.
+void check_codebook_used(const InputPlan& plan, const CodebookChoice& codebooks, const std::string& file) {
+  if (!codebooks.user) return;
+  bool used = false;
+  for (const Segment& s : plan.segments) used = used || (s.is_frame && uint8_t(s.dtype) == codebooks.user->dtype);
+  if (used) return;
+  std::string have;
+  for (const Segment& s : plan.segments)
+    if (s.is_frame) have = sz_dtype_name(s.dtype);
+  throw CliError(file + ": the codebook is for " + sz_dtype_name(sz_dtype(codebooks.user->dtype)) +
+                 " but the input holds " + (have.empty() ? std::string("no floating tensors") : have + " data"));
+}
+
+// Writes the frame of segment `s` of src at `at` of sink; returns its size.
+uint64_t write_frame(const Source& src, const Segment& s, const CodebookChoice& codebooks, const sz_params& params,
+                     Cctx& ctx, Sink& sink, uint64_t at, const std::string& what, Progress* progress) {
+  const size_t vb = sz_dtype_size(s.dtype);
+  const uint64_t n = s.size / vb;
+  const sz_codebook cb = codebooks.for_dtype(s.dtype);
+  if (src.memory() != nullptr || n <= kStreamFrameValues) {  // one call
+    Buffer in;
+    const uint8_t* values = src.memory() ? src.memory() + s.offset : nullptr;
+    if (values == nullptr) {
+      in = Buffer(size_t(s.size));
+      src.read(s.offset, in.data(), size_t(s.size));
+      values = in.data();
+    }
+    Buffer frame(size_t(sz_compress_bound(n, s.dtype)));
+    size_t written = 0;
+    check_status(sz_compress_cctx(ctx.p, values, n, s.dtype, &cb, &params, frame.data(), frame.size(), &written),
+                 what);
+    sink.write_at(at, frame.data(), written);
+    if (progress) progress->advance(s.size);
+    return written;
+  }
+  // Pieces of kStreamFrameValues values: a whole number of chunks of any chunk size, and of groups of 8 values.
+  const uint64_t piece_values = kStreamFrameValues;
+  Buffer in(size_t(piece_values * vb)), frame(size_t(sz_compress_bound(piece_values, s.dtype)));
+  uint8_t first_header[SZ_FRAME_HEADER_SIZE];
+  const FrameLayout whole(n, s.dtype, params.chunk_log2, params.flags);
+  uint64_t exponent_bytes = 0;  // of the pieces so far
+  for (uint64_t v0 = 0; v0 < n; v0 += piece_values) {
+    const uint64_t m = std::min(piece_values, n - v0);
+    src.read(s.offset + v0 * vb, in.data(), size_t(m * vb));
+    size_t written = 0;
+    check_status(sz_compress_cctx(ctx.p, in.data(), m, s.dtype, &cb, &params, frame.data(), frame.size(), &written),
+                 what);
+    if (v0 == 0) std::memcpy(first_header, frame.data(), SZ_FRAME_HEADER_SIZE);
+    const FrameLayout piece(m, s.dtype, params.chunk_log2, params.flags);
+    const uint64_t c0 = v0 >> params.chunk_log2;
+    const uint64_t x = load_u64(frame.data() + 24);
+    if (piece.exponents + x != written) check_status(SZ_ERROR_INTERNAL, what);
+    for (uint64_t c = 0; c < piece.chunks; ++c) {  // the index entries, rebased onto the whole exponent section
+      uint8_t* e = frame.data() + piece.index + 8 * c;
+      const uint64_t entry = load_u64(e);
+      store_u64(e, (entry & ~kEndMask) | ((entry & kEndMask) + exponent_bytes));
+    }
+    sink.write_at(at + whole.index + 8 * c0, frame.data() + piece.index, size_t(8 * piece.chunks));
+    sink.write_at(at + whole.checksums + 4 * c0, frame.data() + piece.checksums,
+                  size_t(piece.rest - piece.checksums));
+    sink.write_at(at + whole.rest + v0 / 8 * whole.rest_group, frame.data() + piece.rest,
+                  size_t(piece.exponents - piece.rest));
+    sink.write_at(at + whole.exponents + exponent_bytes, frame.data() + piece.exponents, size_t(x));
+    exponent_bytes += x;
+    if (progress) progress->advance(m * vb);
+  }
+  uint8_t header[SZ_FRAME_HEADER_SIZE];
+  patch_header(header, first_header, n, exponent_bytes);
+  sink.write_at(at, header, sizeof header);
+  return whole.exponents + exponent_bytes;
+}
+
+class FileSink : public Sink {
+ public:
+  explicit FileSink(OutputFile& out) : out_(out) {}
+  void write_at(uint64_t offset, const uint8_t* data, size_t size) override { out_.write_at(offset, data, size); }
+
+ private:
+  OutputFile& out_;
+};
+
+// An unlinked temporary file, copied to the output at the end.
+class SpoolSink : public Sink {
+ public:
+  SpoolSink() : f_(std::tmpfile()) {
+    if (f_ == nullptr) throw CliError(std::string("cannot create a temporary file: ") + std::strerror(errno));
+  }
+  ~SpoolSink() override { std::fclose(f_); }
+  void write_at(uint64_t offset, const uint8_t* data, size_t size) override {
+    while (size > 0) {
+      const ssize_t w = ::pwrite(fileno(f_), data, size, off_t(offset));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) throw CliError(std::string("cannot write a temporary file: ") + std::strerror(errno));
+      data += w;
+      offset += uint64_t(w);
+      size -= size_t(w);
+    }
+  }
+  void copy_to(OutputFile& out, uint64_t size) {
+    Buffer block(size_t(std::min<uint64_t>(size, kCopyBlock)));
+    for (uint64_t pos = 0; pos < size;) {
+      const size_t want = size_t(std::min<uint64_t>(size - pos, block.size()));
+      const ssize_t r = ::pread(fileno(f_), block.data(), want, off_t(pos));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) throw CliError(std::string("cannot read a temporary file: ") + std::strerror(r < 0 ? errno : EIO));
+      out.write(block.data(), size_t(r));
+      pos += uint64_t(r);
+    }
+  }
+
+ private:
+  std::FILE* f_;
+};
+
+}  // namespace
+
+uint64_t write_container(const Source& src, const InputPlan& plan, const CodebookChoice& codebooks,
+                         const sz_params& params, const std::string& file, Sink& sink, Progress* progress) {
+  check_codebook_used(plan, codebooks, file);
+  uint64_t total_in = 0;
+  for (const Segment& s : plan.segments) total_in += s.size;
+  if (progress) progress->phase("compressing", file, total_in);
+  Cctx ctx(params.threads);
+  uint8_t header[SZ_CONTAINER_HEADER_SIZE];
+  check_status(sz_container_write_header(header, sizeof header), file);
+  sink.write_at(0, header, sizeof header);
+  // Every item at a 64-byte aligned offset, then index and footer right after the last one.
+  std::vector<sz_item> items;
+  uint64_t pos = SZ_CONTAINER_HEADER_SIZE;
+  Buffer block;
+  for (const Segment& s : plan.segments) {
+    const uint64_t start = align64(pos);
+    sz_item it;
+    std::memset(&it, 0, sizeof it);
+    it.kind = uint8_t(s.is_frame ? SZ_ITEM_FRAME : SZ_ITEM_STORED);
+    it.dtype = uint8_t(s.is_frame ? s.dtype : 0);
+    it.ndim = uint8_t(s.has_shape ? s.shape.size() : 0);
+    for (size_t d = 0; d < it.ndim; ++d) it.shape[d] = s.shape[d];
+    it.name = s.name.data();
+    it.name_size = uint16_t(s.name.size());
+    it.original_offset = s.offset;
+    it.original_size = s.size;
+    it.data_offset = start;
+    if (s.is_frame) {
+      it.data_size = write_frame(src, s, codebooks, params, ctx, sink, start,
+                                 file + ": tensor '" + printable_name(s.name) + "'", progress);
+    } else if (src.memory() != nullptr) {
+      sink.write_at(start, src.memory() + s.offset, size_t(s.size));
+      it.data_size = s.size;
+      if (progress) progress->advance(s.size);
+    } else {
+      if (block.empty() && s.size) block = Buffer(kCopyBlock);
+      for (uint64_t done = 0; done < s.size;) {
+        const size_t n = size_t(std::min<uint64_t>(s.size - done, kCopyBlock));
+        src.read(s.offset + done, block.data(), n);
+        sink.write_at(start + done, block.data(), n);
+        done += n;
+        if (progress) progress->advance(n);
+      }
+      it.data_size = s.size;
+    }
+    pos = start + it.data_size;
+    items.push_back(it);
+  }
+  uint64_t index_size = 0;
+  check_status(sz_container_index_size(items.data(), uint32_t(items.size()), &index_size), file + ": container index");
+  Buffer index{size_t(index_size)};
+  size_t written = 0;
+  check_status(sz_container_write_index(items.data(), uint32_t(items.size()), pos, index.data(), index.size(),
+                                        &written),
+               file + ": container index");
+  sink.write_at(pos, index.data(), written);
+  return pos + written;
+}
+
+uint64_t write_container(const Source& src, const InputPlan& plan, const CodebookChoice& codebooks,
+                         const sz_params& params, const std::string& file, OutputFile& out, Progress* progress) {
+  if (out.seekable()) {
+    FileSink sink(out);
+    return write_container(src, plan, codebooks, params, file, sink, progress);
+  }
+  SpoolSink spool;
+  const uint64_t size = write_container(src, plan, codebooks, params, file, spool, progress);
+  spool.copy_to(out, size);
+  return size;
+}
+
+// ---- reading -----------------------------------------------------------------------------------------------------
+
+ContainerImage::ContainerImage(const Source& src, bool frame_stats) : size_(src.size()) {
+  if (src.memory() != nullptr) {
+    data_ = src.memory();
+    return;
+  }
+  map_ = mmap(nullptr, size_t(size_), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (map_ == MAP_FAILED) {
+    map_ = nullptr;
+    throw CliError(std::string("cannot map ") + std::to_string(size_) + " bytes of address space: " +
+                   std::strerror(errno));
+  }
+  uint8_t* image = static_cast<uint8_t*>(map_);
+  data_ = image;
+  // Reads [offset, offset + n) of the file into the image, clipped to the file.
+  auto load = [&](uint64_t offset, uint64_t n) {
+    if (offset >= size_) return;
+    src.read(offset, image + offset, size_t(std::min(n, size_ - offset)));
+  };
+  load(0, SZ_CONTAINER_HEADER_SIZE);
+  if (size_ < SZ_CONTAINER_HEADER_SIZE + SZ_CONTAINER_FOOTER_SIZE) return;  // too short: the library says so
+  const uint64_t footer = size_ - SZ_CONTAINER_FOOTER_SIZE;
+  load(footer, SZ_CONTAINER_FOOTER_SIZE);
+  const uint64_t index_offset = load_u64(image + footer), index_size = load_u64(image + footer + 8);
+  const uint32_t count = uint32_t(load_u64(image + footer + 16));
+  if (index_offset < SZ_CONTAINER_HEADER_SIZE || index_offset > footer || index_size != footer - index_offset) return;
+  load(index_offset, index_size);
+  // The items' headers, found by a walk of the index (§6.3); anything odd is left for the library to reject.
+  const uint8_t* p = image + index_offset;
+  const uint8_t* end = p + index_size;
+  for (uint32_t i = 0; i < count; ++i) {
+    const size_t fixed = 38;
+    if (size_t(end - p) < fixed) break;
+    const uint8_t kind = p[0], ndim = p[2];
+    const size_t name_size = size_t(p[4]) | size_t(p[5]) << 8;
+    const size_t entry = fixed + name_size + 8 * size_t(ndim);
+    if (ndim > SZ_MAX_NDIM || size_t(end - p) < entry) break;
+    const uint8_t* q = p + 6 + name_size + 8 * size_t(ndim);
+    const uint64_t data_offset = load_u64(q + 16), data_size = load_u64(q + 24);
+    p += entry;
+    if (data_offset > index_offset || data_size > index_offset - data_offset) continue;
+    if (kind == SZ_ITEM_BOOK || kind == SZ_ITEM_TABLE) {
+      load(data_offset, data_size);
+    } else if (kind == SZ_ITEM_FRAME) {
+      load(data_offset, std::min<uint64_t>(data_size, SZ_FRAME_HEADER_SIZE));
+      sz_frame_info info;
+      if (!frame_stats || data_size < SZ_FRAME_HEADER_SIZE ||
+          sz_frame_info_get(image + data_offset, SZ_FRAME_HEADER_SIZE, &info) != SZ_OK)
+        continue;
+      if (info.version == SZ_FORMAT_VERSION_ENTROPY)
+        load(data_offset, data_size);
+      else
+        load(data_offset + SZ_FRAME_HEADER_SIZE,
+             std::min<uint64_t>(8 * info.n_chunks, data_size - SZ_FRAME_HEADER_SIZE));
+    }
+  }
+}
+
+ContainerImage::~ContainerImage() {
+  if (map_ != nullptr) munmap(map_, size_t(size_));
+}
+
+namespace {
+
+// Decodes the version 1 frame at [at, at + info.frame_size) of src piece by piece, as frames of their own.
+void decode_pieces(const Source& src, uint64_t at, const sz_frame_info& info, Dctx& ctx, const std::string& what,
+                   const std::function<void(const uint8_t*, size_t)>& emit) {
+  const sz_dtype dtype = sz_dtype(info.dtype);
+  const size_t vb = sz_dtype_size(dtype);
+  const uint64_t n = info.n_values, piece_values = kStreamFrameValues;
+  const FrameLayout whole(n, dtype, info.chunk_log2, info.flags);
+  uint8_t header[SZ_FRAME_HEADER_SIZE];
+  src.read(at, header, sizeof header);
+  const uint64_t exponent_size = load_u64(header + 24);
+  Buffer frame, out(size_t(piece_values * vb));
+  uint64_t base = 0;  // where the piece's records begin in the exponent section
+  for (uint64_t v0 = 0; v0 < n; v0 += piece_values) {
+    const uint64_t m = std::min(piece_values, n - v0);
+    const FrameLayout piece(m, dtype, info.chunk_log2, info.flags);
+    const uint64_t c0 = v0 >> info.chunk_log2;
+    // A piece's records take at most 4 bits of code and 3 bytes of escape per value (§4.5).
+    const uint64_t max_records = (m + 7) / 8 * 4 + 3 * m;
+    if (frame.size() < piece.exponents + max_records) frame = Buffer(size_t(piece.exponents + max_records));
+    src.read(at + whole.index + 8 * c0, frame.data() + piece.index, size_t(8 * piece.chunks));
+    uint64_t end = base;
+    for (uint64_t c = 0; c < piece.chunks; ++c) {  // rebased onto the piece's records
+      uint8_t* e = frame.data() + piece.index + 8 * c;
+      const uint64_t entry = load_u64(e);
+      end = entry & kEndMask;
+      if (end < base) check_status(SZ_ERROR_CORRUPT, what);
+      store_u64(e, (entry & ~kEndMask) | (end - base));
+    }
+    const uint64_t x = end - base;
+    if (x > max_records || end > exponent_size || (v0 + m == n && end != exponent_size))
+      check_status(SZ_ERROR_CORRUPT, what);
+    patch_header(frame.data(), header, m, x);
+    src.read(at + whole.checksums + 4 * c0, frame.data() + piece.checksums, size_t(piece.rest - piece.checksums));
+    src.read(at + whole.rest + v0 / 8 * whole.rest_group, frame.data() + piece.rest,
+             size_t(piece.exponents - piece.rest));
+    src.read(at + whole.exponents + base, frame.data() + piece.exponents, size_t(x));
+    size_t written = 0;
+    check_status(sz_decompress_dctx(ctx.p, frame.data(), size_t(piece.exponents + x), out.data(), size_t(m * vb),
+                                    &written),
+                 what);
+    if (written != m * vb) check_status(SZ_ERROR_CORRUPT, what);
+    emit(out.data(), written);
+    base = end;
+  }
+}
+
+}  // namespace
+
+uint64_t decompress_container(const Source& src, unsigned threads, const std::string& file, Progress* progress,
+                              const std::function<void(const uint8_t*, size_t)>& emit) {
+  ContainerImage image(src, false);
+  const uint8_t* data = image.data();
+  const uint64_t size = image.size();
+  std::vector<sz_item> items = read_container_index(data, size_t(size), file);
+  // Channel books and symbol tables (whole in the image, validated by read_container_index), found by the id that
+  // version 2 and 3 frames name; tables prepared once.
+  std::vector<sz_channel_book> books;
+  std::vector<std::unique_ptr<LoadedTable>> tables;
+  for (const sz_item& it : items) {
+    if (it.kind == SZ_ITEM_BOOK) {
+      sz_channel_book b;
+      check_status(sz_channel_book_parse(data + it.data_offset, size_t(it.data_size), &b), file);
+      books.push_back(b);
+    } else if (it.kind == SZ_ITEM_TABLE) {
+      Buffer bytes{size_t(it.data_size)};
+      std::memcpy(bytes.data(), data + it.data_offset, size_t(it.data_size));
+      tables.push_back(load_symbol_table(std::move(bytes), file + ": item '" +
+                                                                printable_name(std::string(it.name, it.name_size)) + "'"));
+    }
+  }
+  uint64_t total = 0;
+  for (const sz_item& it : items) total += it.original_size;
+  // The original ranges tile [0, total) (sz_container_items checked it): in their order the file comes out in order.
+  std::vector<size_t> order(items.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return items[a].original_offset < items[b].original_offset; });
+  Dctx ctx(threads);
+  Buffer in, out;
+  for (size_t i : order) {
+    const sz_item& it = items[i];
+    const std::string what = file + ": item '" + printable_name(std::string(it.name, it.name_size)) + "'";
+    if (it.original_offset + it.original_size > total || it.data_offset + it.data_size > size)
+      check_status(SZ_ERROR_CORRUPT, what);
+    if (it.kind == SZ_ITEM_BOOK || it.kind == SZ_ITEM_TABLE) continue;  // not part of the original file
+    if (it.kind == SZ_ITEM_STORED) {
+      if (it.data_size != it.original_size) check_status(SZ_ERROR_CORRUPT, what);
+      for (uint64_t done = 0; done < it.data_size;) {
+        const size_t n = size_t(std::min<uint64_t>(it.data_size - done, kCopyBlock));
+        if (src.memory() != nullptr) {
+          emit(src.memory() + it.data_offset + done, n);
+        } else {
+          if (in.size() < n) in = Buffer(kCopyBlock);
+          src.read(it.data_offset + done, in.data(), n);
+          emit(in.data(), n);
+        }
+        done += n;
+      }
+      if (progress) progress->advance(it.data_size);
+      continue;
+    }
+    sz_frame_info info;
+    check_status(sz_frame_info_get(data + it.data_offset, size_t(std::min<uint64_t>(it.data_size, SZ_FRAME_HEADER_SIZE)),
+                                   &info),
+                 what);
+    if (info.dtype != it.dtype || info.frame_size != it.data_size || info.decompressed_size != it.original_size)
+      check_status(SZ_ERROR_CORRUPT, what);
+    if (info.version == SZ_FORMAT_VERSION && info.n_values > kStreamFrameValues) {
+      decode_pieces(src, it.data_offset, info, ctx, what, emit);
+      if (progress) progress->advance(it.data_size);
+      continue;
+    }
+    const uint8_t* frame = src.memory() ? src.memory() + it.data_offset : nullptr;
+    if (frame == nullptr) {
+      if (in.size() < it.data_size) in = Buffer(size_t(it.data_size));
+      src.read(it.data_offset, in.data(), size_t(it.data_size));
+      frame = in.data();
+    }
+    if (out.size() < it.original_size) out = Buffer(size_t(it.original_size));
+    size_t written = 0;
+    uint64_t book_id = 0;
+    if (sz_frame_table_ref(frame, size_t(it.data_size), &book_id, nullptr, nullptr) == SZ_OK) {
+      const sz_symbol_table* table = nullptr;
+      for (const auto& t : tables)
+        if (t->table.id == book_id) table = &t->table;
+      if (table == nullptr) check_status(SZ_ERROR_BOOK_MISMATCH, what + " (its symbol table is not in the container)");
+      check_status(sz_decompress_entropy(frame, size_t(it.data_size), table, out.data(), size_t(it.original_size),
+                                         &written, threads),
+                   what);
+    } else if (sz_frame_book_ref(frame, size_t(it.data_size), &book_id, nullptr, nullptr) == SZ_OK) {
+      const sz_channel_book* book = nullptr;
+      for (const sz_channel_book& b : books)
+        if (b.id == book_id) book = &b;
+      if (book == nullptr) check_status(SZ_ERROR_BOOK_MISMATCH, what + " (its channel book is not in the container)");
+      check_status(sz_decompress_book(frame, size_t(it.data_size), book, out.data(), size_t(it.original_size),
+                                      &written, threads),
+                   what);
+    } else {
+      check_status(sz_decompress_dctx(ctx.p, frame, size_t(it.data_size), out.data(), size_t(it.original_size),
+                                      &written),
+                   what);
+    }
+    if (written != it.original_size) check_status(SZ_ERROR_CORRUPT, what);
+    emit(out.data(), written);
+    if (progress) progress->advance(it.data_size);
+  }
+  return total;
+}
+
+}  // namespace splitzip_cli
