@@ -321,9 +321,10 @@ ContainerImage::~ContainerImage() {
 
 namespace {
 
-// Decodes the version 1 frame at [at, at + info.frame_size) of src piece by piece, as frames of their own.
+// Decodes the version 1 frame at [at, at + info.frame_size) of src piece by piece, as frames of their own, in the
+// buffers frame and out (grown as needed).
 void decode_pieces(const Source& src, uint64_t at, const sz_frame_info& info, Dctx& ctx, const std::string& what,
-                   const std::function<void(const uint8_t*, size_t)>& emit) {
+                   Buffer& frame, Buffer& out, const std::function<void(const uint8_t*, size_t)>& emit) {
   const sz_dtype dtype = sz_dtype(info.dtype);
   const size_t vb = sz_dtype_size(dtype);
   const uint64_t n = info.n_values, piece_values = kStreamFrameValues;
@@ -331,28 +332,30 @@ void decode_pieces(const Source& src, uint64_t at, const sz_frame_info& info, Dc
   uint8_t header[SZ_FRAME_HEADER_SIZE];
   src.read(at, header, sizeof header);
   const uint64_t exponent_size = load_u64(header + 24);
-  Buffer frame, out(size_t(piece_values * vb));
+  if (out.size() < std::min(n, piece_values) * vb) out = Buffer(size_t(std::min(n, piece_values) * vb));
+  std::vector<uint8_t> index;
   uint64_t base = 0;  // where the piece's records begin in the exponent section
   for (uint64_t v0 = 0; v0 < n; v0 += piece_values) {
     const uint64_t m = std::min(piece_values, n - v0);
     const FrameLayout piece(m, dtype, info.chunk_log2, info.flags);
     const uint64_t c0 = v0 >> info.chunk_log2;
-    // A piece's records take at most 4 bits of code and 3 bytes of escape per value (§4.5).
-    const uint64_t max_records = (m + 7) / 8 * 4 + 3 * m;
-    if (frame.size() < piece.exponents + max_records) frame = Buffer(size_t(piece.exponents + max_records));
-    src.read(at + whole.index + 8 * c0, frame.data() + piece.index, size_t(8 * piece.chunks));
+    index.resize(size_t(8 * piece.chunks));
+    src.read(at + whole.index + 8 * c0, index.data(), index.size());
     uint64_t end = base;
     for (uint64_t c = 0; c < piece.chunks; ++c) {  // rebased onto the piece's records
-      uint8_t* e = frame.data() + piece.index + 8 * c;
+      uint8_t* e = index.data() + 8 * c;
       const uint64_t entry = load_u64(e);
       end = entry & kEndMask;
       if (end < base) check_status(SZ_ERROR_CORRUPT, what);
       store_u64(e, (entry & ~kEndMask) | (end - base));
     }
+    // A piece's records take at most 4 bits of code and 3 bytes of escape per value (§4.5).
     const uint64_t x = end - base;
-    if (x > max_records || end > exponent_size || (v0 + m == n && end != exponent_size))
+    if (x > (m + 7) / 8 * 4 + 3 * m || end > exponent_size || (v0 + m == n && end != exponent_size))
       check_status(SZ_ERROR_CORRUPT, what);
+    if (frame.size() < piece.exponents + x) frame = Buffer(size_t(piece.exponents + x));
     patch_header(frame.data(), header, m, x);
+    std::memcpy(frame.data() + piece.index, index.data(), index.size());
     src.read(at + whole.checksums + 4 * c0, frame.data() + piece.checksums, size_t(piece.rest - piece.checksums));
     src.read(at + whole.rest + v0 / 8 * whole.rest_group, frame.data() + piece.rest,
              size_t(piece.exponents - piece.rest));
@@ -429,7 +432,7 @@ uint64_t decompress_container(const Source& src, unsigned threads, const std::st
     if (info.dtype != it.dtype || info.frame_size != it.data_size || info.decompressed_size != it.original_size)
       check_status(SZ_ERROR_CORRUPT, what);
     if (info.version == SZ_FORMAT_VERSION && info.n_values > kStreamFrameValues) {
-      decode_pieces(src, it.data_offset, info, ctx, what, emit);
+      decode_pieces(src, it.data_offset, info, ctx, what, in, out, emit);
       if (progress) progress->advance(it.data_size);
       continue;
     }

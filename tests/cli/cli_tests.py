@@ -574,7 +574,8 @@ def case_container_memory(r, ctx):
                                         r.path(stdout_file) if stdout_file else None)
             check(rc == 0, "splitzip %s failed: %s" % (" ".join(args), err))
             check(rss <= limit, "splitzip %s: max RSS %.1f MB > %.0f MB" % (" ".join(args), rss, limit))
-            print("  %-48s max RSS %5.1f MB" % ("splitzip " + " ".join(args), rss))
+            print("  %-52s max RSS %s" % ("splitzip " + " ".join(args),
+                                             "%5.1f MB" % rss if rss else "- (ended before the first sample)"))
         same_bytes(r, name, "back")
         same_bytes(r, name + ".spz", "stdout.spz")
         # stdin is read whole and every frame coded by one call: the same container
