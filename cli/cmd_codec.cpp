@@ -5,7 +5,7 @@
 // Raw inputs stream: they are read, compressed and written one frame of kStreamFrameValues values at a time, and a
 // file of frames back to back decompresses one frame at a time, so memory stays bounded whatever the file size.
 // .npy and .safetensors files become containers written item by item, and containers decompress item by item, a
-// large frame in pieces of kStreamFrameValues values (containers.h); from stdin they are read whole first.
+// large frame in pieces of kPieceBytes (containers.h); from stdin they are read whole first.
 #include "codec.h"
 #include "commands.h"
 #include "containers.h"

@@ -82,21 +82,33 @@ void check_codebook_used(const InputPlan& plan, const CodebookChoice& codebooks,
                  " but the input holds " + (have.empty() ? std::string("no floating tensors") : have + " data"));
 }
 
-// Writes the frame of segment `s` of src at `at` of sink; returns its size.
+// Makes b hold at least n bytes (its contents are not kept).
+void reserve(Buffer& b, uint64_t n) {
+  if (b.size() < n) b = Buffer(size_t(n));
+}
+
+// The largest frame of a piece of kPieceBytes (one-byte values: the most chunks). The buffers of pieces and of the
+// items no larger are allocated at these sizes once, uninitialised (untouched pages cost nothing), so no item
+// makes them grow in steps.
+uint64_t piece_frame_bound() { return sz_compress_bound(kPieceBytes, SZ_DTYPE_FP8_E4M3); }
+
+// Writes the frame of segment `s` of src at `at` of sink, through the buffers in and frame (grown as needed, kept
+// for the next frame); returns its size.
 uint64_t write_frame(const Source& src, const Segment& s, const CodebookChoice& codebooks, const sz_params& params,
-                     Cctx& ctx, Sink& sink, uint64_t at, const std::string& what, Progress* progress) {
+                     Cctx& ctx, Buffer& in, Buffer& frame, Sink& sink, uint64_t at, const std::string& what,
+                     Progress* progress) {
   const size_t vb = sz_dtype_size(s.dtype);
   const uint64_t n = s.size / vb;
   const sz_codebook cb = codebooks.for_dtype(s.dtype);
-  if (src.memory() != nullptr || n <= kStreamFrameValues) {  // one call
-    Buffer in;
+  const uint64_t piece_values = kPieceBytes / vb;
+  if (src.memory() != nullptr || n <= piece_values) {  // one call
     const uint8_t* values = src.memory() ? src.memory() + s.offset : nullptr;
     if (values == nullptr) {
-      in = Buffer(size_t(s.size));
+      reserve(in, s.size);
       src.read(s.offset, in.data(), size_t(s.size));
       values = in.data();
     }
-    Buffer frame(size_t(sz_compress_bound(n, s.dtype)));
+    reserve(frame, sz_compress_bound(n, s.dtype));
     size_t written = 0;
     check_status(sz_compress_cctx(ctx.p, values, n, s.dtype, &cb, &params, frame.data(), frame.size(), &written),
                  what);
@@ -104,9 +116,8 @@ uint64_t write_frame(const Source& src, const Segment& s, const CodebookChoice& 
     if (progress) progress->advance(s.size);
     return written;
   }
-  // Pieces of kStreamFrameValues values: a whole number of chunks of any chunk size, and of groups of 8 values.
-  const uint64_t piece_values = kStreamFrameValues;
-  Buffer in(size_t(piece_values * vb)), frame(size_t(sz_compress_bound(piece_values, s.dtype)));
+  reserve(in, piece_values * vb);
+  reserve(frame, sz_compress_bound(piece_values, s.dtype));
   uint8_t first_header[SZ_FRAME_HEADER_SIZE];
   const FrameLayout whole(n, s.dtype, params.chunk_log2, params.flags);
   uint64_t exponent_bytes = 0;  // of the pieces so far
@@ -198,7 +209,7 @@ uint64_t write_container(const Source& src, const InputPlan& plan, const Codeboo
   // Every item at a 64-byte aligned offset, then index and footer right after the last one.
   std::vector<sz_item> items;
   uint64_t pos = SZ_CONTAINER_HEADER_SIZE;
-  Buffer block;
+  Buffer in{kPieceBytes}, frame{size_t(piece_frame_bound())};  // for every frame and stored item
   for (const Segment& s : plan.segments) {
     const uint64_t start = align64(pos);
     sz_item it;
@@ -213,18 +224,18 @@ uint64_t write_container(const Source& src, const InputPlan& plan, const Codeboo
     it.original_size = s.size;
     it.data_offset = start;
     if (s.is_frame) {
-      it.data_size = write_frame(src, s, codebooks, params, ctx, sink, start,
+      it.data_size = write_frame(src, s, codebooks, params, ctx, in, frame, sink, start,
                                  file + ": tensor '" + printable_name(s.name) + "'", progress);
     } else if (src.memory() != nullptr) {
       sink.write_at(start, src.memory() + s.offset, size_t(s.size));
       it.data_size = s.size;
       if (progress) progress->advance(s.size);
     } else {
-      if (block.empty() && s.size) block = Buffer(kCopyBlock);
       for (uint64_t done = 0; done < s.size;) {
         const size_t n = size_t(std::min<uint64_t>(s.size - done, kCopyBlock));
-        src.read(s.offset + done, block.data(), n);
-        sink.write_at(start + done, block.data(), n);
+        reserve(in, n);
+        src.read(s.offset + done, in.data(), n);
+        sink.write_at(start + done, in.data(), n);
         done += n;
         if (progress) progress->advance(n);
       }
@@ -327,12 +338,12 @@ void decode_pieces(const Source& src, uint64_t at, const sz_frame_info& info, Dc
                    Buffer& frame, Buffer& out, const std::function<void(const uint8_t*, size_t)>& emit) {
   const sz_dtype dtype = sz_dtype(info.dtype);
   const size_t vb = sz_dtype_size(dtype);
-  const uint64_t n = info.n_values, piece_values = kStreamFrameValues;
+  const uint64_t n = info.n_values, piece_values = kPieceBytes / vb;
   const FrameLayout whole(n, dtype, info.chunk_log2, info.flags);
   uint8_t header[SZ_FRAME_HEADER_SIZE];
   src.read(at, header, sizeof header);
   const uint64_t exponent_size = load_u64(header + 24);
-  if (out.size() < std::min(n, piece_values) * vb) out = Buffer(size_t(std::min(n, piece_values) * vb));
+  reserve(out, std::min(n, piece_values) * vb);
   std::vector<uint8_t> index;
   uint64_t base = 0;  // where the piece's records begin in the exponent section
   for (uint64_t v0 = 0; v0 < n; v0 += piece_values) {
@@ -353,7 +364,7 @@ void decode_pieces(const Source& src, uint64_t at, const sz_frame_info& info, Dc
     const uint64_t x = end - base;
     if (x > (m + 7) / 8 * 4 + 3 * m || end > exponent_size || (v0 + m == n && end != exponent_size))
       check_status(SZ_ERROR_CORRUPT, what);
-    if (frame.size() < piece.exponents + x) frame = Buffer(size_t(piece.exponents + x));
+    reserve(frame, piece.exponents + x);
     patch_header(frame.data(), header, m, x);
     std::memcpy(frame.data() + piece.index, index.data(), index.size());
     src.read(at + whole.checksums + 4 * c0, frame.data() + piece.checksums, size_t(piece.rest - piece.checksums));
@@ -402,7 +413,7 @@ uint64_t decompress_container(const Source& src, unsigned threads, const std::st
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return items[a].original_offset < items[b].original_offset; });
   Dctx ctx(threads);
-  Buffer in, out;
+  Buffer in{size_t(piece_frame_bound())}, out{kPieceBytes};  // for every item
   for (size_t i : order) {
     const sz_item& it = items[i];
     const std::string what = file + ": item '" + printable_name(std::string(it.name, it.name_size)) + "'";
@@ -416,7 +427,7 @@ uint64_t decompress_container(const Source& src, unsigned threads, const std::st
         if (src.memory() != nullptr) {
           emit(src.memory() + it.data_offset + done, n);
         } else {
-          if (in.size() < n) in = Buffer(kCopyBlock);
+          reserve(in, n);
           src.read(it.data_offset + done, in.data(), n);
           emit(in.data(), n);
         }
@@ -431,18 +442,18 @@ uint64_t decompress_container(const Source& src, unsigned threads, const std::st
                  what);
     if (info.dtype != it.dtype || info.frame_size != it.data_size || info.decompressed_size != it.original_size)
       check_status(SZ_ERROR_CORRUPT, what);
-    if (info.version == SZ_FORMAT_VERSION && info.n_values > kStreamFrameValues) {
+    if (info.version == SZ_FORMAT_VERSION && info.decompressed_size > kPieceBytes) {
       decode_pieces(src, it.data_offset, info, ctx, what, in, out, emit);
       if (progress) progress->advance(it.data_size);
       continue;
     }
     const uint8_t* frame = src.memory() ? src.memory() + it.data_offset : nullptr;
     if (frame == nullptr) {
-      if (in.size() < it.data_size) in = Buffer(size_t(it.data_size));
+      reserve(in, it.data_size);
       src.read(it.data_offset, in.data(), size_t(it.data_size));
       frame = in.data();
     }
-    if (out.size() < it.original_size) out = Buffer(size_t(it.original_size));
+    reserve(out, it.original_size);
     size_t written = 0;
     uint64_t book_id = 0;
     if (sz_frame_table_ref(frame, size_t(it.data_size), &book_id, nullptr, nullptr) == SZ_OK) {

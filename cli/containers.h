@@ -1,6 +1,6 @@
 // containers.h — containers (docs/FORMAT.md §6) written and read item by item, so that compressing an .npy or
-// .safetensors file, and decompressing or describing a container, take memory bounded by a piece of
-// kStreamFrameValues values whatever the size of the file or of one tensor.
+// .safetensors file, and decompressing or describing a container, take memory bounded by a piece of kPieceBytes
+// whatever the size of the file or of one tensor.
 //
 // A container item is one frame, however large its tensor. The frame layout (§4) puts the header, chunk index and
 // chunk checksums before the rest section and the exponent section, and every chunk is coded on its own (§4.2), so
@@ -42,9 +42,13 @@ class Sink {
   virtual void write_at(uint64_t offset, const uint8_t* data, size_t size) = 0;
 };
 
+// Large frames are coded and decoded in pieces of this many bytes of values: 4 Mi BF16 or FP16 values, 2 Mi FP32,
+// 8 Mi FP8, each a whole number of chunks of every chunk size (§4.2) and of groups of 8 values (§3).
+constexpr uint64_t kPieceBytes = uint64_t(8) << 20;
+
 // Writes the container of `plan` (a container format) for the input `src` to `sink` and returns its size. Frames
-// of inputs in memory are coded in one call each; frames of files larger than kStreamFrameValues values in pieces
-// of that many values, so the memory used is that of one piece.
+// of inputs in memory are coded in one call each; frames of files larger than kPieceBytes in pieces of that size,
+// so the memory used is that of one piece and its frame.
 uint64_t write_container(const Source& src, const InputPlan& plan, const CodebookChoice& codebooks,
                          const sz_params& params, const std::string& file, Sink& sink, Progress* progress);
 
@@ -74,8 +78,8 @@ class ContainerImage {
 };
 
 // Decompresses the container in `src`: its items in the order of their original offsets, each passed to `emit` as
-// it is decoded (stored items in blocks, frames whole or, version 1 frames of more than kStreamFrameValues values,
-// piece by piece), so the original file arrives in order. Returns its size. Errors name `file` and the item.
+// it is decoded (stored items in blocks, frames whole or, version 1 frames of more than kPieceBytes, piece by
+// piece), so the original file arrives in order. Returns its size. Errors name `file` and the item.
 uint64_t decompress_container(const Source& src, unsigned threads, const std::string& file, Progress* progress,
                               const std::function<void(const uint8_t*, size_t)>& emit);
 
