@@ -1,11 +1,7 @@
-// containers.cpp — containers written and read item by item (see containers.h). The frame surgery follows
-// docs/FORMAT.md §4: a frame is header (64 bytes), chunk index (8 bytes a chunk), chunk checksums (4 bytes a chunk,
-// with flag CHECKSUMS), rest section (R bytes per 8 values) and exponent section, whose records the index entries
-// end; header fields n_values at byte 16, exponent_section_size at 24, header_checksum (H32 of bytes 0..59) at 60.
+// containers.cpp — containers written and read item by item (see containers.h). Large frames are written from the
+// frames of their pieces and read as frames of their pieces with the library's frame-piece calls
+// (sz_frame_builder_*, sz_frame_slice*), which know where each section of a frame lies (docs/FORMAT.md §4).
 #include "containers.h"
-
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -36,38 +32,9 @@ uint64_t load_u64(const uint8_t* p) {
   for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
   return v;
 }
-void store_u64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = uint8_t(v >> (8 * i));
-}
 
 // Stored items and spooled output are copied in blocks of this size.
 constexpr size_t kCopyBlock = size_t(4) << 20;
-
-// Index entries (§4.3): bits 0-61 the end of the chunk's record in the exponent section, bits 62-63 its mode.
-constexpr uint64_t kEndMask = (uint64_t(1) << 62) - 1;
-
-// Where the sections of a version 1 frame of n values lie (§4).
-struct FrameLayout {
-  uint64_t chunks, index, checksums, rest, exponents;  // offsets of the sections from the frame's start
-  uint64_t rest_group;                                // bytes of rest fields per 8 values
-  FrameLayout(uint64_t n, sz_dtype dtype, unsigned chunk_log2, uint32_t flags) {
-    chunks = (n + (uint64_t(1) << chunk_log2) - 1) >> chunk_log2;
-    rest_group = 8 * sz_dtype_size(dtype) - sz_dtype_exponent_bits(dtype);
-    index = SZ_FRAME_HEADER_SIZE;
-    checksums = index + 8 * chunks;
-    rest = checksums + ((flags & SZ_FLAG_CHECKSUMS) ? 4 * chunks : 0);
-    exponents = rest + (n + 7) / 8 * rest_group;
-  }
-};
-
-// A frame header for n values and an exponent section of x bytes, with the other fields of `from`.
-void patch_header(uint8_t* header, const uint8_t* from, uint64_t n, uint64_t x) {
-  std::memcpy(header, from, SZ_FRAME_HEADER_SIZE);
-  store_u64(header + 16, n);
-  store_u64(header + 24, x);
-  const uint32_t h32 = uint32_t(XXH3_64bits(header, 60));
-  for (int i = 0; i < 4; ++i) header[60 + i] = uint8_t(h32 >> (8 * i));
-}
 
 // Throws unless the codebook the user gave (if any) is used by a frame of the plan.
 void check_codebook_used(const InputPlan& plan, const CodebookChoice& codebooks, const std::string& file) {
@@ -118,38 +85,30 @@ uint64_t write_frame(const Source& src, const Segment& s, const CodebookChoice& 
   }
   reserve(in, piece_values * vb);
   reserve(frame, sz_compress_bound(piece_values, s.dtype));
-  uint8_t first_header[SZ_FRAME_HEADER_SIZE];
-  const FrameLayout whole(n, s.dtype, params.chunk_log2, params.flags);
-  uint64_t exponent_bytes = 0;  // of the pieces so far
+  sz_frame_builder builder;
+  check_status(sz_frame_builder_begin(&builder, n), what);
   for (uint64_t v0 = 0; v0 < n; v0 += piece_values) {
     const uint64_t m = std::min(piece_values, n - v0);
     src.read(s.offset + v0 * vb, in.data(), size_t(m * vb));
     size_t written = 0;
     check_status(sz_compress_cctx(ctx.p, in.data(), m, s.dtype, &cb, &params, frame.data(), frame.size(), &written),
                  what);
-    if (v0 == 0) std::memcpy(first_header, frame.data(), SZ_FRAME_HEADER_SIZE);
-    const FrameLayout piece(m, s.dtype, params.chunk_log2, params.flags);
-    const uint64_t c0 = v0 >> params.chunk_log2;
-    const uint64_t x = load_u64(frame.data() + 24);
-    if (piece.exponents + x != written) check_status(SZ_ERROR_INTERNAL, what);
-    for (uint64_t c = 0; c < piece.chunks; ++c) {  // the index entries, rebased onto the whole exponent section
-      uint8_t* e = frame.data() + piece.index + 8 * c;
-      const uint64_t entry = load_u64(e);
-      store_u64(e, (entry & ~kEndMask) | ((entry & kEndMask) + exponent_bytes));
-    }
-    sink.write_at(at + whole.index + 8 * c0, frame.data() + piece.index, size_t(8 * piece.chunks));
-    sink.write_at(at + whole.checksums + 4 * c0, frame.data() + piece.checksums,
-                  size_t(piece.rest - piece.checksums));
-    sink.write_at(at + whole.rest + v0 / 8 * whole.rest_group, frame.data() + piece.rest,
-                  size_t(piece.exponents - piece.rest));
-    sink.write_at(at + whole.exponents + exponent_bytes, frame.data() + piece.exponents, size_t(x));
-    exponent_bytes += x;
+    // The piece's chunk index is rebased in place onto the whole frame; then each section goes to its place.
+    sz_frame_layout layout;
+    check_status(sz_frame_layout_get(frame.data(), written, &layout), what);
+    sz_frame_piece piece;
+    check_status(sz_frame_builder_add(&builder, frame.data(), written, frame.data() + layout.index_offset,
+                                      size_t(layout.index_size), &piece),
+                 what);
+    for (const sz_frame_span* span : {&piece.index, &piece.checksums, &piece.rest, &piece.exponents})
+      sink.write_at(at + span->frame_offset, frame.data() + span->piece_offset, size_t(span->size));
     if (progress) progress->advance(m * vb);
   }
   uint8_t header[SZ_FRAME_HEADER_SIZE];
-  patch_header(header, first_header, n, exponent_bytes);
+  uint64_t frame_size = 0;
+  check_status(sz_frame_builder_finish(&builder, header, sizeof header, &frame_size), what);
   sink.write_at(at, header, sizeof header);
-  return whole.exponents + exponent_bytes;
+  return frame_size;
 }
 
 class FileSink : public Sink {
@@ -314,14 +273,15 @@ ContainerImage::ContainerImage(const Source& src, bool frame_stats) : size_(src.
     } else if (kind == SZ_ITEM_FRAME) {
       load(data_offset, std::min<uint64_t>(data_size, SZ_FRAME_HEADER_SIZE));
       sz_frame_info info;
+      sz_frame_layout layout;
       if (!frame_stats || data_size < SZ_FRAME_HEADER_SIZE ||
-          sz_frame_info_get(image + data_offset, SZ_FRAME_HEADER_SIZE, &info) != SZ_OK)
+          sz_frame_info_get(image + data_offset, SZ_FRAME_HEADER_SIZE, &info) != SZ_OK ||
+          sz_frame_layout_get(image + data_offset, SZ_FRAME_HEADER_SIZE, &layout) != SZ_OK)
         continue;
       if (info.version == SZ_FORMAT_VERSION_ENTROPY)
         load(data_offset, data_size);
-      else
-        load(data_offset + SZ_FRAME_HEADER_SIZE,
-             std::min<uint64_t>(8 * info.n_chunks, data_size - SZ_FRAME_HEADER_SIZE));
+      else if (layout.index_offset < data_size)
+        load(data_offset + layout.index_offset, std::min(layout.index_size, data_size - layout.index_offset));
     }
   }
 }
@@ -339,45 +299,29 @@ void decode_pieces(const Source& src, uint64_t at, const sz_frame_info& info, Dc
   const sz_dtype dtype = sz_dtype(info.dtype);
   const size_t vb = sz_dtype_size(dtype);
   const uint64_t n = info.n_values, piece_values = kPieceBytes / vb;
-  const FrameLayout whole(n, dtype, info.chunk_log2, info.flags);
   uint8_t header[SZ_FRAME_HEADER_SIZE];
   src.read(at, header, sizeof header);
-  const uint64_t exponent_size = load_u64(header + 24);
   reserve(out, std::min(n, piece_values) * vb);
+  reserve(frame, sz_compress_bound(std::min(n, piece_values), dtype));
   std::vector<uint8_t> index;
-  uint64_t base = 0;  // where the piece's records begin in the exponent section
   for (uint64_t v0 = 0; v0 < n; v0 += piece_values) {
     const uint64_t m = std::min(piece_values, n - v0);
-    const FrameLayout piece(m, dtype, info.chunk_log2, info.flags);
-    const uint64_t c0 = v0 >> info.chunk_log2;
-    index.resize(size_t(8 * piece.chunks));
-    src.read(at + whole.index + 8 * c0, index.data(), index.size());
-    uint64_t end = base;
-    for (uint64_t c = 0; c < piece.chunks; ++c) {  // rebased onto the piece's records
-      uint8_t* e = index.data() + 8 * c;
-      const uint64_t entry = load_u64(e);
-      end = entry & kEndMask;
-      if (end < base) check_status(SZ_ERROR_CORRUPT, what);
-      store_u64(e, (entry & ~kEndMask) | (end - base));
-    }
-    // A piece's records take at most 4 bits of code and 3 bytes of escape per value (§4.5).
-    const uint64_t x = end - base;
-    if (x > (m + 7) / 8 * 4 + 3 * m || end > exponent_size || (v0 + m == n && end != exponent_size))
-      check_status(SZ_ERROR_CORRUPT, what);
-    reserve(frame, piece.exponents + x);
-    patch_header(frame.data(), header, m, x);
-    std::memcpy(frame.data() + piece.index, index.data(), index.size());
-    src.read(at + whole.checksums + 4 * c0, frame.data() + piece.checksums, size_t(piece.rest - piece.checksums));
-    src.read(at + whole.rest + v0 / 8 * whole.rest_group, frame.data() + piece.rest,
-             size_t(piece.exponents - piece.rest));
-    src.read(at + whole.exponents + base, frame.data() + piece.exponents, size_t(x));
+    // The index entries the piece needs, then its header and rebased index, then its other sections.
+    sz_frame_piece piece;
+    check_status(sz_frame_slice_locate(header, sizeof header, v0, m, &piece), what);
+    index.resize(size_t(piece.index.size));
+    src.read(at + piece.index.frame_offset, index.data(), index.size());
+    check_status(sz_frame_slice(header, sizeof header, v0, m, index.data(), index.size(), frame.data(), frame.size(),
+                                &piece),
+                 what);
+    for (const sz_frame_span* span : {&piece.checksums, &piece.rest, &piece.exponents})
+      src.read(at + span->frame_offset, frame.data() + span->piece_offset, size_t(span->size));
     size_t written = 0;
-    check_status(sz_decompress_dctx(ctx.p, frame.data(), size_t(piece.exponents + x), out.data(), size_t(m * vb),
+    check_status(sz_decompress_dctx(ctx.p, frame.data(), size_t(piece.frame_size), out.data(), size_t(m * vb),
                                     &written),
                  what);
     if (written != m * vb) check_status(SZ_ERROR_CORRUPT, what);
     emit(out.data(), written);
-    base = end;
   }
 }
 

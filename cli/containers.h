@@ -2,13 +2,11 @@
 // .safetensors file, and decompressing or describing a container, take memory bounded by a piece of kPieceBytes
 // whatever the size of the file or of one tensor.
 //
-// A container item is one frame, however large its tensor. The frame layout (§4) puts the header, chunk index and
-// chunk checksums before the rest section and the exponent section, and every chunk is coded on its own (§4.2), so
-// the frame of a large tensor is assembled from the frames of pieces of it, each a whole number of chunks: the
-// pieces' index entries, checksums, rest fields and exponent records go to their places in the one frame, and its
-// header is the first piece's with the tensor's value count, exponent section size and header checksum. That is
-// the frame that one call of the encoder gives (§4.7: the canonical frame). Decoding reverses it: each piece of a
-// large frame is cut out of it as a frame of its own and decoded.
+// A container item is one frame, however large its tensor. Every chunk of a frame is coded on its own (§4.2), so
+// the frame of a large tensor is assembled from the frames of pieces of it, each a whole number of chunks, and is
+// the frame that one call of the encoder gives (§4.7: the canonical frame); decoding cuts each piece out of it as a
+// frame of its own. The library's frame-piece calls (sz_frame_builder_*, sz_frame_slice*) say where each section
+// goes and write the headers and rebased chunk indexes: the CLI knows no byte of the frame layout.
 #pragma once
 
 #include "codec.h"
