@@ -609,6 +609,30 @@ SZ_API sz_status sz_container_item(const void* src, size_t src_size, uint32_t in
 SZ_API sz_status sz_container_find(const void* src, size_t src_size, const char* name, size_t name_size,
                                    uint32_t* index);
 
+/* Reading a container from a seekable file in bounded memory: read the file's last SZ_CONTAINER_FOOTER_SIZE bytes,
+ * sz_container_locate_index() says where its index lies, read those bytes, and sz_container_index_items() gives the
+ * items; then read the items' bytes where they say. The index is validated exactly as sz_container_items() does,
+ * but for the checks that need the header or the items' bytes, so a container whose index is accepted here may
+ * still be rejected by sz_container_items() over the whole file. */
+
+/** Where the index of a container of file_size bytes lies, from the file's last tail_size bytes (tail: at least
+ *  the footer, SZ_CONTAINER_FOOTER_SIZE bytes; the last ones are used). Checks the footer's magic and checksum and
+ *  that the index lies between the header and the footer. *index_offset receives where the index starts and
+ *  *index_size the bytes from there to the end of the file: index and footer, the bytes sz_container_index_items()
+ *  takes. SZ_ERROR_SRC_TRUNCATED if the file or the tail is too short to hold them; SZ_ERROR_INVALID_ARGUMENT if
+ *  tail_size exceeds file_size. Nothing is written on error. */
+SZ_API sz_status sz_container_locate_index(const void* tail, size_t tail_size, uint64_t file_size,
+                                           uint64_t* index_offset, uint64_t* index_size);
+/** The items of a container of file_size bytes from its index alone: index holds the file's last index_size bytes
+ *  (index and footer, as sz_container_locate_index() gives them). Validates footer, index checksum and every
+ *  entry as sz_container_items() does (each item lies between the header and the index, so within the file), and
+ *  fills items[0..*count) in index order; names point into index. Nothing reads the header or the items' bytes.
+ *  With items == NULL (and capacity 0) it checks only the footer and index checksum and sets *count; a capacity
+ *  below the item count gives SZ_ERROR_DST_TOO_SMALL (with *count set). On any other error *count is unchanged and
+ *  the array's contents, its scratch memory, unspecified. */
+SZ_API sz_status sz_container_index_items(const void* index, size_t index_size, uint64_t file_size, sz_item* items,
+                                          uint32_t capacity, uint32_t* count);
+
 /** Size of the index plus footer that sz_container_write_index() writes for these items. */
 SZ_API sz_status sz_container_index_size(const sz_item* items, uint32_t count, uint64_t* size);
 /** Writes the container header (16 bytes) into dst. Items then follow, each at a 64-byte-aligned data_offset. */
