@@ -27,12 +27,6 @@ namespace {
 
 uint64_t align64(uint64_t x) { return (x + SZ_CONTAINER_ALIGN - 1) / SZ_CONTAINER_ALIGN * SZ_CONTAINER_ALIGN; }
 
-uint64_t load_u64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-
 // Stored items and spooled output are copied in blocks of this size.
 constexpr size_t kCopyBlock = size_t(4) << 20;
 
@@ -247,27 +241,24 @@ ContainerImage::ContainerImage(const Source& src, bool frame_stats) : size_(src.
     src.read(offset, image + offset, size_t(std::min(n, size_ - offset)));
   };
   load(0, SZ_CONTAINER_HEADER_SIZE);
-  if (size_ < SZ_CONTAINER_HEADER_SIZE + SZ_CONTAINER_FOOTER_SIZE) return;  // too short: the library says so
-  const uint64_t footer = size_ - SZ_CONTAINER_FOOTER_SIZE;
-  load(footer, SZ_CONTAINER_FOOTER_SIZE);
-  const uint64_t index_offset = load_u64(image + footer), index_size = load_u64(image + footer + 8);
-  const uint32_t count = uint32_t(load_u64(image + footer + 16));
-  if (index_offset < SZ_CONTAINER_HEADER_SIZE || index_offset > footer || index_size != footer - index_offset) return;
+  // The footer says where the index lies, the index where the items do (sz_container_locate_index,
+  // sz_container_index_items); a container they reject is left for sz_container_items to reject with its status.
+  if (size_ < SZ_CONTAINER_FOOTER_SIZE) return;
+  load(size_ - SZ_CONTAINER_FOOTER_SIZE, SZ_CONTAINER_FOOTER_SIZE);
+  uint64_t index_offset = 0, index_size = 0;
+  if (sz_container_locate_index(image + size_ - SZ_CONTAINER_FOOTER_SIZE, SZ_CONTAINER_FOOTER_SIZE, size_,
+                                &index_offset, &index_size) != SZ_OK)
+    return;
   load(index_offset, index_size);
-  // The items' headers, found by a walk of the index (§6.3); anything odd is left for the library to reject.
-  const uint8_t* p = image + index_offset;
-  const uint8_t* end = p + index_size;
-  for (uint32_t i = 0; i < count; ++i) {
-    const size_t fixed = 38;
-    if (size_t(end - p) < fixed) break;
-    const uint8_t kind = p[0], ndim = p[2];
-    const size_t name_size = size_t(p[4]) | size_t(p[5]) << 8;
-    const size_t entry = fixed + name_size + 8 * size_t(ndim);
-    if (ndim > SZ_MAX_NDIM || size_t(end - p) < entry) break;
-    const uint8_t* q = p + 6 + name_size + 8 * size_t(ndim);
-    const uint64_t data_offset = load_u64(q + 16), data_size = load_u64(q + 24);
-    p += entry;
-    if (data_offset > index_offset || data_size > index_offset - data_offset) continue;
+  uint32_t count = 0;
+  if (sz_container_index_items(image + index_offset, size_t(index_size), size_, nullptr, 0, &count) != SZ_OK) return;
+  std::vector<sz_item> items(count);
+  if (sz_container_index_items(image + index_offset, size_t(index_size), size_, items.data(), count, &count) != SZ_OK)
+    return;
+  // Each item lies before the index (checked): channel books and symbol tables whole, frames' headers.
+  for (const sz_item& it : items) {
+    const uint8_t kind = it.kind;
+    const uint64_t data_offset = it.data_offset, data_size = it.data_size;
     if (kind == SZ_ITEM_BOOK || kind == SZ_ITEM_TABLE) {
       load(data_offset, data_size);
     } else if (kind == SZ_ITEM_FRAME) {

@@ -59,7 +59,8 @@ uint64_t write_container(const Source& src, const InputPlan& plan, const Codeboo
 // memory, the input itself. For a file, an address range of the file's size, unbacked (reading as zeros, costing no
 // memory) but for what is read into it from the file: header, index and footer, each item's frame header (with
 // `frame_stats` also each frame's chunk index, or a whole entropy-coded frame, whose chunk records hold its escape
-// counts), and whole channel books and symbol tables.
+// counts), and whole channel books and symbol tables. Where the index and the items lie comes from the library
+// (sz_container_locate_index, sz_container_index_items): the CLI knows no byte of the container layout.
 class ContainerImage {
  public:
   ContainerImage(const Source& src, bool frame_stats);
