@@ -1,8 +1,9 @@
 // fuzz_decode — arbitrary bytes through every parser of docs/FORMAT.md: the frame decoders (fast and reference),
 // sz_frame_info_get, the frame-piece calls (layout, slice, builder), the container parser (open, all items at once, every item, lookup by name, decoding frame
-// items) and the codebook and channel book parsers (a book followed by a version 2 frame decodes with it). Nothing may crash or touch memory outside the buffers (ASan/UBSan); the two frame
+// items; the index alone as a file reader reads it: locate, index items) and the codebook and channel book parsers (a book followed by a version 2 frame decodes with it). Nothing may crash or touch memory outside the buffers (ASan/UBSan); the two frame
 // decoders must accept the same inputs, and when both accept they must write identical bytes; the two container
-// validations must agree.
+// validations must agree, and the index read alone must give the items of every container they accept.
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,58 @@ void fuzz_pieces(const uint8_t* data, size_t size) {
     fail("the builder of one piece does not give back its header", s, s);
 }
 
+// The container read as a file reader reads it: its last footer bytes (sz_container_locate_index), then the index
+// they locate (sz_container_index_items), each in a heap block of its own so ASan sees a read outside it. `whole`
+// and `all`: what sz_container_items said of the whole buffer.
+void fuzz_container_index(const uint8_t* data, size_t size, sz_status whole, const std::vector<sz_item>& all) {
+  const size_t tail_size = size < SZ_CONTAINER_FOOTER_SIZE ? size : SZ_CONTAINER_FOOTER_SIZE;
+  std::vector<uint8_t> tail(data + size - tail_size, data + size);
+  tail.reserve(tail_size);
+  uint64_t at = 0, index_size = 0;
+  sz_status s = sz_container_locate_index(tail_size ? tail.data() : (const uint8_t*)"", tail_size, size, &at,
+                                          &index_size);
+  uint32_t count = 0;
+  std::vector<uint8_t> index;
+  std::vector<sz_item> items;
+  if (s == SZ_OK) {
+    if (at < SZ_CONTAINER_HEADER_SIZE || index_size < SZ_CONTAINER_FOOTER_SIZE || at + index_size != size)
+      fail("the index located is not between header and end", s, s);
+    index.assign(data + at, data + size);
+    index.reserve(index.size());
+    s = sz_container_index_items(index.data(), index.size(), size, nullptr, 0, &count);
+    // The same index as that of a file one byte longer is misplaced.
+    uint32_t other = 0;
+    if (sz_container_index_items(index.data(), index.size(), uint64_t(size) + 1, nullptr, 0, &other) == SZ_OK)
+      fail("an index accepted for the wrong file size", s, s);
+  }
+  if (s == SZ_OK) {
+    items.resize(count);
+    s = sz_container_index_items(index.data(), index.size(), size, items.data(), count, &count);
+  }
+  uint8_t header[SZ_CONTAINER_HEADER_SIZE];
+  sz_container_write_header(header, sizeof header);
+  const bool header_intact = size >= sizeof header && memcmp(data, header, sizeof header) == 0;
+  if (whole == SZ_OK && s != SZ_OK) fail("the index alone is rejected where the whole container is not", whole, s);
+  if (s != SZ_OK) {
+    if (header_intact && s != whole) fail("the index alone is rejected otherwise than the whole container", whole, s);
+    return;
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    const sz_item& it = items[i];
+    if (it.data_offset < SZ_CONTAINER_HEADER_SIZE || it.data_offset > at || it.data_size > at - it.data_offset)
+      fail("an item of the index alone outside the container's items", s, s);
+    const char* ix = (const char*)index.data();
+    if (it.name_size && (it.name < ix || it.name + it.name_size > ix + index.size()))
+      fail("a name of the index alone outside the index", s, s);
+    if (whole != SZ_OK) continue;
+    sz_item a = all[i], b = it;
+    if ((const uint8_t*)a.name - data != (ptrdiff_t)at + ((const uint8_t*)b.name - index.data()))
+      fail("the index alone names an item elsewhere", s, s);
+    a.name = b.name = nullptr;
+    if (memcmp(&a, &b, sizeof a) != 0) fail("the index alone gives other items than the whole container", s, s);
+  }
+}
+
 void fuzz_container(const uint8_t* data, size_t size) {
   uint32_t count = 0;
   const sz_status so = sz_container_open(data, size, &count);
@@ -123,6 +176,7 @@ void fuzz_container(const uint8_t* data, size_t size) {
     si = sz_container_items(data, size, all.data(), n, &n);
   }
   if ((so == SZ_OK) != (si == SZ_OK) || (so != SZ_OK && so != si)) fail("container_items disagrees with open", so, si);
+  fuzz_container_index(data, size, si, all);
   if (so != SZ_OK) return;
   if (n != count) fail("container_items counts differently", so, si);
   for (uint32_t i = 0; i < count; ++i) {
