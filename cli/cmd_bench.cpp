@@ -441,7 +441,7 @@ Command add_bench_command(CLI::App& app) {
       std::optional<sz_dtype> dtype = default_dtype;
       split_file_dtype(arg, &path, &dtype);
       Buffer data = read_input(path);
-      InputPlan plan = plan_input(data.data(), data.size(), path, format, dtype);
+      InputPlan plan = plan_input(data.data(), data.size(), data.size(), path, format, dtype);
       std::vector<Tensor> tensors;
       uint64_t off = 0;
       std::string dtype_name;

@@ -159,7 +159,7 @@ Command add_calibrate_command(CLI::App& app) {
     for (const std::string& path : o->samples) {
       std::string file = display_name(path);
       Buffer data = read_input(path, &progress);
-      InputPlan plan = plan_input(data.data(), data.size(), path, format, dtype);
+      InputPlan plan = plan_input(data.data(), data.size(), data.size(), path, format, dtype);
       bool any = false;
       for (const Segment& s : plan.segments) {
         if (!s.is_frame) continue;

@@ -4,9 +4,11 @@
 //
 // Raw inputs stream: they are read, compressed and written one frame of kStreamFrameValues values at a time, and a
 // file of frames back to back decompresses one frame at a time, so memory stays bounded whatever the file size.
-// .npy and .safetensors inputs, and containers, are read whole (a container's index sits at its end).
+// .npy and .safetensors files become containers written item by item, and containers decompress item by item, a
+// large frame in pieces of kPieceBytes (containers.h); from stdin they are read whole first.
 #include "codec.h"
 #include "commands.h"
+#include "containers.h"
 #include "common.h"
 #include "inputs.h"
 
@@ -201,7 +203,8 @@ Command add_compress_command(CLI::App& app) {
         if (output != "-" && input != "-" && same_file(input, output))
           throw CliError("'" + input + "': input and output are the same file");
         InputFile in(input);
-        // The format from the first bytes: raw inputs stream, .npy and .safetensors are read whole.
+        // The format from the first bytes: raw inputs stream; .npy and .safetensors files are planned from their
+        // header and read item by item (from stdin, read whole).
         const std::vector<uint8_t>& head9 = in.peek(9);
         const std::vector<uint8_t>& head = in.peek(std::max<size_t>(64, detect_prefix_size(head9.data(),
                                                                                            head9.size())));
@@ -226,16 +229,20 @@ Command add_compress_command(CLI::App& app) {
           check_raw_input(head.data(), head.size(), input, format == InputFormat::kAuto, dtype);
           progress.phase("compressing", display_name(input), in.size_hint());
           r = compress_raw_stream(in, &out, *dtype, codebooks, params, display_name(input), &progress);
+        } else if (in.seekable()) {
+          // The plan from the header alone; the items are then read where they lie.
+          const uint64_t want = std::min(in.size_hint(), plan_prefix_size(head.data(), head.size(), fmt));
+          const std::vector<uint8_t>& prefix = in.peek(size_t(std::max<uint64_t>(want, head.size())));
+          InputPlan plan = plan_input(prefix.data(), prefix.size(), in.size_hint(), input, fmt, dtype);
+          r.out = write_container(Source(in), plan, codebooks, params, display_name(input), out, &progress);
+          r.in = in.size_hint();
         } else {
-          progress.phase("reading", display_name(input), in.size_hint());
+          progress.phase("reading", display_name(input), 0);
           Buffer data = in.read_all(&progress);
-          InputPlan plan = plan_input(data.data(), data.size(), input, fmt, dtype);
-          Compressed result = compress_plan(data.data(), data.size(), plan, codebooks, params, display_name(input),
-                                            &progress);
-          progress.phase("writing", output == "-" ? std::string("stdout") : display_name(output), result.size());
-          for (const Buffer& part : result.parts) out.write(part.data(), part.size(), &progress);
+          InputPlan plan = plan_input(data.data(), data.size(), data.size(), input, fmt, dtype);
+          r.out = write_container(Source(data.data(), data.size()), plan, codebooks, params, display_name(input), out,
+                                  &progress);
           r.in = data.size();
-          r.out = result.size();
         }
         progress.finish();
         out.commit();

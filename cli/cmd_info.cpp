@@ -1,6 +1,7 @@
 // cmd_info.cpp — `splitzip info FILE...`: what a frame, container or codebook file holds, as text or JSON.
 #include "codec.h"
 #include "commands.h"
+#include "containers.h"
 #include "common.h"
 
 #include <nlohmann/json.hpp>
@@ -231,9 +232,17 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
          << (f.version >= SZ_FORMAT_VERSION_CHANNELS ? mapping_text(f) : codebook_text(f.codebook)) << "\n";
     return;
   }
-  Buffer data = in.read_all();
-  const uint8_t* p = data.data();
-  size_t size = data.size();
+  // A container file is read through its index (containers.h: the index and the items' headers); other files,
+  // and stdin, whole.
+  Buffer data;
+  std::unique_ptr<ContainerImage> image;
+  if (in.seekable() && sz_is_container(head.data(), head.size())) {
+    image = std::make_unique<ContainerImage>(Source(in), true);
+  } else {
+    data = in.read_all();
+  }
+  const uint8_t* p = image ? image->data() : data.data();
+  size_t size = image ? image->size() : data.size();
   ordered_json j;
   j["file"] = file;
   if (sz_is_container(p, size)) {

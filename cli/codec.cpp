@@ -1,5 +1,6 @@
 // codec.cpp — whole-file compression / decompression (see codec.h).
 #include "codec.h"
+#include "containers.h"
 
 #include <cstring>
 
@@ -54,99 +55,27 @@ static Compressed finish_container(Buffer body, uint64_t pos, const std::vector<
   return out;
 }
 
-// One codec context for all the frames of a file: scratch and threads once, not once per tensor.
 namespace {
-struct Cctx {
-  sz_cctx* p;
-  explicit Cctx(unsigned threads) : p(sz_cctx_create(threads)) {
-    if (p == nullptr) check_status(SZ_ERROR_OUT_OF_MEMORY, "codec context");
+// The container of an input in memory, in memory.
+class MemorySink : public Sink {
+ public:
+  void write_at(uint64_t offset, const uint8_t* data, size_t size) override {
+    if (bytes.size() < offset + size) bytes.resize(size_t(offset + size));
+    if (size) std::memcpy(bytes.data() + offset, data, size);
   }
-  ~Cctx() { sz_cctx_free(p); }
-};
-struct Dctx {
-  sz_dctx* p;
-  explicit Dctx(unsigned threads) : p(sz_dctx_create(threads)) {
-    if (p == nullptr) check_status(SZ_ERROR_OUT_OF_MEMORY, "codec context");
-  }
-  ~Dctx() { sz_dctx_free(p); }
+  std::vector<uint8_t> bytes;
 };
 }  // namespace
 
-static size_t compress_frame(sz_cctx* ctx, const uint8_t* src, const Segment& seg, const CodebookChoice& codebooks,
-                             const sz_params& params, uint8_t* dst, size_t capacity, const std::string& what) {
-  uint64_t n = seg.size / sz_dtype_size(seg.dtype);
-  sz_codebook cb = codebooks.for_dtype(seg.dtype);
-  size_t written = 0;
-  check_status(sz_compress_cctx(ctx, src, n, seg.dtype, &cb, &params, dst, capacity, &written), what);
-  return written;
-}
-
 Compressed compress_plan(const uint8_t* data, size_t size, const InputPlan& plan, const CodebookChoice& codebooks,
                          const sz_params& params, const std::string& file, Progress* progress) {
-  (void)size;
-  if (codebooks.user) {
-    bool used = false;
-    for (const Segment& s : plan.segments) used = used || (s.is_frame && uint8_t(s.dtype) == codebooks.user->dtype);
-    if (!used) {
-      std::string have;
-      for (const Segment& s : plan.segments)
-        if (s.is_frame) have = sz_dtype_name(s.dtype);
-      throw CliError(file + ": the codebook is for " + sz_dtype_name(sz_dtype(codebooks.user->dtype)) +
-                     " but the input holds " + (have.empty() ? std::string("no floating tensors") : have + " data"));
-    }
-  }
-  uint64_t total_in = 0;
-  for (const Segment& s : plan.segments) total_in += s.size;
-  if (progress) progress->phase("compressing", file, total_in);
-
+  MemorySink sink;
+  write_container(Source(data, size), plan, codebooks, params, file, sink, progress);
+  Buffer all(sink.bytes.size());
+  if (!sink.bytes.empty()) std::memcpy(all.data(), sink.bytes.data(), sink.bytes.size());
   Compressed out;
-  Cctx ctx(params.threads);
-  if (!plan.container()) {
-    const Segment& s = plan.segments.at(0);
-    uint64_t n = s.size / sz_dtype_size(s.dtype);
-    Buffer frame{size_t(sz_compress_bound(n, s.dtype))};
-    frame.shrink(compress_frame(ctx.p, data + s.offset, s, codebooks, params, frame.data(), frame.size(), file));
-    if (progress) progress->advance(s.size);
-    out.parts.push_back(std::move(frame));
-    return out;
-  }
-
-  // Container: header, then every item at a 64-byte aligned offset, then index and footer.
-  uint64_t capacity = SZ_CONTAINER_HEADER_SIZE;
-  for (const Segment& s : plan.segments) {
-    capacity = align64(capacity);
-    capacity += s.is_frame ? sz_compress_bound(s.size / sz_dtype_size(s.dtype), s.dtype) : s.size;
-  }
-  Buffer body{size_t(capacity)};
-  check_status(sz_container_write_header(body.data(), body.size()), file);
-  std::vector<sz_item> items;
-  uint64_t pos = SZ_CONTAINER_HEADER_SIZE;
-  for (const Segment& s : plan.segments) {
-    uint64_t start = align64(pos);
-    std::memset(body.data() + pos, 0, size_t(start - pos));
-    sz_item it;
-    std::memset(&it, 0, sizeof it);
-    it.kind = uint8_t(s.is_frame ? SZ_ITEM_FRAME : SZ_ITEM_STORED);
-    it.dtype = uint8_t(s.is_frame ? s.dtype : 0);
-    it.ndim = uint8_t(s.has_shape ? s.shape.size() : 0);
-    for (size_t d = 0; d < it.ndim; ++d) it.shape[d] = s.shape[d];
-    it.name = s.name.data();
-    it.name_size = uint16_t(s.name.size());
-    it.original_offset = s.offset;
-    it.original_size = s.size;
-    it.data_offset = start;
-    if (s.is_frame) {
-      it.data_size = compress_frame(ctx.p, data + s.offset, s, codebooks, params, body.data() + start,
-                                    size_t(capacity - start), file + ": tensor '" + printable_name(s.name) + "'");
-    } else {
-      if (s.size) std::memcpy(body.data() + start, data + s.offset, size_t(s.size));
-      it.data_size = s.size;
-    }
-    pos = start + it.data_size;
-    items.push_back(it);
-    if (progress) progress->advance(s.size);
-  }
-  return finish_container(std::move(body), pos, items, file);
+  out.parts.push_back(std::move(all));
+  return out;
 }
 
 KvShape parse_kv_shape(const std::string& text) {
@@ -404,14 +333,18 @@ StreamResult decompress_stream(InputFile& in, OutputFile* out, unsigned threads,
                                Progress* progress) {
   const std::vector<uint8_t>& head = in.peek(4);
   StreamResult r;
-  if (!sz_is_frame(head.data(), head.size())) {  // a container, or not a SplitZip file: decompress_any says which
-    Buffer data = in.read_all(progress);
-    Buffer plain = decompress_any(data.data(), data.size(), threads, file, nullptr);
-    if (out) out->write(plain.data(), plain.size());
-    r.in = data.size();
-    r.out = plain.size();
+  if (sz_is_container(head.data(), head.size())) {
+    // A file is read where its index says (it sits at the end); stdin is read whole first.
+    Buffer data;
+    if (!in.seekable()) data = in.read_all();
+    const Source src = in.seekable() ? Source(in) : Source(data.data(), data.size());
+    r.in = src.size();
+    r.out = decompress_container(src, threads, file, progress, [&](const uint8_t* p, size_t n) {
+      if (out) out->write(p, n);
+    });
     return r;
   }
+  if (!sz_is_frame(head.data(), head.size())) decompress_any(head.data(), head.size(), threads, file, nullptr);
   FrameReader frames(in, file);
   Dctx ctx(threads);
   Buffer plain;
@@ -448,75 +381,11 @@ Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const 
     return out;
   }
   if (sz_is_container(data, size)) {
-    std::vector<sz_item> items = read_container_index(data, size, file);
-    // Channel books (validated by read_container_index), found by the id that version 2 frames name.
-    std::vector<sz_channel_book> books;
-    for (const sz_item& it : items) {
-      if (it.kind != SZ_ITEM_BOOK) continue;
-      sz_channel_book b;
-      check_status(sz_channel_book_parse(data + it.data_offset, size_t(it.data_size), &b), file);
-      books.push_back(b);
-    }
-    // Symbol tables likewise, prepared once, for version 3 frames.
-    std::vector<std::unique_ptr<LoadedTable>> tables;
-    for (const sz_item& it : items) {
-      if (it.kind != SZ_ITEM_TABLE) continue;
-      Buffer bytes{size_t(it.data_size)};
-      std::memcpy(bytes.data(), data + it.data_offset, size_t(it.data_size));
-      tables.push_back(load_symbol_table(std::move(bytes), file + ": item '" +
-                                                                printable_name(std::string(it.name, it.name_size)) + "'"));
-    }
-    Dctx ctx(threads);
-    const uint32_t count = uint32_t(items.size());
-    uint64_t total = 0;
-    for (const sz_item& it : items) total += it.original_size;
-    if (progress) progress->phase("decompressing", file, total);
-    Buffer out{size_t(total)};
-    for (uint32_t i = 0; i < count; ++i) {
-      const sz_item& it = items[i];
-      std::string what = file + ": item '" + printable_name(std::string(it.name, it.name_size)) + "'";
-      // sz_container_open checked that items lie inside the container and original ranges tile [0, total).
-      if (it.original_offset + it.original_size > total || it.data_offset + it.data_size > size)
-        check_status(SZ_ERROR_CORRUPT, what);
-      const uint8_t* src = data + it.data_offset;
-      uint8_t* dst = out.data() + it.original_offset;
-      if (it.kind == SZ_ITEM_BOOK || it.kind == SZ_ITEM_TABLE) {
-        continue;  // not part of the original file
-      } else if (it.kind == SZ_ITEM_STORED) {
-        if (it.data_size != it.original_size) check_status(SZ_ERROR_CORRUPT, what);
-        if (it.data_size) std::memcpy(dst, src, size_t(it.data_size));
-      } else {
-        sz_frame_info info;
-        check_status(sz_frame_info_get(src, size_t(it.data_size), &info), what);
-        if (info.dtype != it.dtype || info.frame_size != it.data_size ||
-            info.decompressed_size != it.original_size)
-          check_status(SZ_ERROR_CORRUPT, what);
-        size_t written = 0;
-        uint64_t book_id = 0;
-        if (sz_frame_table_ref(src, size_t(it.data_size), &book_id, nullptr, nullptr) == SZ_OK) {
-          const sz_symbol_table* table = nullptr;
-          for (const auto& t : tables)
-            if (t->table.id == book_id) table = &t->table;
-          if (table == nullptr) check_status(SZ_ERROR_BOOK_MISMATCH, what + " (its symbol table is not in the container)");
-          check_status(sz_decompress_entropy(src, size_t(it.data_size), table, dst, size_t(it.original_size), &written,
-                                             threads),
-                       what);
-        } else if (sz_frame_book_ref(src, size_t(it.data_size), &book_id, nullptr, nullptr) == SZ_OK) {
-          const sz_channel_book* book = nullptr;
-          for (const sz_channel_book& b : books)
-            if (b.id == book_id) book = &b;
-          if (book == nullptr) check_status(SZ_ERROR_BOOK_MISMATCH, what + " (its channel book is not in the container)");
-          check_status(sz_decompress_book(src, size_t(it.data_size), book, dst, size_t(it.original_size), &written,
-                                          threads),
-                       what);
-        } else {
-          check_status(sz_decompress_dctx(ctx.p, src, size_t(it.data_size), dst, size_t(it.original_size), &written),
-                       what);
-        }
-        if (written != it.original_size) check_status(SZ_ERROR_CORRUPT, what);
-      }
-      if (progress) progress->advance(it.original_size);
-    }
+    std::vector<uint8_t> plain;
+    decompress_container(Source(data, size), threads, file, progress,
+                         [&](const uint8_t* p, size_t n) { plain.insert(plain.end(), p, p + n); });
+    Buffer out(plain.size());
+    if (!plain.empty()) std::memcpy(out.data(), plain.data(), plain.size());
     return out;
   }
   if (size < 4) check_status(SZ_ERROR_SRC_TRUNCATED, file + ": not a SplitZip file");

@@ -1,5 +1,6 @@
-// codec.h — whole-file compression and decompression on top of the C API: a raw input becomes a bare frame, an
-// .npy or .safetensors input a container (docs/FORMAT.md §6) whose items restore the file byte for byte.
+// codec.h — whole-file compression and decompression on top of the C API: a raw input becomes frames back to back,
+// an .npy or .safetensors input a container (docs/FORMAT.md §6, written by containers.h) whose items restore the file
+// byte for byte.
 #pragma once
 
 #include "common.h"
@@ -23,6 +24,26 @@ struct CodebookChoice {
 sz_tensor_kind parse_kind(const std::string& name);
 sz_codebook load_codebook_file(const std::string& path);
 
+// A compression or decompression context for all the frames of a file: scratch and threads once, not per frame.
+struct Cctx {
+  sz_cctx* p;
+  explicit Cctx(unsigned threads) : p(sz_cctx_create(threads)) {
+    if (p == nullptr) check_status(SZ_ERROR_OUT_OF_MEMORY, "codec context");
+  }
+  ~Cctx() { sz_cctx_free(p); }
+  Cctx(const Cctx&) = delete;
+  Cctx& operator=(const Cctx&) = delete;
+};
+struct Dctx {
+  sz_dctx* p;
+  explicit Dctx(unsigned threads) : p(sz_dctx_create(threads)) {
+    if (p == nullptr) check_status(SZ_ERROR_OUT_OF_MEMORY, "codec context");
+  }
+  ~Dctx() { sz_dctx_free(p); }
+  Dctx(const Dctx&) = delete;
+  Dctx& operator=(const Dctx&) = delete;
+};
+
 // Compressed output in pieces that are written back to back (the container's body and its index), so that the
 // body need not be copied to append the index.
 struct Compressed {
@@ -30,7 +51,8 @@ struct Compressed {
   uint64_t size() const;
 };
 
-// Compresses `data` as the plan says. progress may be null.
+// Compresses `data` (a whole input in memory) into the container of the plan (a container format), in memory.
+// progress may be null. Files are compressed with write_container (containers.h), in bounded memory.
 Compressed compress_plan(const uint8_t* data, size_t size, const InputPlan& plan, const CodebookChoice& codebooks,
                          const sz_params& params, const std::string& file, Progress* progress);
 
@@ -49,7 +71,8 @@ StreamResult compress_raw_stream(InputFile& in, OutputFile* out, sz_dtype dtype,
                                  const sz_params& params, const std::string& file, Progress* progress);
 
 // Decompresses a SplitZip file to out (nothing when out is null: -t): frames back to back one at a time, in memory
-// bounded by the largest frame, or a container (read whole: its index is at its end).
+// bounded by the largest frame, or a container item by item (decompress_container; from stdin read whole first,
+// since its index is at its end).
 StreamResult decompress_stream(InputFile& in, OutputFile* out, unsigned threads, const std::string& file,
                                Progress* progress);
 
@@ -125,7 +148,7 @@ Compressed compress_kv_entropy(const uint8_t* data, size_t size, sz_dtype dtype,
 // Validates a container and returns its items in index order (one pass; names point into data).
 std::vector<sz_item> read_container_index(const uint8_t* data, size_t size, const std::string& file);
 
-// Decompresses a frame or container (detected by magic). Errors name `file` and, for containers, the item.
+// Decompresses a frame or container (detected by magic) in memory. Errors name `file` and, for containers, the item.
 Buffer decompress_any(const uint8_t* data, size_t size, unsigned threads, const std::string& file,
                       Progress* progress);
 

@@ -244,6 +244,19 @@ size_t InputFile::read(uint8_t* dst, size_t n, Progress* progress) {
   return got;
 }
 
+void InputFile::read_at(uint64_t offset, uint8_t* dst, size_t n) const {
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd_, dst + got, std::min<size_t>(n - got, size_t(1) << 24), off_t(offset + got));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw CliError("cannot read '" + display_name(path_) + "': " + errno_text(errno));
+    }
+    if (r == 0) throw CliError("cannot read '" + display_name(path_) + "': the file ended early (did it shrink?)");
+    got += size_t(r);
+  }
+}
+
 Buffer InputFile::read_all(Progress* progress) {
   // A regular file: one buffer of its size (the peeked bytes are part of it); a pipe, or a file that grew: blocks.
   std::vector<Buffer> blocks;
@@ -405,6 +418,20 @@ void OutputFile::write(const void* data, size_t size, Progress* progress) {
     p += w;
     size -= size_t(w);
     if (progress) progress->advance(uint64_t(w));
+  }
+}
+
+void OutputFile::write_at(uint64_t offset, const void* data, size_t size) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  while (size > 0) {
+    const ssize_t w = ::pwrite(fd_, p, std::min<size_t>(size, size_t(1) << 24), off_t(offset));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw CliError("cannot write '" + path_ + "': " + errno_text(errno));
+    }
+    p += w;
+    offset += uint64_t(w);
+    size -= size_t(w);
   }
 }
 

@@ -75,6 +75,11 @@ class InputFile {
   Buffer read_all(Progress* progress = nullptr);
   // The size of a regular file, else 0 (unknown).
   uint64_t size_hint() const { return size_hint_; }
+  // A regular file of at least one byte: read_at() may be used, at any offset, in any order.
+  bool seekable() const { return size_hint_ != 0; }
+  // Reads exactly n bytes at `offset` of a seekable input, whatever read() and peek() consumed; throws CliError when
+  // the file ends first (it shrank).
+  void read_at(uint64_t offset, uint8_t* dst, size_t n) const;
   const std::string& path() const { return path_; }
 
  private:
@@ -116,6 +121,10 @@ class OutputFile {
   OutputFile& operator=(const OutputFile&) = delete;
 
   void write(const void* data, size_t size, Progress* progress = nullptr);
+  // A file (not stdout): write_at() may be used instead of write().
+  bool seekable() const { return !to_stdout_; }
+  // Writes at `offset` of the file (pwrite); bytes never written before the end read as zeros.
+  void write_at(uint64_t offset, const void* data, size_t size);
   void commit();
   const std::string& path() const { return path_; }
 

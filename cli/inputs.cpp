@@ -276,8 +276,9 @@ sz_dtype npy_dtype(const std::string& descr, std::optional<sz_dtype> user, const
                  "' is not supported (floating types: <f2, <f4, bfloat16 (<V2), or <u2/|u1 with --dtype)");
 }
 
-InputPlan plan_npy(const uint8_t* data, size_t size, const std::string& file, std::optional<sz_dtype> user) {
-  NpyHeader h = parse_npy_header(data, size, file);
+InputPlan plan_npy(const uint8_t* data, size_t head_size, uint64_t size, const std::string& file,
+                   std::optional<sz_dtype> user) {
+  NpyHeader h = parse_npy_header(data, head_size, file);
   sz_dtype dtype = npy_dtype(h.descr, user, file);
   uint64_t n, bytes;
   if (!shape_bytes(h.shape, sz_dtype_size(dtype), &n, &bytes)) throw CliError(file + ": .npy shape is too large");
@@ -327,10 +328,11 @@ size_t safetensors_dtype(const std::string& name, std::optional<sz_dtype>* frame
   return it == sizes.end() ? 0 : it->second;
 }
 
-InputPlan plan_safetensors(const uint8_t* data, size_t size, const std::string& file) {
-  if (size < 8) throw CliError(file + ": truncated .safetensors header");
+InputPlan plan_safetensors(const uint8_t* data, size_t head_size, uint64_t size, const std::string& file) {
+  if (size < 8 || head_size < 8) throw CliError(file + ": truncated .safetensors header");
   uint64_t n = load_le(data, 8);
   if (n > size - 8) throw CliError(file + ": .safetensors header length " + std::to_string(n) + " exceeds the file");
+  if (n > head_size - 8) throw CliError(file + ": truncated .safetensors header");  // a caller's short prefix
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(data + 8, data + 8 + n);
@@ -452,18 +454,30 @@ void check_raw_input(const uint8_t* head, size_t head_size, const std::string& p
   if (!dtype) throw CliError(file + ": raw input needs --dtype (bf16, fp16, fp32, fp8_e4m3 or fp8_e5m2)");
 }
 
-InputPlan plan_input(const uint8_t* data, size_t size, const std::string& path, InputFormat format,
-                     std::optional<sz_dtype> dtype) {
+uint64_t plan_prefix_size(const uint8_t* head, size_t head_size, InputFormat format) {
+  if (format == InputFormat::kNpy && head_size >= 12 && looks_like_npy(head, head_size)) {
+    if (head[6] == 1) return 10 + load_le(head + 8, 2);
+    if (head[6] == 2 || head[6] == 3) return 12 + load_le(head + 8, 4);
+  }
+  if (format == InputFormat::kSafetensors && head_size >= 8) {
+    const uint64_t n = load_le(head, 8);
+    return n > UINT64_MAX - 8 ? UINT64_MAX : 8 + n;
+  }
+  return head_size;
+}
+
+InputPlan plan_input(const uint8_t* data, size_t head_size, uint64_t size, const std::string& path,
+                     InputFormat format, std::optional<sz_dtype> dtype) {
   std::string file = display_name(path);
   bool detected = format == InputFormat::kAuto;
-  format = detect_format(data, size, path, format);
+  format = detect_format(data, head_size, path, format);
   if (format == InputFormat::kNpy) {
-    if (!looks_like_npy(data, size)) throw CliError(file + ": not an .npy file (no \\x93NUMPY magic)");
-    return plan_npy(data, size, file, dtype);
+    if (!looks_like_npy(data, head_size)) throw CliError(file + ": not an .npy file (no \\x93NUMPY magic)");
+    return plan_npy(data, head_size, size, file, dtype);
   }
-  if (format == InputFormat::kSafetensors) return plan_safetensors(data, size, file);
+  if (format == InputFormat::kSafetensors) return plan_safetensors(data, head_size, size, file);
 
-  check_raw_input(data, size, path, detected, dtype);
+  check_raw_input(data, head_size, path, detected, dtype);
   size_t width = sz_dtype_size(*dtype);
   if (size % width != 0)
     throw CliError(file + ": size " + std::to_string(size) + " is not a multiple of the " + sz_dtype_name(*dtype) +

@@ -48,13 +48,18 @@ size_t detect_prefix_size(const uint8_t* head, size_t size);
 void check_raw_input(const uint8_t* head, size_t head_size, const std::string& path, bool detected,
                      std::optional<sz_dtype> dtype);
 
-// Cuts `data` (the whole file) into segments.
+// How many of a file's first bytes plan_input needs for `format` (npy, safetensors: the header; other formats:
+// none beyond `head`), from its first 12 bytes or fewer (`head`); may exceed the file's size.
+uint64_t plan_prefix_size(const uint8_t* head, size_t head_size, InputFormat format);
+
+// Cuts a file of `size` bytes into segments, from its first head_size bytes (`data`: the whole file, or a prefix of
+// at least min(size, plan_prefix_size(...)) bytes).
 //   path:   used for detection by extension and in error messages ("-" for stdin).
 //   format: kAuto detects by extension (.npy, .safetensors), then by magic ("\x93NUMPY"), then a safetensors
 //           header check when no dtype was given; anything else is raw and needs a dtype.
 //   dtype:  --dtype; required for raw files and for npy descrs that do not name a float type (<u2, |u1, <V2...).
 // Throws CliError with a precise message for malformed npy/safetensors files.
-InputPlan plan_input(const uint8_t* data, size_t size, const std::string& path, InputFormat format,
-                     std::optional<sz_dtype> dtype);
+InputPlan plan_input(const uint8_t* data, size_t head_size, uint64_t size, const std::string& path,
+                     InputFormat format, std::optional<sz_dtype> dtype);
 
 }  // namespace splitzip_cli

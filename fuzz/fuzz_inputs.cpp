@@ -28,7 +28,7 @@ void round_trip(const uint8_t* data, size_t size, const char* path, InputFormat 
                 unsigned chunk_log2) {
   InputPlan plan;
   try {
-    plan = plan_input(data, size, path, format, dtype);
+    plan = plan_input(data, size, size, path, format, dtype);
   } catch (const CliError&) {
     return;  // refused with a message: fine
   }

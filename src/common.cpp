@@ -126,7 +126,16 @@ void write_frame_header(uint8_t* dst, const sz_codebook& cb, unsigned chunk_log2
     dst[kOffCodebookCount] = cb.count;
     for (unsigned i = 0; i < cb.count; ++i) dst[kOffCodebook + i] = cb.values[i];
   }
-  store_u32(dst + kOffHeaderChecksum, h32(dst, kHeaderChecksummed));
+  seal_frame_header(dst);
+}
+
+void seal_frame_header(uint8_t* dst) { store_u32(dst + kOffHeaderChecksum, h32(dst, kHeaderChecksummed)); }
+
+void restamp_frame_header(uint8_t* dst, const uint8_t* src, uint64_t n, uint64_t exp_size) {
+  memmove(dst, src, kHeaderSize);
+  store_u64(dst + kOffNValues, n);
+  store_u64(dst + kOffExpSectionSize, exp_size);
+  seal_frame_header(dst);
 }
 
 sz_status check_frame_book(const FrameHeader& h, const sz_channel_book* book) {
@@ -188,44 +197,30 @@ sz_status check_book_arg(const sz_channel_book* book, sz_dtype dtype, uint32_t t
   return SZ_OK;
 }
 
-sz_status check_entropy_index(const uint8_t* frame, const FrameHeader& h) {
-  const uint8_t* index = frame + h.off.index;
-  const uint8_t* section = frame + h.off.exponents;
-  uint64_t begin = 0;
-  for (uint64_t c = 0; c < h.chunks; ++c) {
-    const uint64_t entry = load_u64(index + kIndexEntrySize * c);
+sz_status check_index_entries(const uint8_t* entries, const FrameHeader& h, uint64_t first_chunk, uint64_t count,
+                              uint64_t begin, const uint8_t* section, uint64_t* end_out) {
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t c = first_chunk + i;
+    const uint64_t entry = load_u64(entries + kIndexEntrySize * i);
     const uint64_t end = entry & kIndexEndMask;
     const uint64_t mode = entry >> kIndexModeShift;
     if (mode != kModeCoded && mode != kModeRaw) return SZ_ERROR_CORRUPT;
     if (end < begin || end > h.exp_size) return SZ_ERROR_CORRUPT;
     const uint64_t size = end - begin;
     const uint64_t len = chunk_len(h.n, h.chunk_log2, c);
-    const uint64_t raw = packed_bytes(len, h.split.symbol_bits);
-    if (mode == kModeRaw) {
-      if (size != raw) return SZ_ERROR_CORRUPT;
-    } else {
-      if (size > raw || size < kRansRecordHeader) return SZ_ERROR_CORRUPT;
-      const uint64_t x = load_u32(section + begin + kRansStatesBytes);
-      if (x > len || x > size - kRansRecordHeader || (size - kRansRecordHeader - x) % 2 != 0) return SZ_ERROR_CORRUPT;
-    }
-    begin = end;
-  }
-  if (begin != h.exp_size) return SZ_ERROR_CORRUPT;
-  return SZ_OK;
-}
-
-sz_status check_chunk_index(const uint8_t* frame, const FrameHeader& h) {
-  const uint8_t* index = frame + h.off.index;
-  uint64_t begin = 0;
-  for (uint64_t c = 0; c < h.chunks; ++c) {
-    const uint64_t entry = load_u64(index + kIndexEntrySize * c);
-    const uint64_t end = entry & kIndexEndMask;
-    const uint64_t mode = entry >> kIndexModeShift;
-    if (mode != kModeCoded && mode != kModeRaw) return SZ_ERROR_CORRUPT;
-    if (end < begin) return SZ_ERROR_CORRUPT;
-    const uint64_t size = end - begin;
-    const uint64_t len = chunk_len(h.n, h.chunk_log2, c);
-    if (mode == kModeRaw) {
+    if (h.entropy) {  // §4.10.3
+      const uint64_t raw = packed_bytes(len, h.split.symbol_bits);
+      if (mode == kModeRaw) {
+        if (size != raw) return SZ_ERROR_CORRUPT;
+      } else {
+        if (size > raw || size < kRansRecordHeader) return SZ_ERROR_CORRUPT;
+        if (section != nullptr) {
+          const uint64_t x = load_u32(section + begin + kRansStatesBytes);
+          if (x > len || x > size - kRansRecordHeader || (size - kRansRecordHeader - x) % 2 != 0)
+            return SZ_ERROR_CORRUPT;
+        }
+      }
+    } else if (mode == kModeRaw) {  // §4.5
       if (size != packed_bytes(len, h.t.exponent_bits)) return SZ_ERROR_CORRUPT;
     } else {
       const uint64_t g = packed_bytes(len, h.code_bits);
@@ -233,8 +228,22 @@ sz_status check_chunk_index(const uint8_t* frame, const FrameHeader& h) {
     }
     begin = end;
   }
-  if (begin != h.exp_size) return SZ_ERROR_CORRUPT;
+  *end_out = begin;
   return SZ_OK;
+}
+
+sz_status check_entropy_index(const uint8_t* frame, const FrameHeader& h) {
+  uint64_t end = 0;
+  const sz_status s = check_index_entries(frame + h.off.index, h, 0, h.chunks, 0, frame + h.off.exponents, &end);
+  if (s != SZ_OK) return s;
+  return end == h.exp_size ? SZ_OK : SZ_ERROR_CORRUPT;
+}
+
+sz_status check_chunk_index(const uint8_t* frame, const FrameHeader& h) {
+  uint64_t end = 0;
+  const sz_status s = check_index_entries(frame + h.off.index, h, 0, h.chunks, 0, nullptr, &end);
+  if (s != SZ_OK) return s;
+  return end == h.exp_size ? SZ_OK : SZ_ERROR_CORRUPT;
 }
 
 sz_status check_compress_args(const void* src, uint64_t n, sz_dtype dtype, const sz_codebook* codebook,

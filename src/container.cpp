@@ -6,6 +6,10 @@
 // (sz_container_items: its item array; sz_container_write_index: its destination), in O(n log n); without memory
 // (sz_container_open) they take one pass when the index is already sorted that way and pairwise comparisons
 // otherwise.
+//
+// Every check of the index lives in read_items (with check_item and check_all_sorted), which needs only the index
+// and footer: sz_container_items runs it over a whole container and then checks the items' bytes against their
+// entries; sz_container_index_items runs it over the index that a caller read from a file on its own.
 #include <string.h>
 
 #include <algorithm>
@@ -188,12 +192,48 @@ sz_status check_all_sorted(It first, It last, ItemOf item, uint64_t total, sz_st
 }
 
 struct Layout {
-  const uint8_t* base;
+  const uint8_t* base;   // the whole container, or null when only its index is at hand
+  const uint8_t* index;  // the index entries, then the footer
   uint64_t size, index_offset, index_size;
   uint32_t count;
 };
 
-// Header and footer checks; fills *l.
+// The footer checks that need nothing but the footer: magic, checksum, an index between header and footer.
+// footer: the last SZ_CONTAINER_FOOTER_SIZE bytes of a container of file_size bytes (at least header + footer).
+sz_status check_footer(const uint8_t* f, uint64_t file_size, uint64_t* index_offset, uint64_t* index_size) {
+  if (load_u32(f + 28) != kContainerMagic) return SZ_ERROR_CORRUPT;
+  if (load_u32(f + 24) != detail::h32(f, 24)) return SZ_ERROR_CHECKSUM;
+  const uint64_t io = load_u64(f), is = load_u64(f + 8);
+  if (io < SZ_CONTAINER_HEADER_SIZE || io > file_size - SZ_CONTAINER_FOOTER_SIZE ||
+      is != file_size - SZ_CONTAINER_FOOTER_SIZE - io)
+    return SZ_ERROR_CORRUPT;
+  *index_offset = io;
+  *index_size = is;
+  return SZ_OK;
+}
+
+// Footer and index checksum of a container of file_size bytes whose last tail_size bytes are at tail (index and
+// footer: tail_size == file_size - index offset); fills *l but for l->base.
+sz_status open_index(const uint8_t* tail, uint64_t tail_size, uint64_t file_size, Layout* l) {
+  if (tail_size < SZ_CONTAINER_FOOTER_SIZE || file_size < SZ_CONTAINER_HEADER_SIZE + SZ_CONTAINER_FOOTER_SIZE)
+    return SZ_ERROR_SRC_TRUNCATED;
+  const uint8_t* f = tail + tail_size - SZ_CONTAINER_FOOTER_SIZE;
+  uint64_t index_offset, index_size;
+  const sz_status s = check_footer(f, file_size, &index_offset, &index_size);
+  if (s != SZ_OK) return s;
+  if (index_size != tail_size - SZ_CONTAINER_FOOTER_SIZE) return SZ_ERROR_CORRUPT;  // not where the footer says
+  if (load_u32(f + 20) != detail::h32(tail, index_size)) return SZ_ERROR_CHECKSUM;
+  l->base = nullptr;
+  l->index = tail;
+  l->size = file_size;
+  l->index_offset = index_offset;
+  l->index_size = index_size;
+  l->count = load_u32(f + 16);
+  if (l->count > index_size / kEntryFixed) return SZ_ERROR_CORRUPT;
+  return SZ_OK;
+}
+
+// Header, footer and index checksum of a whole container; fills *l.
 sz_status open_layout(const void* src, size_t src_size, Layout* l) {
   if (src == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
   const uint8_t* p = (const uint8_t*)src;
@@ -203,21 +243,12 @@ sz_status open_layout(const void* src, size_t src_size, Layout* l) {
   for (int i = 5; i < 16; ++i)
     if (p[i] != 0) return SZ_ERROR_CORRUPT;
   if (src_size < SZ_CONTAINER_HEADER_SIZE + SZ_CONTAINER_FOOTER_SIZE) return SZ_ERROR_SRC_TRUNCATED;
-  const uint8_t* f = p + src_size - SZ_CONTAINER_FOOTER_SIZE;
-  if (load_u32(f + 28) != kContainerMagic) return SZ_ERROR_CORRUPT;
-  if (load_u32(f + 24) != detail::h32(f, 24)) return SZ_ERROR_CHECKSUM;
-  const uint64_t index_offset = load_u64(f), index_size = load_u64(f + 8);
-  if (index_offset < SZ_CONTAINER_HEADER_SIZE || index_offset > src_size - SZ_CONTAINER_FOOTER_SIZE ||
-      index_size != src_size - SZ_CONTAINER_FOOTER_SIZE - index_offset)
-    return SZ_ERROR_CORRUPT;
-  if (load_u32(f + 20) != detail::h32(p + index_offset, index_size)) return SZ_ERROR_CHECKSUM;
+  uint64_t index_offset, index_size;
+  const sz_status s = check_footer(p + src_size - SZ_CONTAINER_FOOTER_SIZE, src_size, &index_offset, &index_size);
+  if (s != SZ_OK) return s;
+  const sz_status si = open_index(p + index_offset, src_size - index_offset, src_size, l);
   l->base = p;
-  l->size = src_size;
-  l->index_offset = index_offset;
-  l->index_size = index_size;
-  l->count = load_u32(f + 16);
-  if (l->count > index_size / kEntryFixed) return SZ_ERROR_CORRUPT;
-  return SZ_OK;
+  return si;
 }
 
 // A frame item's header must agree with its entry: dtype, frame size, number of values. A channel book item must
@@ -248,11 +279,37 @@ sz_status check_frame_entry(const Layout& l, const sz_item& x) {
 
 IndexWalker walker_of(const Layout& l) {
   IndexWalker w;
-  w.index = l.base + l.index_offset;
+  w.index = l.index;
   w.end = w.index + l.index_size;
   w.index_offset = l.index_offset;
   w.p = w.index;
   return w;
+}
+
+// The index checks of sz_container_items, which need no item bytes: every entry (check_item), the checks across
+// items (sorting the caller's array, then walking again to put it back in index order) and an index that the
+// walk consumes exactly. Fills items[0..l.count).
+sz_status read_items(const Layout& l, sz_item* items) {
+  // One walk: the checks local to each entry, the sum of the original sizes.
+  IndexWalker w = walker_of(l);
+  uint64_t total = 0;
+  sz_status s;
+  for (uint32_t i = 0; i < l.count; ++i) {
+    s = w.next(&items[i]);
+    if (s != SZ_OK) return s;
+    s = check_item(items[i], l.index_offset, SZ_ERROR_CORRUPT);
+    if (s != SZ_OK) return s;
+    if (total + items[i].original_size < total) return SZ_ERROR_CORRUPT;
+    total += items[i].original_size;
+  }
+  // The checks across items come in check_all's order, so sz_container_items and sz_container_open give the same
+  // status for any input.
+  s = check_all_sorted(items, items + l.count, [](const sz_item& x) -> const sz_item& { return x; }, total,
+                       SZ_ERROR_CORRUPT);
+  if (s != SZ_OK) return s;
+  w.reset();
+  for (uint32_t i = 0; i < l.count; ++i) w.next(&items[i]);
+  return w.p == w.end ? SZ_OK : SZ_ERROR_CORRUPT;
 }
 
 }  // namespace
@@ -271,16 +328,18 @@ SZ_API sz_status sz_container_open(const void* src, size_t src_size, uint32_t* c
   IndexWalker w = walker_of(l);
   s = check_all(w, l.count, l.index_offset, SZ_ERROR_CORRUPT);
   if (s != SZ_OK) return s;
-  // The walk must consume the index exactly.
-  w.reset();
+  // The walk must consume the index exactly (as read_items checks), then the items' bytes must agree.
   sz_item x;
   memset(&x, 0, sizeof x);
+  w.reset();
+  for (uint32_t i = 0; i < l.count; ++i) w.next(&x);
+  if (w.p != w.end) return SZ_ERROR_CORRUPT;
+  w.reset();
   for (uint32_t i = 0; i < l.count; ++i) {
     w.next(&x);
     s = check_frame_entry(l, x);
     if (s != SZ_OK) return s;
   }
-  if (w.p != w.end) return SZ_ERROR_CORRUPT;
   *count = l.count;
   return SZ_OK;
 }
@@ -294,29 +353,44 @@ SZ_API sz_status sz_container_items(const void* src, size_t src_size, sz_item* i
   *count = l.count;
   if (items == nullptr) return SZ_OK;
   if (capacity < l.count) return SZ_ERROR_DST_TOO_SMALL;
-  // One walk: the checks local to each entry, the frame headers, the sum of the original sizes.
-  IndexWalker w = walker_of(l);
-  uint64_t total = 0;
-  for (uint32_t i = 0; i < l.count; ++i) {
-    s = w.next(&items[i]);
-    if (s != SZ_OK) return s;
-    s = check_item(items[i], l.index_offset, SZ_ERROR_CORRUPT);
-    if (s != SZ_OK) return s;
-    if (total + items[i].original_size < total) return SZ_ERROR_CORRUPT;
-    total += items[i].original_size;
-  }
-  // The checks across items sort the caller's array; a second walk puts it back in index order. The checks come
-  // in sz_container_open's order, so both give the same status for any input.
-  s = check_all_sorted(items, items + l.count, [](const sz_item& x) -> const sz_item& { return x; }, total,
-                       SZ_ERROR_CORRUPT);
+  s = read_items(l, items);
   if (s != SZ_OK) return s;
-  w.reset();
   for (uint32_t i = 0; i < l.count; ++i) {
-    w.next(&items[i]);
     s = check_frame_entry(l, items[i]);
     if (s != SZ_OK) return s;
   }
-  if (w.p != w.end) return SZ_ERROR_CORRUPT;
+  return SZ_OK;
+}
+
+SZ_API sz_status sz_container_locate_index(const void* tail, size_t tail_size, uint64_t file_size,
+                                           uint64_t* index_offset, uint64_t* index_size) {
+  if (tail == nullptr || index_offset == nullptr || index_size == nullptr || tail_size > file_size)
+    return SZ_ERROR_INVALID_ARGUMENT;
+  if (tail_size < SZ_CONTAINER_FOOTER_SIZE || file_size < SZ_CONTAINER_HEADER_SIZE + SZ_CONTAINER_FOOTER_SIZE)
+    return SZ_ERROR_SRC_TRUNCATED;
+  uint64_t io, is;
+  const sz_status s =
+      check_footer((const uint8_t*)tail + tail_size - SZ_CONTAINER_FOOTER_SIZE, file_size, &io, &is);
+  if (s != SZ_OK) return s;
+  *index_offset = io;
+  *index_size = is + SZ_CONTAINER_FOOTER_SIZE;
+  return SZ_OK;
+}
+
+SZ_API sz_status sz_container_index_items(const void* index, size_t index_size, uint64_t file_size, sz_item* items,
+                                          uint32_t capacity, uint32_t* count) {
+  if (index == nullptr || count == nullptr || (items == nullptr && capacity != 0) || index_size > file_size)
+    return SZ_ERROR_INVALID_ARGUMENT;
+  Layout l;
+  sz_status s = open_index((const uint8_t*)index, index_size, file_size, &l);
+  if (s != SZ_OK) return s;
+  if (items == nullptr || capacity < l.count) {
+    *count = l.count;
+    return items == nullptr ? SZ_OK : SZ_ERROR_DST_TOO_SMALL;
+  }
+  s = read_items(l, items);
+  if (s != SZ_OK) return s;
+  *count = l.count;
   return SZ_OK;
 }
 

@@ -159,7 +159,7 @@ void write_header(uint8_t* dst, unsigned dtype, unsigned chunk_log2, uint32_t fl
   store_u64(dst + kOffBookId, table_id);
   store_u32(dst + kOffBookTensor, tensor);
   store_u32(dst + kOffBookPeriod, period);
-  store_u32(dst + kOffHeaderChecksum, detail::h32(dst, kHeaderChecksummed));
+  detail::seal_frame_header(dst);
 }
 
 // ---- the encoder of one chunk (§4.10.4) -----------------------------------------------------------------------

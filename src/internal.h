@@ -67,6 +67,10 @@ sz_status parse_frame_header_only(const uint8_t* src, size_t src_size, FrameHead
 // with the reference to tensor `tensor` of the channel book (the code width is the book's).
 void write_frame_header(uint8_t* dst, const sz_codebook& cb, unsigned chunk_log2, uint32_t flags, uint64_t n,
                         uint64_t exp_size, const sz_channel_book* book = nullptr, uint32_t tensor = 0);
+// Writes the header checksum (§4.1) of the 64 header bytes at dst.
+void seal_frame_header(uint8_t* dst);
+// The header src (64 bytes; dst may be src) with n_values n and exponent_section_size exp_size, sealed, to dst.
+void restamp_frame_header(uint8_t* dst, const uint8_t* src, uint64_t n, uint64_t exp_size);
 // Step 8 of §4.1: the channel book a version 2 frame needs (SZ_OK for version 1 frames, whatever book).
 sz_status check_frame_book(const FrameHeader& h, const sz_channel_book* book);
 // The mapping of a parsed frame (book checked by check_frame_book before).
@@ -76,6 +80,12 @@ void code_map_for(const sz_codebook& cb, const sz_channel_book* book, uint32_t t
 // Checks a channel book argument for compressing values of dtype with tensor `tensor`.
 sz_status check_book_arg(const sz_channel_book* book, sz_dtype dtype, uint32_t tensor);
 
+// The index checks of §4.3 and the record-size rules of §4.5 (version 3: §4.10.3) for the `count` entries at
+// `entries`, those of chunks first_chunk.. of the frame h, the first record beginning at `begin` of the section;
+// every end at most h.exp_size. Version 3 coded records are checked against their escape count only when `section`
+// (the frame's symbol section) is given. *end_out receives the last entry's end (begin for count 0).
+sz_status check_index_entries(const uint8_t* entries, const FrameHeader& h, uint64_t first_chunk, uint64_t count,
+                              uint64_t begin, const uint8_t* section, uint64_t* end_out);
 // Version 3: the index checks of §4.3 with the record-size rules of §4.10.3. SZ_OK or SZ_ERROR_CORRUPT.
 sz_status check_entropy_index(const uint8_t* frame, const FrameHeader& h);
 

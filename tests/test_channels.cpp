@@ -313,6 +313,20 @@ TEST(Channels, ContainerHoldsTheBookItsFramesUse) {
   sz_item items[2];
   ASSERT_EQ(sz_container_items(c.data(), c.size(), items, 2, &count), SZ_OK);
   EXPECT_EQ(items[0].kind, SZ_ITEM_BOOK);
+  {  // the index read alone gives the same items
+    std::vector<uint8_t> index;
+    uint64_t index_offset = 0;
+    std::vector<sz_item> part;
+    ASSERT_EQ(sztest::container_items_from_index(c, &index, &index_offset, &part), SZ_OK);
+    ASSERT_EQ(part.size(), 2u);
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(part[i].kind, items[i].kind);
+      EXPECT_EQ(std::string(part[i].name, part[i].name_size), std::string(items[i].name, items[i].name_size));
+      EXPECT_EQ(part[i].data_offset, items[i].data_offset);
+      EXPECT_EQ(part[i].data_size, items[i].data_size);
+      EXPECT_EQ(part[i].original_size, items[i].original_size);
+    }
+  }
   sz_channel_book in;
   ASSERT_EQ(sz_channel_book_parse(c.data() + items[0].data_offset, (size_t)items[0].data_size, &in), SZ_OK);
   EXPECT_EQ(in.id, b.book.id);

@@ -72,17 +72,41 @@ sz_item to_api(const spec::Item& s) {
   return it;
 }
 
-// sz_container_open's status, checked to be sz_container_items' too (the two validate the same things), and that
-// sz_container_items hands back the items sz_container_item gives one by one.
+// Items read from the index alone (container_items_from_index) must equal those of the whole container: the
+// same fields, names with the same bytes at the same place in the index.
+void expect_same_items(const std::vector<uint8_t>& c, const std::vector<sz_item>& whole,
+                       const std::vector<uint8_t>& index, uint64_t index_offset, const std::vector<sz_item>& part) {
+  ASSERT_EQ(part.size(), whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) {
+    sz_item a = whole[i], b = part[i];
+    EXPECT_EQ(a.name - (const char*)c.data(), (int64_t)index_offset + (b.name - (const char*)index.data()))
+        << "item " << i << ": its name points elsewhere in the index";
+    a.name = b.name = nullptr;
+    EXPECT_EQ(memcmp(&a, &b, sizeof a), 0) << "item " << i;
+  }
+}
+
+bool header_intact(const std::vector<uint8_t>& c) {
+  uint8_t h[SZ_CONTAINER_HEADER_SIZE];
+  EXPECT_EQ(sz_container_write_header(h, sizeof h), SZ_OK);
+  return c.size() >= sizeof h && memcmp(c.data(), h, sizeof h) == 0;
+}
+
+// sz_container_open's status, checked to be sz_container_items' too (the two validate the same things), that
+// sz_container_items hands back the items sz_container_item gives one by one, and that the index read alone
+// (sz_container_locate_index + sz_container_index_items) gives them too, or, when it rejects the container, the
+// status the whole container gets (the header aside: the index alone does not see it).
 sz_status open(const std::vector<uint8_t>& c, uint32_t* count = nullptr) {
   uint32_t n = 0;
   const sz_status st = sz_container_open(c.data(), c.size(), &n);
   if (count) *count = n;
   uint32_t cap = 0;
+  std::vector<sz_item> items;
   if (sz_container_items(c.data(), c.size(), nullptr, 0, &cap) == SZ_OK) {
-    std::vector<sz_item> items(cap + 1);
+    items.resize(cap + 1);
     uint32_t got = 0;
     EXPECT_EQ(sz_container_items(c.data(), c.size(), items.data(), cap, &got), st);
+    items.resize(cap);
     if (st == SZ_OK) {
       EXPECT_EQ(got, n);
       for (uint32_t i = 0; i < n; ++i) {
@@ -93,6 +117,16 @@ sz_status open(const std::vector<uint8_t>& c, uint32_t* count = nullptr) {
     }
   } else {
     EXPECT_NE(st, SZ_OK);
+  }
+  std::vector<uint8_t> index;
+  uint64_t index_offset = 0;
+  std::vector<sz_item> part;
+  const sz_status si = container_items_from_index(c, &index, &index_offset, &part);
+  if (st == SZ_OK) {
+    EXPECT_EQ(si, SZ_OK) << "the index alone is rejected";
+    if (si == SZ_OK) expect_same_items(c, items, index, index_offset, part);
+  } else if (si != SZ_OK && header_intact(c)) {
+    EXPECT_EQ(si, st) << "the index alone is rejected otherwise than the whole container";
   }
   return st;
 }
@@ -455,4 +489,162 @@ TEST(ContainerScale, ThirtyThousandUnsortedItemsWriteAndReadInLinearithmicTime) 
   items[n - 1].name_size = (uint16_t)names[n - 1].size();
   EXPECT_EQ(sz_container_write_index(items.data(), n, index_offset, &c[index_offset], index_size, &written),
             SZ_ERROR_INVALID_ARGUMENT);
+}
+
+// ---- the index alone (sz_container_locate_index, sz_container_index_items) ----------------------------------------
+
+TEST(ContainerIndexOnly, ItemsEqualThoseOfTheWholeContainer) {
+  Fixture fx = fixture();
+  const std::vector<uint8_t> c = spec::container(fx.items);
+  ASSERT_EQ(open(c), SZ_OK);  // compares the two reads
+  std::vector<uint8_t> index;
+  uint64_t index_offset = 0;
+  std::vector<sz_item> items;
+  ASSERT_EQ(container_items_from_index(c, &index, &index_offset, &items), SZ_OK);
+  EXPECT_EQ(index_offset, fx.items.back().data_offset + fx.items.back().data_size);
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_EQ(std::string(items[2].name, items[2].name_size), fx.items[2].name);
+  EXPECT_EQ(items[1].shape[1], 3u);
+
+  // Any tail that holds the footer locates the index; the file's last bytes are the footer's.
+  uint64_t at = 0, size = 0;
+  EXPECT_EQ(sz_container_locate_index(c.data(), c.size(), c.size(), &at, &size), SZ_OK);
+  EXPECT_EQ(at, index_offset);
+  EXPECT_EQ(size, c.size() - index_offset);
+
+  // An empty container: an index of its footer alone.
+  std::vector<spec::Item> none;
+  const std::vector<uint8_t> e = spec::container(none);
+  ASSERT_EQ(container_items_from_index(e, &index, &index_offset, &items), SZ_OK);
+  EXPECT_EQ(index_offset, 16u);
+  EXPECT_EQ(index.size(), 32u);
+  EXPECT_TRUE(items.empty());
+}
+
+TEST(ContainerIndexOnly, ManyUnsortedItemsEqualThoseOfTheWholeContainer) {
+  const uint32_t n = 500;
+  std::vector<uint32_t> slot(n), place(n);
+  for (uint32_t i = 0; i < n; ++i) slot[i] = place[i] = i;
+  shuffle(slot, 21);
+  shuffle(place, 22);
+  std::vector<spec::Item> items(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    items[i].name = "t" + std::to_string(Rng(i).next() % 1000003u) + "." + std::to_string(i);
+    items[i].original_offset = 3ull * place[i];
+    items[i].original_size = 3;
+    items[i].data_offset = 64 + 64ull * slot[i];
+    items[i].data = random_bytes(3, i);
+  }
+  const std::vector<uint8_t> c = spec::container(items);
+  uint32_t count = 0;
+  ASSERT_EQ(open(c, &count), SZ_OK);
+  EXPECT_EQ(count, n);
+}
+
+TEST(ContainerIndexOnly, ArgumentsAndSizes) {
+  Fixture fx = fixture();
+  const std::vector<uint8_t> c = spec::container(fx.items);
+  const uint8_t* tail = c.data() + c.size() - SZ_CONTAINER_FOOTER_SIZE;
+  uint64_t at = 7, size = 9;
+  EXPECT_EQ(sz_container_locate_index(nullptr, 32, c.size(), &at, &size), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_container_locate_index(tail, 32, c.size(), nullptr, &size), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_container_locate_index(tail, 32, c.size(), &at, nullptr), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_container_locate_index(tail, 32, 31, &at, &size), SZ_ERROR_INVALID_ARGUMENT) << "tail past the file";
+  EXPECT_EQ(sz_container_locate_index(tail + 1, 31, c.size(), &at, &size), SZ_ERROR_SRC_TRUNCATED) << "short tail";
+  EXPECT_EQ(sz_container_locate_index(tail, 32, 47, &at, &size), SZ_ERROR_SRC_TRUNCATED) << "file below 48 bytes";
+  EXPECT_EQ(at, 7u);
+  EXPECT_EQ(size, 9u);  // nothing written on error
+  ASSERT_EQ(sz_container_locate_index(tail, 32, c.size(), &at, &size), SZ_OK);
+
+  const uint8_t* index = c.data() + at;
+  std::vector<sz_item> items(3);
+  uint32_t count = 99;
+  EXPECT_EQ(sz_container_index_items(nullptr, size, c.size(), nullptr, 0, &count), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_container_index_items(index, size, c.size(), nullptr, 3, &count), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_container_index_items(index, size, c.size(), items.data(), 3, nullptr), SZ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sz_container_index_items(index, size, size - 1, items.data(), 3, &count), SZ_ERROR_INVALID_ARGUMENT)
+      << "an index larger than the file";
+  EXPECT_EQ(count, 99u);
+  ASSERT_EQ(sz_container_index_items(index, size, c.size(), nullptr, 0, &count), SZ_OK);
+  EXPECT_EQ(count, 3u);
+  count = 0;
+  EXPECT_EQ(sz_container_index_items(index, size, c.size(), items.data(), 2, &count), SZ_ERROR_DST_TOO_SMALL);
+  EXPECT_EQ(count, 3u);
+  ASSERT_EQ(sz_container_index_items(index, size, c.size(), items.data(), 3, &count), SZ_OK);
+  EXPECT_EQ(std::string(items[1].name, items[1].name_size), "layers.0.k");
+  EXPECT_TRUE(items[1].name >= (const char*)index && items[1].name < (const char*)index + size)
+      << "names point into the index buffer";
+}
+
+TEST(ContainerIndexOnly, TruncatedOrCorruptFootersAndIndexesAreRejected) {
+  Fixture fx = fixture();
+  const std::vector<uint8_t> c = spec::container(fx.items);
+  uint64_t at = 0, size = 0;
+  ASSERT_EQ(sz_container_locate_index(c.data() + c.size() - 32, 32, c.size(), &at, &size), SZ_OK);
+  // The file cut short: its last 32 bytes are no footer, or one that places the index elsewhere.
+  for (size_t len = 0; len < c.size(); ++len) {
+    const std::vector<uint8_t> p(c.begin(), c.begin() + len);
+    std::vector<uint8_t> index;
+    uint64_t io = 0;
+    std::vector<sz_item> items;
+    EXPECT_NE(container_items_from_index(p, &index, &io, &items), SZ_OK) << "cut to " << len << " of " << c.size();
+  }
+  // The index handed over without its first or last byte, or with one byte more in front.
+  uint32_t count = 0;
+  EXPECT_NE(sz_container_index_items(c.data() + at + 1, size - 1, c.size(), nullptr, 0, &count), SZ_OK);
+  EXPECT_NE(sz_container_index_items(c.data() + at, size - 1, c.size(), nullptr, 0, &count), SZ_OK);
+  EXPECT_NE(sz_container_index_items(c.data() + at - 1, size + 1, c.size(), nullptr, 0, &count), SZ_OK);
+  EXPECT_NE(sz_container_index_items(c.data() + at, size, c.size() + 1, nullptr, 0, &count), SZ_OK)
+      << "the index of a file one byte longer";
+  // Every bit of index and footer flipped.
+  std::vector<uint8_t> index(c.begin() + at, c.end());
+  size_t accepted = 0;
+  for (size_t byte = 0; byte < index.size(); ++byte) {
+    for (int bit = 0; bit < 8; ++bit) {
+      index[byte] ^= (uint8_t)(1u << bit);
+      std::vector<sz_item> items(3);
+      uint64_t io = 0, is = 0;
+      const sz_status sl = sz_container_locate_index(&index[index.size() - 32], 32, c.size(), &io, &is);
+      const sz_status si = sz_container_index_items(index.data(), index.size(), c.size(), items.data(), 3, &count);
+      if (si == SZ_OK && ++accepted < 10) ADD_FAILURE() << "flip of bit " << bit << " of index byte " << byte;
+      if (byte >= index.size() - 32 && sl == SZ_OK && (io != at || is != size) && ++accepted < 10)
+        ADD_FAILURE() << "flip of bit " << bit << " of footer byte " << byte << " moved the index";
+      index[byte] ^= (uint8_t)(1u << bit);
+    }
+  }
+}
+
+TEST(ContainerIndexOnly, ItemsPastTheIndexOrTheFileAreRejected) {
+  // Item data must end before the index, so within the file: entries pointing past it are corrupt (footers that
+  // place the index past the file's end: FooterFieldsOutOfRangeAreCorrupt, through open()).
+  const struct {
+    const char* what;
+    void (*edit)(std::vector<spec::Item>&);
+  } cases[] = {
+      {"data_size into the index", [](std::vector<spec::Item>& it) { it[2].data_size += 64; }},
+      {"data_offset past the file", [](std::vector<spec::Item>& it) { it[1].data_offset = uint64_t(1) << 40; }},
+      {"data_offset + data_size wraps", [](std::vector<spec::Item>& it) { it[1].data_size = ~uint64_t(0) - 63; }},
+  };
+  for (const auto& k : cases) {
+    Fixture fx = fixture();
+    const std::vector<uint8_t> good = spec::container(fx.items);
+    const uint64_t io = spec::get_le(&good[good.size() - 32], 8);
+    k.edit(fx.items);
+    // The same items' bytes, then the edited index and its footer.
+    std::vector<uint8_t> c(good.begin(), good.begin() + io);
+    const std::vector<uint8_t> ix = spec::index_bytes(fx.items);
+    c.insert(c.end(), ix.begin(), ix.end());
+    c.resize(c.size() + 32, 0);
+    uint8_t* f = &c[c.size() - 32];
+    spec::put_le(f, io, 8);
+    spec::put_le(f + 8, ix.size(), 8);
+    spec::put_le(f + 16, fx.items.size(), 4);
+    spec::put_le(f + 28, 0x435A5053u, 4);
+    spec::reseal_container(c);
+    std::vector<uint8_t> index;
+    uint64_t at = 0;
+    std::vector<sz_item> items;
+    EXPECT_EQ(container_items_from_index(c, &index, &at, &items), SZ_ERROR_CORRUPT) << k.what;
+    EXPECT_EQ(open(c), SZ_ERROR_CORRUPT) << k.what;
+  }
 }

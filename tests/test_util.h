@@ -508,6 +508,34 @@ inline std::vector<uint8_t> check_roundtrip(const std::vector<uint8_t>& src, sz_
   return ref;
 }
 
+// ---- containers read as a file would be, in bounded memory --------------------------------------------------------
+
+// Reads container c as from a file: its last SZ_CONTAINER_FOOTER_SIZE bytes (a copy of their own), where they say
+// the index lies, then the items from a copy of those bytes alone (sz_container_locate_index,
+// sz_container_index_items). *index receives the copy that the items' names point into; *index_offset where it lay.
+inline sz_status container_items_from_index(const std::vector<uint8_t>& c, std::vector<uint8_t>* index,
+                                            uint64_t* index_offset, std::vector<sz_item>* items) {
+  const size_t tail_size = c.size() < SZ_CONTAINER_FOOTER_SIZE ? c.size() : SZ_CONTAINER_FOOTER_SIZE;
+  const std::vector<uint8_t> tail(c.end() - tail_size, c.end());
+  uint64_t at = 0, size = 0;
+  sz_status s = sz_container_locate_index(tail.empty() ? (const void*)"" : tail.data(), tail.size(), c.size(), &at,
+                                          &size);
+  if (s != SZ_OK) return s;
+  if (at + size != c.size()) ADD_FAILURE() << "the index located does not end at the end of the file";
+  index->assign(c.begin() + at, c.end());
+  *index_offset = at;
+  uint32_t count = 0;
+  s = sz_container_index_items(index->data(), index->size(), c.size(), nullptr, 0, &count);
+  if (s != SZ_OK) return s;
+  items->assign(count + 1, sz_item{});  // one spare: the call must not use more than the count
+  uint32_t got = 0;
+  s = sz_container_index_items(index->data(), index->size(), c.size(), items->data(), count + 1, &got);
+  if (s != SZ_OK) return s;
+  if (got != count) ADD_FAILURE() << "sz_container_index_items counted " << count << " then gave " << got;
+  items->resize(got);
+  return SZ_OK;
+}
+
 inline std::string status_str(sz_status s) {
   const char* n = sz_status_name(s);
   return n ? std::string(n) : std::string("(null)");

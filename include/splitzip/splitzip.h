@@ -409,6 +409,105 @@ typedef struct sz_frame_info {
 SZ_API sz_status sz_frame_info_get(const void* src, size_t src_size, sz_frame_info* info);
 
 /* ---------------------------------------------------------------------------------------------------------------
+ * Frame layout and frames in pieces (docs/FORMAT.md §4, §4.2, §4.3)
+ *
+ * Every chunk of a frame is coded on its own, and the sections of a frame are laid out by its header alone, so a
+ * frame too large to hold in memory can be written from the frames of its pieces and read as frames of its pieces:
+ *   - writing: compress the values piece by piece (each piece a whole number of chunks, but the last; all with the
+ *     same dtype, codebook or book reference, chunk size and flags); sz_frame_builder_add() says where each section
+ *     of each piece frame goes in the whole frame and rebases its chunk index; sz_frame_builder_finish() gives the
+ *     whole frame's header. The result is byte for byte the frame that one call over all the values gives.
+ *   - reading: sz_frame_slice_locate() says which bytes of a large frame a range of its chunks needs;
+ *     sz_frame_slice() turns them into a frame of its own (header and rebased chunk index), which the decoders take.
+ * Versions 1, 2 and 3 alike; in versions 2 and 3 (value i belongs to channel i mod period) every piece begins at a
+ * multiple of the period. Nothing here allocates, and an error changes no output nor the builder.
+ * ------------------------------------------------------------------------------------------------------------- */
+
+/** Where the sections of a frame lie, in bytes from its first byte. Sections without bytes have size 0. */
+typedef struct sz_frame_layout {
+  uint64_t n_values;
+  uint64_t n_chunks;
+  uint64_t index_offset;     /* chunk index: 8 bytes a chunk (always SZ_FRAME_HEADER_SIZE) */
+  uint64_t index_size;
+  uint64_t checksums_offset; /* chunk checksums: 4 bytes a chunk with SZ_FLAG_CHECKSUMS, else none */
+  uint64_t checksums_size;
+  uint64_t rest_offset;      /* rest section (version 3: raw section) */
+  uint64_t rest_size;
+  uint64_t exponents_offset; /* exponent section (version 3: symbol section) */
+  uint64_t exponents_size;
+  uint64_t frame_size;       /* total bytes of the frame */
+} sz_frame_layout;
+
+/** The layout of a frame from its header (SZ_FRAME_HEADER_SIZE bytes suffice; the header is checked as the
+ *  decoders check it, docs/FORMAT.md §4.1 steps 1-6, and its errors returned). */
+SZ_API sz_status sz_frame_layout_get(const void* src, size_t src_size, sz_frame_layout* layout);
+
+/** One section of a piece: at frame_offset in the whole frame, at piece_offset in the piece's own frame. */
+typedef struct sz_frame_span {
+  uint64_t frame_offset;
+  uint64_t piece_offset;
+  uint64_t size;
+} sz_frame_span;
+
+/** A piece of a frame: values [first_value, first_value + n_values), chunks [first_chunk, first_chunk + n_chunks),
+ *  and where its sections lie in the whole frame and in the piece's own frame of frame_size bytes. */
+typedef struct sz_frame_piece {
+  uint64_t first_value;
+  uint64_t n_values;
+  uint64_t first_chunk;
+  uint64_t n_chunks;
+  uint64_t frame_size;   /* bytes of the piece's own frame */
+  sz_frame_span index;   /* see sz_frame_builder_add() and sz_frame_slice_locate() */
+  sz_frame_span checksums;
+  sz_frame_span rest;
+  sz_frame_span exponents;
+} sz_frame_piece;
+
+/** The state of a frame built from pieces: caller memory (any storage duration), set up by
+ *  sz_frame_builder_begin(); its contents are private. */
+typedef struct sz_frame_builder {
+  uint64_t state[16];
+} sz_frame_builder;
+
+/** Starts a frame of n_values values (n_values < 2^48, else SZ_ERROR_INVALID_ARGUMENT). */
+SZ_API sz_status sz_frame_builder_begin(sz_frame_builder* builder, uint64_t n_values);
+/** Adds the next piece: `piece` is a whole frame (piece_size bytes, fully checked: header, chunk index; an error of
+ *  the frame is returned as the decoders return it) of the values that follow those added so far. It must have the
+ *  first piece's version, dtype, codebook or book reference, chunk size and flags, hold a whole number of chunks
+ *  unless it ends the frame, at least one value unless the frame is empty, no more values than remain, and, in
+ *  versions 2 and 3, begin at a multiple of the period: else SZ_ERROR_INVALID_ARGUMENT. *placement receives where
+ *  the piece's sections go in the whole frame. Its chunk index is the one section not copied as it is: its entries
+ *  are rebased onto the whole frame and written to index_out (placement->index.size bytes, else
+ *  SZ_ERROR_DST_TOO_SMALL), which may be exactly the piece's own chunk index (rebased in place) but must not
+ *  overlap it otherwise. The caller copies the other sections from the piece to the whole frame. */
+SZ_API sz_status sz_frame_builder_add(sz_frame_builder* builder, const void* piece, size_t piece_size,
+                                      void* index_out, size_t index_capacity, sz_frame_piece* placement);
+/** Writes the whole frame's header (SZ_FRAME_HEADER_SIZE bytes at its offset 0, header checksum included) into
+ *  header_out and its size into *frame_size (may be NULL), once pieces of all n_values values were added (else
+ *  SZ_ERROR_INVALID_ARGUMENT). The builder is not changed: finish may be called again. */
+SZ_API sz_status sz_frame_builder_finish(const sz_frame_builder* builder, void* header_out, size_t header_capacity,
+                                         uint64_t* frame_size);
+
+/** Where the piece of values [first_value, first_value + n_values) of a frame lies, from the frame's header
+ *  (SZ_FRAME_HEADER_SIZE bytes suffice; checked as sz_frame_layout_get() does). The piece must be a whole number
+ *  of chunks from a chunk boundary (the last chunk may be short), at least one value unless the frame is empty, and
+ *  in versions 2 and 3 begin at a multiple of the period: else SZ_ERROR_INVALID_ARGUMENT. piece->index.frame_offset
+ *  and .size give the bytes of the frame's chunk index that sz_frame_slice() takes: the piece's entries, preceded by
+ *  the entry of the chunk before it when there is one. The checksum and rest spans are complete; the exponent span
+ *  (frame_offset, size) and frame_size are known only from the index: sz_frame_slice() fills them. */
+SZ_API sz_status sz_frame_slice_locate(const void* header, size_t header_size, uint64_t first_value,
+                                       uint64_t n_values, sz_frame_piece* piece);
+/** Writes the head of the piece's own frame (header and rebased chunk index, piece->checksums.piece_offset bytes)
+ *  into dst and fills *piece completely; the caller then copies the checksum, rest and exponent spans from the
+ *  frame to dst, and decodes dst as a frame of piece->frame_size bytes (at most sz_compress_bound(n_values, dtype)).
+ *  `index` holds exactly the bytes that sz_frame_slice_locate() names (else SZ_ERROR_INVALID_ARGUMENT); entries
+ *  that break §4.3 (or the record sizes of §4.5, §4.10.3 that the index alone shows) give SZ_ERROR_CORRUPT; dst
+ *  must hold the whole piece frame (dst_capacity >= piece->frame_size, else SZ_ERROR_DST_TOO_SMALL). */
+SZ_API sz_status sz_frame_slice(const void* header, size_t header_size, uint64_t first_value, uint64_t n_values,
+                                const void* index, size_t index_size, void* dst, size_t dst_capacity,
+                                sz_frame_piece* piece);
+
+/* ---------------------------------------------------------------------------------------------------------------
  * CPU kernel sets. The fast codec picks, at each one-shot call and at each context's creation, the fastest kernel set
  * for this CPU among those compiled in: "avx512" (BF16), "avx2" or "portable" (the richest set the CPU runs, except
  * that AMD Zen 1 and 2, where pdep/pext are microcode, get "portable"). Every set writes the same frames; naming a
@@ -509,6 +608,30 @@ SZ_API sz_status sz_container_item(const void* src, size_t src_size, uint32_t in
 /** Finds an item by name (name_size bytes). SZ_ERROR_NOT_FOUND if absent. */
 SZ_API sz_status sz_container_find(const void* src, size_t src_size, const char* name, size_t name_size,
                                    uint32_t* index);
+
+/* Reading a container from a seekable file in bounded memory: read the file's last SZ_CONTAINER_FOOTER_SIZE bytes,
+ * sz_container_locate_index() says where its index lies, read those bytes, and sz_container_index_items() gives the
+ * items; then read the items' bytes where they say. The index is validated exactly as sz_container_items() does,
+ * but for the checks that need the header or the items' bytes, so a container whose index is accepted here may
+ * still be rejected by sz_container_items() over the whole file. */
+
+/** Where the index of a container of file_size bytes lies, from the file's last tail_size bytes (tail: at least
+ *  the footer, SZ_CONTAINER_FOOTER_SIZE bytes; the last ones are used). Checks the footer's magic and checksum and
+ *  that the index lies between the header and the footer. *index_offset receives where the index starts and
+ *  *index_size the bytes from there to the end of the file: index and footer, the bytes sz_container_index_items()
+ *  takes. SZ_ERROR_SRC_TRUNCATED if the file or the tail is too short to hold them; SZ_ERROR_INVALID_ARGUMENT if
+ *  tail_size exceeds file_size. Nothing is written on error. */
+SZ_API sz_status sz_container_locate_index(const void* tail, size_t tail_size, uint64_t file_size,
+                                           uint64_t* index_offset, uint64_t* index_size);
+/** The items of a container of file_size bytes from its index alone: index holds the file's last index_size bytes
+ *  (index and footer, as sz_container_locate_index() gives them). Validates footer, index checksum and every
+ *  entry as sz_container_items() does (each item lies between the header and the index, so within the file), and
+ *  fills items[0..*count) in index order; names point into index. Nothing reads the header or the items' bytes.
+ *  With items == NULL (and capacity 0) it checks only the footer and index checksum and sets *count; a capacity
+ *  below the item count gives SZ_ERROR_DST_TOO_SMALL (with *count set). On any other error *count is unchanged and
+ *  the array's contents, its scratch memory, unspecified. */
+SZ_API sz_status sz_container_index_items(const void* index, size_t index_size, uint64_t file_size, sz_item* items,
+                                          uint32_t capacity, uint32_t* count);
 
 /** Size of the index plus footer that sz_container_write_index() writes for these items. */
 SZ_API sz_status sz_container_index_size(const sz_item* items, uint32_t count, uint64_t* size);

@@ -426,14 +426,15 @@ def case_info_names(r, ctx):
 FRAME_VALUES = 1 << 22  # kStreamFrameValues of cli/codec.h: raw inputs are cut into frames of this many values
 
 
-def run_measured(exe, args, cwd, stdin_path):
+def run_measured(exe, args, cwd, stdin_path, stdout_path=None):
     """Runs the tool; returns (exit code, stderr text, its peak RSS in MB). The peak is the high-water mark VmHWM of
     the tool's own address space, read from /proc while it runs (ru_maxrss would include this script's RSS, which a
-    child inherits as its starting mark across fork and exec)."""
+    child inherits as its starting mark across fork and exec). stdout goes to stdout_path, else nowhere."""
     err_path = os.path.join(cwd, ".stderr")
     peak_kb = 0
-    with open(stdin_path or os.devnull, "rb") as fin, open(err_path, "wb") as ferr:
-        proc = subprocess.Popen([exe] + args, cwd=cwd, stdin=fin, stdout=subprocess.DEVNULL, stderr=ferr)
+    with open(stdin_path or os.devnull, "rb") as fin, open(err_path, "wb") as ferr, \
+            open(stdout_path or os.devnull, "wb") as fout:
+        proc = subprocess.Popen([exe] + args, cwd=cwd, stdin=fin, stdout=fout, stderr=ferr)
         status_path = "/proc/%d/status" % proc.pid
         while proc.poll() is None:
             try:
@@ -526,6 +527,67 @@ def case_stream_memory(r, ctx):
     same_bytes(r, "big.bin", "back.bin")
     r.note("max RSS of every step under %.0f MB" % limit)
 
+
+
+def case_container_memory(r, ctx):
+    """A 256 MiB .npy and a 256 MiB .safetensors file compress (to a file and to stdout), decompress, test and show
+    their info in under 64 MB of RSS: the containers are written and read item by item, tensors above 8 MiB in
+    pieces of 8 MiB. The frames so assembled are the ones one encoder call gives (stdin is read whole and
+    coded so), and the files come back byte for byte."""
+    limit = 64.0
+    bf16 = gen_values("bf16", 1 << 15, 51)
+    fp32 = gen_values("fp32", 1 << 14, 52)
+    e4m3 = gen_values("fp8_e4m3", 1 << 16, 53)
+
+    def repeat(block, size):
+        return (block * (size // len(block) + 1))[:size]
+
+    # .npy: 128 Mi BF16 values (32 pieces) and a trailer
+    n = 1 << 27
+    npy = npy_bytes("<V2", (1 << 12, 1 << 15), b"")
+    with open(r.path("big.npy"), "wb") as f:
+        f.write(npy)
+        for _ in range(2 * n // len(bf16)):
+            f.write(bf16)
+        f.write(b"trailer")
+    # .safetensors: BF16, FP32 and FP8 tensors of partial last pieces, and a stored one between them
+    tensors = [
+        ("k", "BF16", (3, 22369621), repeat(bf16, 2 * 3 * 22369621)),
+        ("ids", "I64", (3,), struct.pack("<3q", 1, -2, 3)),
+        ("v", "F32", (5, 3355443), repeat(fp32, 4 * 5 * 3355443)),
+        ("q", "F8_E4M3", (9 * FRAME_VALUES + 7,), repeat(e4m3, 9 * FRAME_VALUES + 7)),
+    ]
+    r.write("big.safetensors", safetensors_bytes(tensors))
+    del tensors
+    for name in ("big.npy", "big.safetensors"):
+        kind = name.split(".")[1]
+        steps = [
+            (["compress", "-q", name], None, None),
+            (["compress", "-q", "-c", name], None, "stdout.spz"),
+            (["decompress", "-q", "-f", name + ".spz", "-o", "back"], None, None),
+            (["decompress", "-t", "-q", name + ".spz"], None, None),
+            (["info", name + ".spz"], None, None),
+            (["info", "--json", name + ".spz"], None, None),
+        ]
+        for args, stdin_file, stdout_file in steps:
+            rc, err, rss = run_measured(r.exe, args, r.work, r.path(stdin_file) if stdin_file else None,
+                                        r.path(stdout_file) if stdout_file else None)
+            check(rc == 0, "splitzip %s failed: %s" % (" ".join(args), err))
+            check(rss <= limit, "splitzip %s: max RSS %.1f MB > %.0f MB" % (" ".join(args), rss, limit))
+            print("  %-52s max RSS %s" % ("splitzip " + " ".join(args),
+                                             "%5.1f MB" % rss if rss >= 1 else "- (ended before a sample)"))
+        same_bytes(r, name, "back")
+        same_bytes(r, name + ".spz", "stdout.spz")
+        # stdin is read whole and every frame coded by one call: the same container
+        rc, err, _ = run_measured(r.exe, ["compress", "-q", "-o", "whole.spz", "-"], r.work, r.path(name))
+        check(rc == 0, "compress from stdin failed: %s" % err)
+        same_bytes(r, name + ".spz", "whole.spz")
+        info = json.loads(r.ok(["info", "--json", name + ".spz"], record=False))
+        check(info["decompressed_size"] == os.path.getsize(r.path(name)), "info's original size")
+        for f in (name, name + ".spz", "back", "stdout.spz", "whole.spz"):
+            os.unlink(r.path(f))
+        r.note("%s: compress (to a file and to stdout), decompress, -t and info under %.0f MB; the frames of one "
+               "encoder call" % (kind, limit))
 
 
 class OnTerminal:
@@ -1004,6 +1066,7 @@ CASES = {
     "many_items": case_many_items,
     "stream": case_stream,
     "stream_memory": case_stream_memory,
+    "container_memory": case_container_memory,
     "progress": case_progress,
     "info_names": case_info_names,
     "errors": case_errors,
