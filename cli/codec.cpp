@@ -37,10 +37,7 @@ uint64_t Compressed::size() const {
 
 static uint64_t align64(uint64_t x) { return (x + SZ_CONTAINER_ALIGN - 1) / SZ_CONTAINER_ALIGN * SZ_CONTAINER_ALIGN; }
 
-// A container whose body (header and items) ends at pos: the body, then the index and footer for its items.
-static Compressed finish_container(Buffer body, uint64_t pos, const std::vector<sz_item>& items,
-                                   const std::string& file) {
-  body.shrink(size_t(pos));
+Buffer container_index(const std::vector<sz_item>& items, uint64_t pos, const std::string& file) {
   uint64_t index_size = 0;
   check_status(sz_container_index_size(items.data(), uint32_t(items.size()), &index_size), file + ": container index");
   Buffer index{size_t(index_size)};
@@ -49,6 +46,14 @@ static Compressed finish_container(Buffer body, uint64_t pos, const std::vector<
                                         &written),
                file + ": container index");
   index.shrink(written);
+  return index;
+}
+
+// A container whose body (header and items) ends at pos: the body, then the index and footer for its items.
+static Compressed finish_container(Buffer body, uint64_t pos, const std::vector<sz_item>& items,
+                                   const std::string& file) {
+  body.shrink(size_t(pos));
+  Buffer index = container_index(items, pos, file);
   Compressed out;
   out.parts.push_back(std::move(body));
   out.parts.push_back(std::move(index));

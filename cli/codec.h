@@ -22,6 +22,8 @@ struct CodebookChoice {
 };
 
 sz_tensor_kind parse_kind(const std::string& name);
+// The index and footer of a container whose items end at pos (the library writes them; file names the errors).
+Buffer container_index(const std::vector<sz_item>& items, uint64_t pos, const std::string& file);
 sz_codebook load_codebook_file(const std::string& path);
 
 // A compression or decompression context for all the frames of a file: scratch and threads once, not per frame.

@@ -197,15 +197,9 @@ uint64_t write_container(const Source& src, const InputPlan& plan, const Codeboo
     pos = start + it.data_size;
     items.push_back(it);
   }
-  uint64_t index_size = 0;
-  check_status(sz_container_index_size(items.data(), uint32_t(items.size()), &index_size), file + ": container index");
-  Buffer index{size_t(index_size)};
-  size_t written = 0;
-  check_status(sz_container_write_index(items.data(), uint32_t(items.size()), pos, index.data(), index.size(),
-                                        &written),
-               file + ": container index");
-  sink.write_at(pos, index.data(), written);
-  return pos + written;
+  const Buffer index = container_index(items, pos, file);
+  sink.write_at(pos, index.data(), index.size());
+  return pos + index.size();
 }
 
 uint64_t write_container(const Source& src, const InputPlan& plan, const CodebookChoice& codebooks,
