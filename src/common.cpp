@@ -232,16 +232,10 @@ sz_status check_index_entries(const uint8_t* entries, const FrameHeader& h, uint
   return SZ_OK;
 }
 
-sz_status check_entropy_index(const uint8_t* frame, const FrameHeader& h) {
+sz_status check_frame_index(const uint8_t* frame, const FrameHeader& h) {
   uint64_t end = 0;
-  const sz_status s = check_index_entries(frame + h.off.index, h, 0, h.chunks, 0, frame + h.off.exponents, &end);
-  if (s != SZ_OK) return s;
-  return end == h.exp_size ? SZ_OK : SZ_ERROR_CORRUPT;
-}
-
-sz_status check_chunk_index(const uint8_t* frame, const FrameHeader& h) {
-  uint64_t end = 0;
-  const sz_status s = check_index_entries(frame + h.off.index, h, 0, h.chunks, 0, nullptr, &end);
+  const uint8_t* section = h.entropy ? frame + h.off.exponents : nullptr;
+  const sz_status s = check_index_entries(frame + h.off.index, h, 0, h.chunks, 0, section, &end);
   if (s != SZ_OK) return s;
   return end == h.exp_size ? SZ_OK : SZ_ERROR_CORRUPT;
 }
@@ -412,23 +406,8 @@ SZ_API sz_status sz_frame_info_get(const void* src, size_t src_size, sz_frame_in
   fi.decompressed_size = h.n * (h.t.value_bits / 8);
   fi.frame_size = h.off.end;
   fi.n_chunks = h.chunks;
-  if ((uint64_t)src_size >= h.off.end && h.entropy) {
-    const sz_status si = detail::check_entropy_index(p, h);
-    if (si != SZ_OK) return si;
-    uint64_t begin = 0;
-    for (uint64_t c = 0; c < h.chunks; ++c) {
-      const uint64_t entry = load_u64(p + h.off.index + kIndexEntrySize * c);
-      if ((entry >> kIndexModeShift) == kModeRaw) {
-        ++fi.raw_chunks;
-      } else {
-        ++fi.coded_chunks;
-        fi.escapes += load_u32(p + h.off.exponents + begin + kRansStatesBytes);
-      }
-      begin = entry & kIndexEndMask;
-    }
-    fi.stats_valid = 1;
-  } else if ((uint64_t)src_size >= h.off.end) {
-    const sz_status si = detail::check_chunk_index(p, h);
+  if ((uint64_t)src_size >= h.off.end) {  // the whole frame: its chunks' modes and escape counts
+    const sz_status si = detail::check_frame_index(p, h);
     if (si != SZ_OK) return si;
     uint64_t begin = 0;
     for (uint64_t c = 0; c < h.chunks; ++c) {
@@ -438,8 +417,10 @@ SZ_API sz_status sz_frame_info_get(const void* src, size_t src_size, sz_frame_in
         ++fi.raw_chunks;
       } else {
         ++fi.coded_chunks;
-        const uint64_t len = chunk_len(h.n, h.chunk_log2, c);
-        fi.escapes += (end - begin - packed_bytes(len, h.code_bits)) / kEscapeBytes;
+        if (h.entropy)  // §4.10.3: the record's escape count
+          fi.escapes += load_u32(p + h.off.exponents + begin + kRansStatesBytes);
+        else  // §4.5: what the codes leave of the record
+          fi.escapes += (end - begin - packed_bytes(chunk_len(h.n, h.chunk_log2, c), h.code_bits)) / kEscapeBytes;
       }
       begin = end;
     }

@@ -561,7 +561,7 @@ sz_status open_frame(const void* src_v, size_t src_size, const sz_symbol_table* 
   const uint64_t out_size = h.n * (h.t.value_bits / 8);
   if (out_size > (uint64_t)dst_capacity) return SZ_ERROR_DST_TOO_SMALL;
   if (f->dst == nullptr && out_size != 0) return SZ_ERROR_INVALID_ARGUMENT;
-  if ((s = detail::check_entropy_index(f->src, h)) != SZ_OK) return s;
+  if ((s = detail::check_frame_index(f->src, h)) != SZ_OK) return s;
   // The raw section's padding (only the last group of the frame can have any).
   if (h.split.raw_bits != 0 && !padding_zero(f->src + h.off.rest, h.n, h.split.raw_bits)) return SZ_ERROR_CORRUPT;
   return SZ_OK;

@@ -640,7 +640,7 @@ inline void store_joined(const DecodeCtx& d, uint8_t* out, size_t j, uint32_t e,
   else store_u32(out + 4 * j, v);
 }
 
-// Validates and decodes chunk ci (its index entry already passed check_chunk_index).
+// Validates and decodes chunk ci (its index entry already passed check_frame_index).
 sz_status decode_chunk(const DecodeCtx& d, uint64_t ci) {
   const FrameHeader& h = *d.h;
   const DtypeTraits t = h.t;
@@ -892,7 +892,7 @@ sz_status decompress_impl(const void* src_v, size_t src_size, const sz_channel_b
   const uint64_t out_size = h.n * d.vb;
   if (out_size > (uint64_t)dst_capacity) return SZ_ERROR_DST_TOO_SMALL;
   if (d.dst == nullptr && out_size != 0) return SZ_ERROR_INVALID_ARGUMENT;
-  s = check_chunk_index(src, h);
+  s = check_frame_index(src, h);
   if (s != SZ_OK) return s;
   d.avx2 = isa >= Isa::kAvx2;
   d.avx512 = isa >= Isa::kAvx512;

@@ -86,11 +86,10 @@ sz_status check_book_arg(const sz_channel_book* book, sz_dtype dtype, uint32_t t
 // (the frame's symbol section) is given. *end_out receives the last entry's end (begin for count 0).
 sz_status check_index_entries(const uint8_t* entries, const FrameHeader& h, uint64_t first_chunk, uint64_t count,
                               uint64_t begin, const uint8_t* section, uint64_t* end_out);
-// Version 3: the index checks of §4.3 with the record-size rules of §4.10.3. SZ_OK or SZ_ERROR_CORRUPT.
-sz_status check_entropy_index(const uint8_t* frame, const FrameHeader& h);
-
-// Index checks of §4.3 and the record-size rule of §4.5, over all chunks. SZ_OK or SZ_ERROR_CORRUPT.
-sz_status check_chunk_index(const uint8_t* frame, const FrameHeader& h);
+// The index checks of §4.3 over all chunks of a whole frame, with the record-size rule of §4.5 (version 3: those of
+// §4.10.3, escape counts included), and the last end equal to the exponent section's size. SZ_OK or
+// SZ_ERROR_CORRUPT.
+sz_status check_frame_index(const uint8_t* frame, const FrameHeader& h);
 
 // Resolves and checks the arguments of a compress call (NULL codebook/params -> defaults).
 sz_status check_compress_args(const void* src, uint64_t n, sz_dtype dtype, const sz_codebook* codebook,

@@ -170,7 +170,7 @@ sz_status decompress_reference(const void* src_v, size_t src_size, const sz_chan
   const uint64_t out_size = h.n * value_bytes;
   if (out_size > (uint64_t)dst_capacity) return SZ_ERROR_DST_TOO_SMALL;
   if (dst == nullptr && out_size != 0) return SZ_ERROR_INVALID_ARGUMENT;
-  s = detail::check_chunk_index(src, h);
+  s = detail::check_frame_index(src, h);
   if (s != SZ_OK) return s;
 
   const uint64_t S = (uint64_t)1 << h.chunk_log2;

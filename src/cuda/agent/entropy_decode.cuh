@@ -6,7 +6,7 @@
 // is checked against the device image (entropy_image.h), and the probability tables of the groups that the frame's
 // tensor uses are copied into shared memory (with the channel -> group map, when they fit; else they are read from
 // the image in global memory, the same code through generic pointers). Per chunk: its index entries and record are
-// checked as §4.10.3 and check_entropy_index do; per step, lane l finds its symbol from its state's slot (a
+// checked as §4.10.3 and check_frame_index do; per step, lane l finds its symbol from its state's slot (a
 // 4-slot bucket table gives the symbol at the bucket's start, a step forward past the next symbol's Cum when the
 // slot lies beyond it), updates its state, and the lanes that renormalise take consecutive 16-bit words in lane
 // order (a ballot and a prefix count) from a window of the record's words staged in shared memory; escapes come
@@ -198,7 +198,7 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
   const uint64_t cur = load_entry(src + h.index_off + 8 * c);
   const uint64_t begin = c ? load_entry(src + h.index_off + 8 * (c - 1)) & layout::kIndexEndMask : 0;
   const uint64_t end = cur & layout::kIndexEndMask, mode = cur >> layout::kIndexModeShift;
-  // §4.10.3 / check_entropy_index: the entry, the record's size, the last chunk's end.
+  // §4.10.3 / check_frame_index: the entry, the record's size, the last chunk's end.
   if (mode > layout::kModeRaw || end < begin || end > h.sym_size || (c + 1 == h.n_chunks && end != h.sym_size))
     return SZ_ERROR_CORRUPT;
   const uint64_t size = end - begin, raw_size = layout::packed_bytes(L, E::B);
