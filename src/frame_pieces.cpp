@@ -64,6 +64,35 @@ void place(const detail::FrameHeader& whole, const detail::FrameHeader& piece, u
   p->exponents = sz_frame_span{0, piece.off.exponents, 0};
 }
 
+// count index entries from `in` to `out` (which may be `in`), each end moved by delta (modulo 2^64: a piece's ends
+// move up by where its records begin in the whole frame, a slice's down by where they begin in the frame cut).
+void shift_entries(uint8_t* out, const uint8_t* in, uint64_t count, uint64_t delta) {
+  for (uint64_t c = 0; c < count; ++c) {
+    const uint64_t entry = load_u64(in + kIndexEntrySize * c);
+    store_u64(out + kIndexEntrySize * c, (entry & ~kIndexEndMask) | ((entry & kIndexEndMask) + delta));
+  }
+}
+
+// The piece [first, first + n) of the frame whose header is `header`: *wh the frame's parse, *p its spans but the
+// exponents' (whose place needs the index), the index span including the entry before the piece's, whose end is
+// where the piece's records begin.
+sz_status locate(const void* header, size_t header_size, uint64_t first, uint64_t n, detail::FrameHeader* wh,
+                 sz_frame_piece* p) {
+  if (header == nullptr || p == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  const sz_status s = detail::parse_frame_header_only((const uint8_t*)header, header_size, wh);
+  if (s != SZ_OK) return s;
+  if (!piece_fits(*wh, first, n)) return SZ_ERROR_INVALID_ARGUMENT;
+  uint8_t piece_header[kHeaderSize];
+  detail::FrameHeader ph;
+  if (header_for((const uint8_t*)header, n, 0, piece_header, &ph) != SZ_OK) return SZ_ERROR_INTERNAL;
+  place(*wh, ph, first, p);
+  if (p->first_chunk > 0) {
+    p->index.frame_offset -= kIndexEntrySize;
+    p->index.size += kIndexEntrySize;
+  }
+  return SZ_OK;
+}
+
 // Bytes 0..59 of two headers but n_values and exponent_section_size: the same frame parameters.
 bool same_parameters(const uint8_t* a, const uint8_t* b) {
   return memcmp(a, b, kOffNValues) == 0 &&
@@ -116,7 +145,7 @@ SZ_API sz_status sz_frame_builder_add(sz_frame_builder* builder, const void* pie
   detail::FrameHeader ph;
   sz_status s = detail::parse_frame_header(src, piece_size, &ph);
   if (s != SZ_OK) return s;
-  s = ph.entropy ? detail::check_entropy_index(src, ph) : detail::check_chunk_index(src, ph);
+  s = detail::check_frame_index(src, ph);
   if (s != SZ_OK) return s;
   const uint8_t* first = st.pieces == 0 ? src : st.header;
   if (!same_parameters(first, src)) return SZ_ERROR_INVALID_ARGUMENT;
@@ -134,11 +163,7 @@ SZ_API sz_status sz_frame_builder_add(sz_frame_builder* builder, const void* pie
   if (p.index.size > 0 && index_out == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
   if (index_capacity < p.index.size) return SZ_ERROR_DST_TOO_SMALL;
   // Checked: now the outputs. Entry by entry, so index_out may be the piece's own index.
-  uint8_t* out = (uint8_t*)index_out;
-  for (uint64_t c = 0; c < ph.chunks; ++c) {
-    const uint64_t entry = load_u64(src + ph.off.index + kIndexEntrySize * c);
-    store_u64(out + kIndexEntrySize * c, (entry & ~kIndexEndMask) | ((entry & kIndexEndMask) + st.exp_bytes));
-  }
+  shift_entries((uint8_t*)index_out, src + ph.off.index, ph.chunks, st.exp_bytes);
   if (st.pieces == 0) memcpy(st.header, src, kHeaderSize);
   st.values += ph.n;
   st.exp_bytes += ph.exp_size;
@@ -166,20 +191,10 @@ SZ_API sz_status sz_frame_builder_finish(const sz_frame_builder* builder, void* 
 
 SZ_API sz_status sz_frame_slice_locate(const void* header, size_t header_size, uint64_t first_value,
                                        uint64_t n_values, sz_frame_piece* piece) {
-  if (header == nullptr || piece == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
   detail::FrameHeader wh;
-  sz_status s = detail::parse_frame_header_only((const uint8_t*)header, header_size, &wh);
-  if (s != SZ_OK) return s;
-  if (!piece_fits(wh, first_value, n_values)) return SZ_ERROR_INVALID_ARGUMENT;
-  uint8_t piece_header[kHeaderSize];
-  detail::FrameHeader ph;
-  if (header_for((const uint8_t*)header, n_values, 0, piece_header, &ph) != SZ_OK) return SZ_ERROR_INTERNAL;
   sz_frame_piece p;
-  place(wh, ph, first_value, &p);
-  if (p.first_chunk > 0) {  // the entry before the piece's: where its records begin
-    p.index.frame_offset -= kIndexEntrySize;
-    p.index.size += kIndexEntrySize;
-  }
+  const sz_status s = locate(header, header_size, first_value, n_values, &wh, piece ? &p : nullptr);
+  if (s != SZ_OK) return s;
   *piece = p;
   return SZ_OK;
 }
@@ -188,14 +203,13 @@ SZ_API sz_status sz_frame_slice(const void* header, size_t header_size, uint64_t
                                 const void* index, size_t index_size, void* dst, size_t dst_capacity,
                                 sz_frame_piece* piece) {
   if (dst == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  detail::FrameHeader wh;
   sz_frame_piece p;
-  sz_status s = sz_frame_slice_locate(header, header_size, first_value, n_values, &p);
+  sz_status s = locate(header, header_size, first_value, n_values, &wh, piece ? &p : nullptr);
   if (s != SZ_OK) return s;
   if ((index == nullptr && p.index.size > 0) || index_size != p.index.size) return SZ_ERROR_INVALID_ARGUMENT;
   const uint8_t* hdr = (const uint8_t*)header;
   const uint8_t* entries = (const uint8_t*)index;
-  detail::FrameHeader wh;
-  if (detail::parse_frame_header_only(hdr, header_size, &wh) != SZ_OK) return SZ_ERROR_INTERNAL;
   uint64_t begin = 0;
   if (p.first_chunk > 0) {  // the previous chunk's entry: only its end matters, which must lie in the section
     const uint64_t prev = load_u64(entries);
@@ -217,10 +231,7 @@ SZ_API sz_status sz_frame_slice(const void* header, size_t header_size, uint64_t
   if (dst_capacity < p.frame_size) return SZ_ERROR_DST_TOO_SMALL;
   uint8_t* out = (uint8_t*)dst;
   memcpy(out, piece_header, kHeaderSize);
-  for (uint64_t c = 0; c < p.n_chunks; ++c) {
-    const uint64_t entry = load_u64(entries + kIndexEntrySize * c);
-    store_u64(out + ph.off.index + kIndexEntrySize * c, (entry & ~kIndexEndMask) | ((entry & kIndexEndMask) - begin));
-  }
+  shift_entries(out + ph.off.index, entries, p.n_chunks, 0 - begin);
   *piece = p;
   return SZ_OK;
 }
