@@ -153,6 +153,20 @@ def _on(stream):
     return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
 
 
+class _Books:
+    """A sender's codebook argument (as splitzip.compress takes it) resolved and packed for the op once per dtype."""
+
+    def __init__(self, codebook):
+        self._codebook = codebook
+        self._packed: Dict[int, List[int]] = {}
+
+    def __call__(self, did: int) -> List[int]:
+        cb = self._packed.get(did)
+        if cb is None:
+            cb = self._packed[did] = pack_codebook(_codebook_arg(self._codebook, did))
+        return cb
+
+
 class _Side:
     def __init__(self, link, compress: bool):
         self.link = link
@@ -181,8 +195,7 @@ class Sender(_Side):
     def __init__(self, link, codebook=None, chunk: Optional[int] = None, checksum=True, compress: bool = True,
                  depth: int = 2):
         super().__init__(link, compress)
-        self._codebook = codebook
-        self._packed: Dict[int, List[int]] = {}  # the codebook as the op takes it, resolved once per dtype
+        self._books = _Books(codebook)
         self._log2 = _chunk_log2(chunk)
         self._flags = _flags(checksum)
         if depth < 1:
@@ -202,9 +215,7 @@ class Sender(_Side):
             self.sent_bytes += src.numel()
             return
         did = _did(t)
-        cb = self._packed.get(did)
-        if cb is None:
-            cb = self._packed[did] = pack_codebook(_codebook_arg(self._codebook, did))
+        cb = self._books(did)
         if self._stream is not None:
             self._stream.wait_stream(torch.cuda.current_stream(t.device))  # t is ready where the caller made it
         with _on(self._stream):
@@ -375,8 +386,7 @@ class IpcSender(_Side):
             raise TypeError(f"IpcSender: expected an IpcRing, got {type(ring).__name__}")
         super().__init__(ring, compress)
         self.ring = ring
-        self._codebook = codebook
-        self._packed: Dict[int, List[int]] = {}
+        self._books = _Books(codebook)
         self._log2 = _chunk_log2(chunk)
         self._flags = _flags(checksum)
         self._sizes: List[torch.Tensor] = []
@@ -401,11 +411,7 @@ class IpcSender(_Side):
         if need > self.ring.slots.shape[1]:
             raise ValueError(f"IpcSender.send: {n} bytes need a slot of {need} bytes, the ring's have "
                              f"{self.ring.slots.shape[1]}")
-        cb = None
-        if self.compress:
-            cb = self._packed.get(did)
-            if cb is None:
-                cb = self._packed[did] = pack_codebook(_codebook_arg(self._codebook, did))
+        cb = self._books(did) if self.compress else None
         s, r = self.ring._slot_of(self.ring.sent)
         self.ring.sent += 1
         slot = self.ring.slots[s]
