@@ -1224,10 +1224,12 @@ SZ_API sz_status sz_cuda_symbol_table_image(const sz_symbol_table* table, void* 
       uint8_t* used = img + o.used + 32ull * g;
       uint8_t* enc = img + o.enc + 8ull * (A + 1) * g;
       uint32_t cum = 0, entry = 0;
+      const uint32_t fa = file_freq(t, g, A);  // >= 1 (a valid table's)
+      const uint32_t esc_word = eimg::enc_word(fa, layout::kRansProbTotal - fa) | eimg::kEncEscaped;
       for (uint32_t s = 0; s <= A; ++s) {
         const uint32_t f = file_freq(t, g, s);
-        store_u32(enc + 8 * s, eimg::enc_word(f, cum));
-        store_u32(enc + 8 * s + 4, eimg::enc_magic(f));
+        store_u32(enc + 8 * s, f ? eimg::enc_word(f, cum) : esc_word);
+        store_u32(enc + 8 * s + 4, eimg::enc_magic(f ? f : fa));
         if (f == 0) continue;
         if (s < 256) used[s / 8] |= (uint8_t)(1u << (s % 8));
         store_u32(sym + 4 * entry, cum | s << 16);

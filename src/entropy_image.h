@@ -17,7 +17,8 @@
 //   lists[]              u16: global group ids, the tensors' lists one after another
 //   cmap[tensors][period] u32: channel c of tensor t: its local group (index into t's list) | its global group << 16
 //   enc[groups][A + 1]   {u32 word, u32 magic}: the encoder's entry of symbol index s (A = the escape), enc_word and
-//                        enc_magic below: F_g[s], Cum_g[s] and what divides a state by F_g[s] (0 for F_g[s] = 0)
+//                        enc_magic below: F_g[s], Cum_g[s] and what divides a state by F_g[s]; a symbol with
+//                        F_g[s] = 0 has the escape's entry with kEncEscaped set
 #pragma once
 
 #include <stdint.h>
@@ -76,29 +77,43 @@ SZ_HD Offsets offsets(uint32_t symbol_bits, uint64_t tensors, uint64_t period, u
   return o;
 }
 
-// The encoder's entry of a symbol of frequency f (1..4096) and cumulative frequency cum (< 4096): the state x is
-// divided by f as q = (t + ((x - t) >> sh1)) >> sh2 with t = the high 32 bits of magic * x (Granlund and
-// Montgomery's division by an invariant integer, exact for every 32-bit x): with l = ceil(log2 f),
-// magic = floor(2^32 (2^l - f) / f) + 1 (< 2^32), sh1 = min(l, 1), sh2 = max(l - 1, 0). word = f | sh1 << 13 |
-// cum << 16 | sh2 << 28; an escaped symbol (f = 0) has word 0.
-constexpr uint32_t kEncFreqMask = 0x1FFFu;
+// The encoder's entry of a symbol of frequency f (1..4096) and cumulative frequency cum (< 4096), laid out so that a
+// step is few operations: the state x is divided by f as q = (x + t) >> sh (a 33-bit sum) with t = the high 32 bits
+// of magic * x (Granlund and Montgomery's division by an invariant integer, exact for every 32-bit x): with
+// l = ceil(log2 f), magic = floor(2^32 (2^l - f) / f) + 1 (< 2^32) and sh = l, their t + ((x - t) >> 1) >> (l - 1)
+// written as one shift of x + t (f = 1: t = 0, sh = 0); the coded state is then q (2^12 - f) + x + cum.
+// word = (2^12 - f) | sh << 12 | cum << 20, and bit 17 marks an escaped symbol's entry (F = 0), which holds the
+// escape's fields instead, so that a step codes the escape without a second lookup.
+constexpr uint32_t kEncEscaped = 1u << 17;
 SZ_HD uint32_t enc_word(uint32_t f, uint32_t cum) {
-  if (f == 0) return 0;
   uint32_t l = 0;
   while ((1u << l) < f) ++l;
-  const uint32_t sh1 = l ? 1u : 0u, sh2 = l ? l - 1 : 0u;
-  return f | sh1 << 13 | cum << 16 | sh2 << 28;
+  return (layout::kRansProbTotal - f) | l << 12 | cum << 20;
 }
 SZ_HD uint32_t enc_magic(uint32_t f) {
-  if (f == 0) return 0;
   uint32_t l = 0;
   while ((1u << l) < f) ++l;
   return (uint32_t)((((uint64_t)1 << 32) * ((1ull << l) - f)) / f + 1);
 }
-// x / f and x mod f by an entry (word, magic) of f = word & kEncFreqMask > 0.
+SZ_HD uint32_t enc_comp(uint32_t word) { return word & 0xFFFu; }  // 2^12 - f
+SZ_HD uint32_t enc_cum(uint32_t word) { return word >> 20; }
+// x / f by an entry (word, magic).
 SZ_HD uint32_t enc_div(uint32_t x, uint32_t word, uint32_t magic) {
   const uint32_t t = (uint32_t)(((uint64_t)magic * x) >> 32);
-  return (t + ((x - t) >> ((word >> 13) & 1u))) >> (word >> 28);
+  const uint64_t sum = (uint64_t)x + t;
+#if defined(__CUDA_ARCH__)
+  return __funnelshift_r((uint32_t)sum, (uint32_t)(sum >> 32), word >> 12);  // (shifts by its low 5 bits: sh)
+#else
+  return (uint32_t)(sum >> ((word >> 12) & 31u));
+#endif
+}
+// Whether x must emit a word before it codes the entry's symbol (layout::rans_enc_renorm, f = 2^12 - comp).
+SZ_HD bool enc_renorm(uint32_t x, uint32_t word) {
+  return (x >> layout::kRansEncShift) + enc_comp(word) >= layout::kRansProbTotal;
+}
+// The coded state of x (renormalised) by the entry.
+SZ_HD uint32_t enc_push(uint32_t x, uint32_t word, uint32_t magic) {
+  return enc_div(x, word, magic) * enc_comp(word) + x + enc_cum(word);
 }
 
 }  // namespace eimg

@@ -172,6 +172,11 @@ SZ_DEV uint32_t lds_u32(uint32_t a) {
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a));
   return v;
 }
+SZ_DEV uint2 lds_v2_u32(uint32_t a) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(a));
+  return v;
+}
 SZ_DEV void mbar_init(uint64_t* m, unsigned arrivals) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(m)), "r"(arrivals) : "memory");
 }
@@ -220,6 +225,11 @@ inline uint32_t smem_addr(const void* p) { return (uint32_t)(static_cast<const u
 inline uint32_t lds_u32(uint32_t a) {
   uint32_t v;
   memcpy(&v, simt_emu::ctx().smem + a, 4);
+  return v;
+}
+inline uint2 lds_v2_u32(uint32_t a) {
+  uint2 v;
+  memcpy(&v, simt_emu::ctx().smem + a, 8);
   return v;
 }
 

@@ -962,21 +962,30 @@ sztest::EncodedFrame emu_compress_entropy(const std::vector<uint8_t>& src, size_
 
 }  // namespace
 
-// The division of a state by a frequency through an image entry is exact for every frequency and state.
-TEST(CudaKernelsEmu, EntropyEncoderDivisionExact) {
+// An image entry's division of a state by a frequency is exact for every frequency and state, and its renormalisation
+// test and coded state are the reference coder's (§4.10.4).
+TEST(CudaKernelsEmu, EntropyEncoderEntryExact) {
   Rng rng(5);
   for (uint32_t f = 1; f <= layout::kRansProbTotal; ++f) {
-    const uint32_t w = eimg::enc_word(f, 4095 - (f - 1) % 4096), m = eimg::enc_magic(f);
-    ASSERT_EQ(w & eimg::kEncFreqMask, f);
-    ASSERT_EQ((w >> 16) & 0xFFFu, 4095 - (f - 1) % 4096);
-    const uint32_t xs[] = {0u, 1u, f - 1, f, f + 1, 0xFFFFFFFFu, 0x80000000u, (uint32_t)(((uint64_t)f << 20) - 1)};
-    for (uint32_t x : xs) ASSERT_EQ(eimg::enc_div(x, w, m), x / f) << "f " << f << " x " << x;
-    for (int i = 0; i < 2000; ++i) {
-      const uint32_t x = (uint32_t)rng.next();
+    const uint32_t cum = 4095 - (f - 1) % 4096;
+    const uint32_t w = eimg::enc_word(f, cum), m = eimg::enc_magic(f);
+    ASSERT_EQ(eimg::enc_comp(w), layout::kRansProbTotal - f);
+    ASSERT_EQ(eimg::enc_cum(w), cum);
+    ASSERT_EQ(w & eimg::kEncEscaped, 0u);
+    auto check = [&](uint32_t x) {
       ASSERT_EQ(eimg::enc_div(x, w, m), x / f) << "f " << f << " x " << x;
-    }
+      ASSERT_EQ(eimg::enc_renorm(x, w), layout::rans_enc_renorm(x, f)) << "f " << f << " x " << x;
+      if (!layout::rans_enc_renorm(x, f)) {  // a state ready to code the symbol
+        const uint32_t want = (x / f << layout::kRansProbBits) + x % f + cum;
+        ASSERT_EQ(eimg::enc_push(x, w, m), want) << "f " << f << " x " << x;
+      }
+    };
+    const uint32_t xs[] = {0u, 1u, f - 1, f, f + 1, 0xFFFFFFFFu, 0x80000000u, (uint32_t)(((uint64_t)f << 20) - 1),
+                           (uint32_t)((uint64_t)f << 20)};
+    for (uint32_t x : xs) check(x);
+    for (int i = 0; i < 2000; ++i) check((uint32_t)rng.next());
+    for (int i = 0; i < 500; ++i) check((uint32_t)(rng.next() % ((uint64_t)f << 20)));
   }
-  EXPECT_EQ(eimg::enc_word(0, 17), 0u);
 }
 
 // The emulated encoder writes the reference coder's frames byte for byte (entropy_cases.h), and the emulated

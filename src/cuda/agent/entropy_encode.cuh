@@ -5,9 +5,9 @@
 // Per CTA: the device image of the table (entropy_image.h) is checked against the call (dtype, symbol bits, tensor,
 // its sections inside image_size) and the encoder entries of the groups that the call's tensor uses are copied
 // into shared memory with the channel -> group map, when they fit (else they are read from the image in global
-// memory, the same code through generic pointers). An entry holds F_g[s], Cum_g[s] and a multiplier and two shifts
-// that divide a state by F_g[s] exactly (eimg::enc_div), so a step is a table lookup, a multiply-high and a few
-// integer operations per lane, no division.
+// memory, the same code through generic pointers). An entry holds 2^12 - F_g[s], Cum_g[s] and a multiplier and a
+// shift that divide a state by F_g[s] exactly (eimg::enc_div), an escaped symbol's the escape's, marked, so a step
+// is one table lookup, a multiply-high and a few integer operations per lane, no division.
 //
 // Per chunk (warps take chunks in order from the workspace's ticket, warp/workspace.cuh): the chunk's input goes
 // through shared memory in blocks of kBlockValues values (cp.async, double-buffered, the last block first); per
@@ -252,28 +252,28 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
   const uint32_t P = sh.period, adv = 32 % P;
   const uint32_t steps = (L + 31) / 32;
   uint32_t ch = (uint32_t)((first + 32ull * (steps - 1) + lane) % P);  // this lane's channel at the last step
-  uint8_t* const sm = simt::dyn_smem();
-  const uint32_t* const cmap_s = reinterpret_cast<const uint32_t*>(sm + sh.cmap_at);  // each channel's entries
+  const uint32_t cm0 = simt::smem_addr(simt::dyn_smem() + sh.cmap_at);  // the map: each channel's entries' address
   const uint32_t* const cmap_g = sh.cmap_g;
   const uint2* const enc_g = sh.enc;
 
-  // One step: value 32 s + lane of the chunk (u of the block at b), the block's i-th step. kTail: the chunk's last
-  // step, where lanes may have none. An escape codes the escape symbol and sets bit i of escm; the block's escapes
-  // are listed after its steps (list_escapes).
-  auto step = [&](auto tail, const uint8_t* b, uint32_t s, uint32_t i, uint32_t& escm) {
-    constexpr bool kTail = decltype(tail)::value;
+  // One step: value 32 u + lane of the block at b (the chunk's step s), the block's i-th step. kTail: the chunk's
+  // last step, where lanes may have none; kAligned: the values are whole words of shared memory. An escaped symbol's
+  // entry is the escape's, marked (eimg::kEncEscaped): the step codes it as the escape and sets bit i of escm; the
+  // block's escapes are listed after its steps (list_escapes).
+  auto step = [&](auto tail, auto al, const uint8_t* b, uint32_t s, uint32_t u, uint32_t i, uint32_t& escm) {
+    constexpr bool kTail = decltype(tail)::value, kAligned = decltype(al)::value || VB == 1;
     const bool act = !kTail || 32 * s + lane < L;
-    const uint32_t sym = e_symbol<DT>(value(b, 32 * (s % kBlockSteps) + lane));
-    const uint2* row;
-    if (kFast) row = reinterpret_cast<const uint2*>(sm + cmap_s[ch]);
-    else row = enc_g + (uint64_t)(cmap_g[ch] >> 16) * A1;
-    uint2 e = row[sym];
-    if (act && e.x == 0) {  // (rare)
-      e = row[A];
-      escm |= 1u << i;
-    }
-    const uint32_t f = e.x & eimg::kEncFreqMask;
-    const bool need = act && (x >> layout::kRansEncShift) >= f;
+    const uint8_t* const p = b + ph + (32 * u + lane) * VB;
+    uint32_t v;
+    if constexpr (!kAligned) v = load_value_bytes<VB>(p);
+    else if constexpr (VB == 1) v = *p;
+    else if constexpr (VB == 2) v = *reinterpret_cast<const uint16_t*>(p);
+    else v = *reinterpret_cast<const uint32_t*>(p);
+    const uint32_t sym = e_symbol<DT>(v);
+    const uint2 e = kFast ? simt::lds_v2_u32(simt::lds_u32(cm0 + 4 * ch) + 8 * sym)
+                          : enc_g[(uint64_t)(cmap_g[ch] >> 16) * A1 + sym];
+    if (act && (e.x & eimg::kEncEscaped)) escm |= 1u << i;
+    const bool need = act && eimg::enc_renorm(x, e.x);
     const uint32_t m = simt::ballot(need);
     // The step's words in lane order, just below the next step's (a predicated store, no branch: the lanes that
     // renormalise change at random).
@@ -281,10 +281,7 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
     if (need && pos >= 0) *reinterpret_cast<uint16_t*>(slot + pos) = (uint16_t)x;
     x = need ? x >> layout::kRansWordBits : x;
     wend -= 2 * simt::popc(m);
-    if (act) {
-      const uint32_t q = eimg::enc_div(x, e.x, e.y);
-      x = (q << layout::kRansProbBits) + (x - q * f) + ((e.x >> 16) & 0xFFFu);
-    }
+    if (act) x = eimg::enc_push(x, e.x, e.y);
     const uint32_t cl = ch - adv, ch2 = cl + P;
     ch = cl < ch2 ? cl : ch2;  // (ch - adv wraps past ch - adv + P when ch < adv)
   };
@@ -363,12 +360,23 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
       const uint32_t s0 = kBlockSteps * (uint32_t)k;
       uint32_t escm = 0;
       if (s_hi - s0 == kBlockSteps && 32 * s_hi <= L) {  // a block of whole steps
+        auto steps_of_block = [&](auto al) {
 #pragma unroll
-        for (uint32_t i = 0; i < kBlockSteps; ++i) step(EFlag<false>{}, b, s_hi - 1 - i, i, escm);
+          for (uint32_t i = 0; i < kBlockSteps; ++i)
+            step(EFlag<false>{}, al, b, s_hi - 1 - i, kBlockSteps - 1 - i, i, escm);
+        };
+        if (aligned) steps_of_block(EFlag<true>{});
+        else steps_of_block(EFlag<false>{});
       } else {
         uint32_t s = s_hi, i = 0;
-        if (s == steps && L % 32 != 0) step(EFlag<true>{}, b, --s, i++, escm);
-        while (s > s0) step(EFlag<false>{}, b, --s, i++, escm);
+        if (s == steps && L % 32 != 0) {
+          --s;
+          step(EFlag<true>{}, EFlag<false>{}, b, s, s - s0, i++, escm);
+        }
+        while (s > s0) {
+          --s;
+          step(EFlag<false>{}, EFlag<false>{}, b, s, s - s0, i++, escm);
+        }
       }
       if (simt::any(escm != 0)) list_escapes(b, s_hi, s_hi - s0, escm);
       over = (int32_t)(layout::kRansRecordHeader + X) + pad > wend;
@@ -475,7 +483,7 @@ SZ_DEV void entropy_encode_warps(const EntropyEncodeArgs& a) {
     for (uint32_t c = tid; c < P; c += nt) {
       const uint32_t e = sh.cmap_g[c], lo = e & 0xFFFFu, gl = e >> 16;
       if (lo >= nl || gl >= G || sh.lists[lf + lo] != gl) bad = true;
-      if (fast) cm[c] = sh.tables_at + 8 * A1 * (lo < nl ? lo : 0);  // (a bad entry fails the call below)
+      if (fast) cm[c] = simt::smem_addr(tb) + 8 * A1 * (lo < nl ? lo : 0);  // (a bad entry fails the call below)
     }
     if (fast) {
       for (uint32_t i = tid; i < nl * A1; i += nt) {
