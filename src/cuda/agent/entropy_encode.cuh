@@ -220,13 +220,18 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
       const uintptr_t a0 = (uintptr_t)in0 + (uintptr_t)kBlock * VB * (uint32_t)k - ph;
       const uint32_t pieces = (ph + vals * VB + 15) / 16;
       uint8_t* const d = bufs + (k & 1) * Ar::kBuf;
-      for (uint32_t i = lane; i < pieces; i += 32) {
-        const uintptr_t q = a0 + 16 * (uintptr_t)i;
-        if (q >= src_lo && q + 16 <= src_hi) {
-          simt::cp_async16(d + 16 * i, reinterpret_cast<const void*>(q));
-        } else {
-          for (uint32_t b = 0; b < 16; ++b)
-            d[16 * i + b] = q + b >= src_lo && q + b < src_hi ? *reinterpret_cast<const uint8_t*>(q + b) : 0;
+      if (a0 >= src_lo && a0 + 16 * (uintptr_t)pieces <= src_hi) {  // every piece inside the input (the rule)
+        for (uint32_t i = lane; i < pieces; i += 32)
+          simt::cp_async16(d + 16 * i, reinterpret_cast<const void*>(a0 + 16 * (uintptr_t)i));
+      } else {
+        for (uint32_t i = lane; i < pieces; i += 32) {
+          const uintptr_t q = a0 + 16 * (uintptr_t)i;
+          if (q >= src_lo && q + 16 <= src_hi) {
+            simt::cp_async16(d + 16 * i, reinterpret_cast<const void*>(q));
+          } else {
+            for (uint32_t b = 0; b < 16; ++b)
+              d[16 * i + b] = q + b >= src_lo && q + b < src_hi ? *reinterpret_cast<const uint8_t*>(q + b) : 0;
+          }
         }
       }
     }
@@ -308,44 +313,76 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
     simt::syncwarp();
     const uint8_t* const b = bufs + (k & 1) * Ar::kBuf;
     const uint32_t vals = L - kBlock * (uint32_t)k < kBlock ? L - kBlock * (uint32_t)k : kBlock;
+    const bool whole_bf16 = DT == 1 && vals == kBlock;
     // Raw parts: groups of 8 values packed into the stage, then out to their fixed place (§4.10.2).
     if constexpr (RB != 0) {
-      const uint32_t groups = (vals + 7) / 8;
-      for (uint32_t g = lane; g < groups; g += 32) {
-        uint32_t r[8];
+      if (whole_bf16) {
+        // BF16's whole blocks: the lane's 16 bytes of each 512-byte row are 8 values, whose raw parts (sign |
+        // mantissa: the low byte's 7 bits and the high byte's top bit) byte permutes gather into 8 bytes; the same
+        // words go into LH32.
 #pragma unroll
-        for (uint32_t i = 0; i < 8; ++i) r[i] = 8 * g + i < vals ? e_raw<DT>(value(b, 8 * g + i)) : 0u;
-        uint8_t* const o = rstage + g * RB;
-        if constexpr (RB == 8) {
-          *reinterpret_cast<uint2*>(o) = make_uint2(r[0] | r[1] << 8 | r[2] << 16 | r[3] << 24,
-                                                    r[4] | r[5] << 8 | r[6] << 16 | r[7] << 24);
-        } else if constexpr (RB == 24) {
-          uint32_t* const w = reinterpret_cast<uint32_t*>(o);
-          w[0] = r[0] | r[1] << 24;
-          w[1] = r[1] >> 8 | r[2] << 16;
-          w[2] = r[2] >> 16 | r[3] << 8;
-          w[3] = r[4] | r[5] << 24;
-          w[4] = r[5] >> 8 | r[6] << 16;
-          w[5] = r[6] >> 16 | r[7] << 8;
-        } else {  // 11 bits: 88 bits of 8 fields
-          uint64_t lo = 0, hi = 0;
-#pragma unroll
-          for (uint32_t i = 0; i < 8; ++i) {
-            const uint32_t at = RB * i;
-            if (at < 64) lo |= (uint64_t)r[i] << at;
-            if (at + RB > 64) hi |= at >= 64 ? (uint64_t)r[i] << (at - 64) : (uint64_t)r[i] >> (64 - at);
-          }
-#pragma unroll
-          for (uint32_t i = 0; i < RB; ++i) o[i] = (uint8_t)(i < 8 ? lo >> (8 * i) : hi >> (8 * (i - 8)));
+        for (uint32_t r = 0; r < kBlock / 256; ++r) {
+          const uint32_t g = lane + 32 * r;
+          uint32_t w[4];
+          smem_words<4>(b + ph + 16 * g, w);
+          const uint32_t lo0 = simt::prmt(w[0], w[1], 0x6420), hi0 = simt::prmt(w[0], w[1], 0x7531);
+          const uint32_t lo1 = simt::prmt(w[2], w[3], 0x6420), hi1 = simt::prmt(w[2], w[3], 0x7531);
+          *reinterpret_cast<uint2*>(rstage + 8 * g) =
+              make_uint2((lo0 & 0x7F7F7F7Fu) | (hi0 & 0x80808080u), (lo1 & 0x7F7F7F7Fu) | (hi1 & 0x80808080u));
+          if (lh)
+            lh_add_row(ls, (uint64_t)w[0] | (uint64_t)w[1] << 32, (uint64_t)w[2] | (uint64_t)w[3] << 32, keys,
+                       (uint32_t)k * (kBlock / 256) + r, CB);
         }
+      } else {
+        // Groups of 8 values; a whole block of aligned values (kWords) reads them as words, with no bound check.
+        auto pack = [&](auto words) {
+          constexpr bool kWords = decltype(words)::value;
+          const uint32_t groups = (vals + 7) / 8;
+          for (uint32_t g = lane; g < groups; g += 32) {
+            uint32_t r[8];
+#pragma unroll
+            for (uint32_t i = 0; i < 8; ++i) {
+              uint32_t v = 0;
+              if constexpr (!kWords) v = 8 * g + i < vals ? value(b, 8 * g + i) : 0u;
+              else if constexpr (VB == 2) v = *reinterpret_cast<const uint16_t*>(b + ph + (8 * g + i) * VB);
+              else v = *reinterpret_cast<const uint32_t*>(b + ph + (8 * g + i) * VB);
+              r[i] = kWords || 8 * g + i < vals ? e_raw<DT>(v) : 0u;
+            }
+            uint8_t* const o = rstage + g * RB;
+            if constexpr (RB == 8) {
+              *reinterpret_cast<uint2*>(o) = make_uint2(r[0] | r[1] << 8 | r[2] << 16 | r[3] << 24,
+                                                        r[4] | r[5] << 8 | r[6] << 16 | r[7] << 24);
+            } else if constexpr (RB == 24) {
+              uint32_t* const w = reinterpret_cast<uint32_t*>(o);
+              w[0] = r[0] | r[1] << 24;
+              w[1] = r[1] >> 8 | r[2] << 16;
+              w[2] = r[2] >> 16 | r[3] << 8;
+              w[3] = r[4] | r[5] << 24;
+              w[4] = r[5] >> 8 | r[6] << 16;
+              w[5] = r[6] >> 16 | r[7] << 8;
+            } else {  // 11 bits: 88 bits of 8 fields
+              uint64_t lo = 0, hi = 0;
+#pragma unroll
+              for (uint32_t i = 0; i < 8; ++i) {
+                const uint32_t at = RB * i;
+                if (at < 64) lo |= (uint64_t)r[i] << at;
+                if (at + RB > 64) hi |= at >= 64 ? (uint64_t)r[i] << (at - 64) : (uint64_t)r[i] >> (64 - at);
+              }
+#pragma unroll
+              for (uint32_t i = 0; i < RB; ++i) o[i] = (uint8_t)(i < 8 ? lo >> (8 * i) : hi >> (8 * (i - 8)));
+            }
+          }
+        };
+        if (vals == kBlock && aligned) pack(EFlag<true>{});
+        else pack(EFlag<false>{});
       }
       simt::syncwarp();
       copy_out(a.dst + a.raw_off + (first + (uint64_t)kBlock * k) * RB / 8, rstage,
                (uint32_t)layout::packed_bytes(vals, RB));
       simt::syncwarp();  // the stage is read before the next block's groups go in
     }
-    // LH32: the block's 512-byte rows (the sums do not depend on their order).
-    if (lh) {
+    // LH32: the block's 512-byte rows (the sums do not depend on their order; BF16's whole blocks above).
+    if (lh && !whole_bf16) {
 #pragma unroll
       for (uint32_t r = 0; r < VB * kBlock / 512; ++r) {
         uint32_t w[4];
