@@ -237,11 +237,11 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
     }
     simt::cp_async_commit();
   };
-  // Value u of a staged block.
-  auto value = [&](const uint8_t* b, uint32_t u) -> uint32_t {
+  // Value u of a staged block; known (an EFlag<true>) to be whole words of shared memory, or tested at run time.
+  auto value = [&](auto words, const uint8_t* b, uint32_t u) -> uint32_t {
     const uint8_t* const p = b + ph + u * VB;
     if constexpr (VB == 1) return *p;
-    if (!aligned) return load_value_bytes<VB>(p);
+    if (!decltype(words)::value && !aligned) return load_value_bytes<VB>(p);
     if constexpr (VB == 2) return *reinterpret_cast<const uint16_t*>(p);
     else return *reinterpret_cast<const uint32_t*>(p);
   };
@@ -262,19 +262,13 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
   const uint2* const enc_g = sh.enc;
 
   // One step: value 32 u + lane of the block at b (the chunk's step s), the block's i-th step. kTail: the chunk's
-  // last step, where lanes may have none; kAligned: the values are whole words of shared memory. An escaped symbol's
-  // entry is the escape's, marked (eimg::kEncEscaped): the step codes it as the escape and sets bit i of escm; the
-  // block's escapes are listed after its steps (list_escapes).
+  // last step, where lanes may have none; al: whether the values are known to be whole words (see value). An escaped
+  // symbol's entry is the escape's, marked (eimg::kEncEscaped): the step codes it as the escape and sets bit i of
+  // escm; the block's escapes are listed after its steps (list_escapes).
   auto step = [&](auto tail, auto al, const uint8_t* b, uint32_t s, uint32_t u, uint32_t i, uint32_t& escm) {
-    constexpr bool kTail = decltype(tail)::value, kAligned = decltype(al)::value || VB == 1;
+    constexpr bool kTail = decltype(tail)::value;
     const bool act = !kTail || 32 * s + lane < L;
-    const uint8_t* const p = b + ph + (32 * u + lane) * VB;
-    uint32_t v;
-    if constexpr (!kAligned) v = load_value_bytes<VB>(p);
-    else if constexpr (VB == 1) v = *p;
-    else if constexpr (VB == 2) v = *reinterpret_cast<const uint16_t*>(p);
-    else v = *reinterpret_cast<const uint32_t*>(p);
-    const uint32_t sym = e_symbol<DT>(v);
+    const uint32_t sym = e_symbol<DT>(value(al, b, 32 * u + lane));
     const uint2 e = kFast ? simt::lds_v2_u32(simt::lds_u32(cm0 + 4 * ch) + 8 * sym)
                           : enc_g[(uint64_t)(cmap_g[ch] >> 16) * A1 + sym];
     if (act && (e.x & eimg::kEncEscaped)) escm |= 1u << i;
@@ -298,7 +292,7 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
       const uint32_t em = simt::ballot(mine);
       if (!em) continue;
       if (mine) {
-        const uint32_t sym = e_symbol<DT>(value(b, 32 * ((s_hi - 1 - i) % kBlockSteps) + lane));
+        const uint32_t sym = e_symbol<DT>(value(EFlag<false>{}, b, 32 * ((s_hi - 1 - i) % kBlockSteps) + lane));
         const uint32_t at = (uint32_t)layout::kRansRecordHeader + X + (uint32_t)simt::popc((em >> lane) >> 1);
         if (at < raw) slot[at] = (uint8_t)sym;
       }
@@ -342,11 +336,7 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
             uint32_t r[8];
 #pragma unroll
             for (uint32_t i = 0; i < 8; ++i) {
-              uint32_t v = 0;
-              if constexpr (!kWords) v = 8 * g + i < vals ? value(b, 8 * g + i) : 0u;
-              else if constexpr (VB == 2) v = *reinterpret_cast<const uint16_t*>(b + ph + (8 * g + i) * VB);
-              else v = *reinterpret_cast<const uint32_t*>(b + ph + (8 * g + i) * VB);
-              r[i] = kWords || 8 * g + i < vals ? e_raw<DT>(v) : 0u;
+              r[i] = kWords || 8 * g + i < vals ? e_raw<DT>(value(words, b, 8 * g + i)) : 0u;
             }
             uint8_t* const o = rstage + g * RB;
             if constexpr (RB == 8) {
