@@ -565,6 +565,21 @@ TEST(CudaCodec, HostArgumentChecks) {
 
 // ---- serving-engine use: graphs, small messages back to back, workspaces ---------------------------------------------
 
+// A BF16 call of n values as these tests make it: chunks of 2^12 with checksums, the shipped generic codebook, the
+// frame bound and both workspaces' sizes.
+struct Bf16Call {
+  sz_params p;
+  sz_codebook cb;
+  size_t bound = 0, ews = 0, dws = 0;
+};
+void make_bf16_call(uint64_t n, Bf16Call* c) {
+  c->p = sztest::make_params(12, SZ_FLAG_CHECKSUMS);
+  ASSERT_EQ(sz_default_codebook(SZ_DTYPE_BF16, SZ_KIND_GENERIC, &c->cb), SZ_OK);
+  c->bound = sz_compress_bound(n, SZ_DTYPE_BF16);
+  ASSERT_EQ(sz_cuda_compress_workspace_size(n, SZ_DTYPE_BF16, &c->p, &c->ews), SZ_OK);
+  ASSERT_EQ(sz_cuda_decompress_workspace_size(c->bound, n * 2, &c->dws), SZ_OK);
+}
+
 // Compress and decompress captured in one CUDA graph and replayed, with new input between replays: one launch per
 // direction, no memset, no host work; every replay's frame equals the reference and decodes to its input.
 // One compress and one decompress call captured into a CUDA graph by enqueue(stream) (outputs: the frame and its
@@ -617,13 +632,11 @@ void check_graph_replays(const GraphIo& io, Enqueue enqueue, Input input, Refere
 TEST(CudaCodec, GraphCaptureAndReplay) {
   SZ_SKIP_WITHOUT_GPU();
   const uint64_t n = 3 * 4096 + 1000;
-  const sz_params p = sztest::make_params(12, SZ_FLAG_CHECKSUMS);
-  sz_codebook cb;
-  ASSERT_EQ(sz_default_codebook(SZ_DTYPE_BF16, SZ_KIND_GENERIC, &cb), SZ_OK);
-  const size_t bound = sz_compress_bound(n, SZ_DTYPE_BF16);
-  size_t ews = 0, dws = 0;
-  ASSERT_EQ(sz_cuda_compress_workspace_size(n, SZ_DTYPE_BF16, &p, &ews), SZ_OK);
-  ASSERT_EQ(sz_cuda_decompress_workspace_size(bound, n * 2, &dws), SZ_OK);
+  Bf16Call c;
+  ASSERT_NO_FATAL_FAILURE(make_bf16_call(n, &c));
+  const sz_params& p = c.p;
+  const sz_codebook& cb = c.cb;
+  const size_t bound = c.bound, ews = c.ews, dws = c.dws;
   DevBuf src(n * 2), frame(bound), out(n * 2), ework(ews, true), dwork(dws, true), fsize(8), st(4), osize(8);
   check_graph_replays(
       GraphIo{src, frame, out, fsize, st, osize, n * 2},
@@ -1203,13 +1216,11 @@ void check_ring_handoff(int producer, int consumer, int depth) {
   const uint64_t sizes[] = {300000, 3 * 65536 + 5, 1000, 250000, 4096, 299999, 77777, 1};
   const int messages = (int)(sizeof(sizes) / sizeof(sizes[0]));
   const uint64_t n_max = 300000;
-  const sz_params p = sztest::make_params(12, SZ_FLAG_CHECKSUMS);
-  sz_codebook cb;
-  ASSERT_EQ(sz_default_codebook(SZ_DTYPE_BF16, SZ_KIND_GENERIC, &cb), SZ_OK);
-  const size_t slot = sz_compress_bound(n_max, SZ_DTYPE_BF16);
-  size_t ews = 0, dws = 0;
-  ASSERT_EQ(sz_cuda_compress_workspace_size(n_max, SZ_DTYPE_BF16, &p, &ews), SZ_OK);
-  ASSERT_EQ(sz_cuda_decompress_workspace_size(slot, n_max * 2, &dws), SZ_OK);
+  Bf16Call c;
+  ASSERT_NO_FATAL_FAILURE(make_bf16_call(n_max, &c));
+  const sz_params& p = c.p;
+  const sz_codebook& cb = c.cb;
+  const size_t slot = c.bound, ews = c.ews, dws = c.dws;
 
   std::vector<std::vector<uint8_t>> data(messages);
   for (int k = 0; k < messages; ++k) {
@@ -1335,13 +1346,11 @@ TEST(CudaHandoff, RingOfSlotsAcrossTwoDevices) {
 TEST(CudaHandoff, GraphCaptureOfEncodeSignalAndWaitDecode) {
   SZ_SKIP_WITHOUT_GPU();
   const uint64_t n = 5 * 4096 + 321;
-  const sz_params p = sztest::make_params(12, SZ_FLAG_CHECKSUMS);
-  sz_codebook cb;
-  ASSERT_EQ(sz_default_codebook(SZ_DTYPE_BF16, SZ_KIND_GENERIC, &cb), SZ_OK);
-  const size_t bound = sz_compress_bound(n, SZ_DTYPE_BF16);
-  size_t ews = 0, dws = 0;
-  ASSERT_EQ(sz_cuda_compress_workspace_size(n, SZ_DTYPE_BF16, &p, &ews), SZ_OK);
-  ASSERT_EQ(sz_cuda_decompress_workspace_size(bound, n * 2, &dws), SZ_OK);
+  Bf16Call c;
+  ASSERT_NO_FATAL_FAILURE(make_bf16_call(n, &c));
+  const sz_params& p = c.p;
+  const sz_codebook& cb = c.cb;
+  const size_t bound = c.bound, ews = c.ews, dws = c.dws;
   DevBuf src(n * 2), slot(bound), out(n * 2), ework(ews, true), dwork(dws, true), fsize(8), st(4), flag(8, true);
   uint64_t* f = reinterpret_cast<uint64_t*>(flag.p);
   cudaStream_t ps, cs;
