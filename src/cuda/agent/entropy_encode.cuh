@@ -313,7 +313,10 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
       if (whole_bf16) {
         // BF16's whole blocks: the lane's 16 bytes of each 512-byte row are 8 values, whose raw parts (sign |
         // mantissa: the low byte's 7 bits and the high byte's top bit) byte permutes gather into 8 bytes; the same
-        // words go into LH32.
+        // words go into LH32. The raw section starts 4-byte aligned in the frame, so where the frame is the lanes
+        // store their raw parts straight to it (else through the stage).
+        uint8_t* const rdst = a.dst + a.raw_off + (first + (uint64_t)kBlock * k) * RB / 8;
+        const bool direct = ((uintptr_t)rdst & 3u) == 0;
 #pragma unroll
         for (uint32_t r = 0; r < kBlock / 256; ++r) {
           const uint32_t g = lane + 32 * r;
@@ -321,11 +324,18 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
           smem_words<4>(b + ph + 16 * g, w);
           const uint32_t lo0 = simt::prmt(w[0], w[1], 0x6420), hi0 = simt::prmt(w[0], w[1], 0x7531);
           const uint32_t lo1 = simt::prmt(w[2], w[3], 0x6420), hi1 = simt::prmt(w[2], w[3], 0x7531);
-          *reinterpret_cast<uint2*>(rstage + 8 * g) =
-              make_uint2((lo0 & 0x7F7F7F7Fu) | (hi0 & 0x80808080u), (lo1 & 0x7F7F7F7Fu) | (hi1 & 0x80808080u));
+          const uint32_t r0 = (lo0 & 0x7F7F7F7Fu) | (hi0 & 0x80808080u), r1 = (lo1 & 0x7F7F7F7Fu) | (hi1 & 0x80808080u);
+          uint32_t* const o = reinterpret_cast<uint32_t*>((direct ? rdst : rstage) + 8 * g);
+          o[0] = r0;
+          o[1] = r1;
           if (lh)
             lh_add_row(ls, (uint64_t)w[0] | (uint64_t)w[1] << 32, (uint64_t)w[2] | (uint64_t)w[3] << 32, keys,
                        (uint32_t)k * (kBlock / 256) + r, CB);
+        }
+        if (!direct) {
+          simt::syncwarp();
+          copy_out(rdst, rstage, kBlock * RB / 8);
+          simt::syncwarp();  // the stage is read before the next block's groups go in
         }
       } else {
         // Groups of 8 values; a whole block of aligned values (kWords) reads them as words, with no bound check.
@@ -365,11 +375,11 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
         };
         if (vals == kBlock && aligned) pack(EFlag<true>{});
         else pack(EFlag<false>{});
+        simt::syncwarp();
+        copy_out(a.dst + a.raw_off + (first + (uint64_t)kBlock * k) * RB / 8, rstage,
+                 (uint32_t)layout::packed_bytes(vals, RB));
+        simt::syncwarp();  // the stage is read before the next block's groups go in
       }
-      simt::syncwarp();
-      copy_out(a.dst + a.raw_off + (first + (uint64_t)kBlock * k) * RB / 8, rstage,
-               (uint32_t)layout::packed_bytes(vals, RB));
-      simt::syncwarp();  // the stage is read before the next block's groups go in
     }
     // LH32: the block's 512-byte rows (the sums do not depend on their order; BF16's whole blocks above).
     if (lh && !whole_bf16) {
