@@ -92,6 +92,9 @@ SZ_DEV uint32_t prmt(uint32_t a, uint32_t b, uint32_t s) {
   return r;
 }
 SZ_DEV uint32_t funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) { return __funnelshift_r(lo, hi, sh); }
+// The mask of the lanes below `lane` ((1 << lane) - 1) as a clamped funnel shift, which ptxas keeps in a register
+// where it would recompute the shift's form in every use under register pressure.
+SZ_DEV uint32_t lanes_below(unsigned lane) { return ~__funnelshift_lc(0u, 0xFFFFFFFFu, lane); }
 SZ_DEV uint64_t umulhi64(uint64_t a, uint64_t b) { return __umul64hi(a, b); }
 
 SZ_DEV uint64_t atomic_add(uint64_t* p, uint64_t v) {
@@ -177,6 +180,28 @@ SZ_DEV uint2 lds_v2_u32(uint32_t a) {
   asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(a));
   return v;
 }
+// Reads of a table that no thread writes while the reads run (after the barrier that completes it, in a function
+// that does not inline into the code before that barrier): not volatile, so that they schedule freely. The byte
+// at shared address a, and the word at a + kOff (the offset folds into the load).
+SZ_DEV uint32_t lds_table_u8(uint32_t a) {
+  uint32_t v;
+  asm("ld.shared.u8 %0, [%1];" : "=r"(v) : "r"(a));
+  return v;
+}
+// The 16-bit word at shared address a + 2 i, the address formed as one multiply-add off a (which the compiler
+// cannot fold back into the terms that made a): volatile, so it stays after the stores that fill its buffer.
+SZ_DEV uint32_t lds_u16_at(uint32_t a, uint32_t i) {
+  uint32_t v;
+  asm volatile(
+      "{\n\t.reg .u32 t;\n\tmad.lo.u32 t, %2, 2, %1;\n\tld.shared.u16 %0, [t];\n\t}" : "=r"(v) : "r"(a), "r"(i));
+  return v;
+}
+template <uint32_t kOff>
+SZ_DEV uint32_t lds_table_u32(uint32_t a) {
+  uint32_t v;
+  asm("ld.shared.u32 %0, [%1+%2];" : "=r"(v) : "r"(a), "n"(kOff));
+  return v;
+}
 SZ_DEV void mbar_init(uint64_t* m, unsigned arrivals) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(m)), "r"(arrivals) : "memory");
 }
@@ -232,6 +257,18 @@ inline uint2 lds_v2_u32(uint32_t a) {
   memcpy(&v, simt_emu::ctx().smem + a, 8);
   return v;
 }
+inline uint32_t lds_table_u8(uint32_t a) { return simt_emu::ctx().smem[a]; }
+inline uint32_t lds_u16_at(uint32_t a, uint32_t i) {
+  uint16_t v;
+  memcpy(&v, simt_emu::ctx().smem + a + 2 * i, 2);
+  return v;
+}
+template <uint32_t kOff>
+inline uint32_t lds_table_u32(uint32_t a) {
+  uint32_t v;
+  memcpy(&v, simt_emu::ctx().smem + a + kOff, 4);
+  return v;
+}
 
 template <class T>
 inline T shfl(T v, int src SZ_LINE_ARG) {
@@ -284,6 +321,7 @@ inline uint32_t prmt(uint32_t a, uint32_t b, uint32_t s) {
   }
   return r;
 }
+inline uint32_t lanes_below(unsigned lane) { return (uint32_t)((1ull << lane) - 1u); }
 inline uint32_t funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
   const uint64_t x = (uint64_t)lo | ((uint64_t)hi << 32);
   return (uint32_t)(x >> (sh & 31u));

@@ -104,7 +104,7 @@ struct EntropyShared {
   const uint8_t* bucket;  // the image's [group][1024]
   const uint32_t* cmap_g; // the image's map of the tensor (local | global << 16)
   // The CTA's plan, by thread 0: whether the tensor's group map and tables fit in shared memory (then they are
-  // there: the map as each channel's block offset in shared memory, each local group's bucket table and symbols in
+  // there: the map as each channel's block's shared address, each local group's bucket table and symbols in
   // one block of ent_group_bytes), where
   // they go, the warps' area size, the tensor's local groups and first list entry; the call's workspace tag.
   bool fast, bad_image;
@@ -115,9 +115,14 @@ struct EntropyShared {
 constexpr uint32_t kEntSharedBytes = (sizeof(EntropyShared) + 15) / 16 * 16;
 constexpr uint32_t kEntRowBytes = 512;  // a row: 32 lanes x 16 bytes
 constexpr uint32_t kEntRawBlock = 512;  // values whose raw parts a warp stages at a time (16 steps)
-// A warp's area: the window of words (and 32 bytes of slack), the row stage, and two raw-part blocks (each with 16
-// bytes for its phase and 16 of slack): 2 * (kEntRawBlock * raw bits / 8 + 32) bytes, none for FP8.
-constexpr uint32_t kEntWindowBytes = 2 * EntropyDecodePolicy::kWindowWords + 32;
+constexpr uint32_t kEntGroupMax = 8;    // steps in a group (at most)
+// The group map in shared memory runs kEntMapTail entries past the period (entry c is channel c mod P's), so that
+// a group's steps read their channels at constant offsets from the group's first channel, which wraps once a group.
+constexpr uint32_t kEntMapTail = 32 * (kEntGroupMax - 1);
+// A warp's area: the window of words (with room for a group's words past it, and 32 bytes of slack), the row stage,
+// and two raw-part blocks (each with 16 bytes for its phase and 16 of slack): 2 * (kEntRawBlock * raw bits / 8 + 32)
+// bytes, none for FP8.
+constexpr uint32_t kEntWindowBytes = 2 * (EntropyDecodePolicy::kWindowWords + 32 * kEntGroupMax) + 32;
 constexpr uint32_t ent_raw_block_bytes(uint32_t raw_bits) { return raw_bits ? kEntRawBlock * raw_bits / 8 + 32 : 0; }
 constexpr uint32_t ent_warp_bytes(uint32_t raw_bits) {
   return (kEntWindowBytes + kEntRowBytes + 2 * ent_raw_block_bytes(raw_bits) + 15) / 16 * 16;
@@ -125,7 +130,8 @@ constexpr uint32_t ent_warp_bytes(uint32_t raw_bits) {
 // A local group's block in shared memory: its bucket table, then its symbol entries.
 constexpr uint32_t ent_group_bytes(uint32_t stride) { return (eimg::kBuckets + 4 * stride + 15) / 16 * 16; }
 constexpr size_t entropy_decode_smem_bytes() { return EntropyDecodePolicy::kSmemBytes; }
-static_assert(kEntSharedBytes + EntropyDecodePolicy::kWarps * ent_warp_bytes(24) + 4 * EntropyDecodePolicy::kCmapCap <
+static_assert(kEntSharedBytes + EntropyDecodePolicy::kWarps * ent_warp_bytes(24) +
+                      4 * (EntropyDecodePolicy::kCmapCap + kEntMapTail) <
                   EntropyDecodePolicy::kSmemBytes,
               "the warps' areas (FP32's raw parts the largest) and a group map leave room for tables");
 
@@ -190,7 +196,7 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
   constexpr uint32_t VB = E::VB, A = E::A;
   const EHeader h = sh.h;  // a copy: the fields it uses stay in registers across the rows' barriers
   const unsigned lane = simt::lane_id();
-  const uint32_t lt = (1u << lane) - 1u;
+  const uint32_t lt = simt::lanes_below(lane);
   const uint8_t* const src = a.src;
   const uint8_t* const frame_end = a.src + a.src_size;
   const uint64_t S = 1ull << h.chunk_log2, first = c * S;
@@ -256,7 +262,7 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
   const uint32_t* const cmap_g = sh.cmap_g;
   const uint32_t* const fc_g = sh.fc;
   const uint8_t* const bucket_g = sh.bucket;
-  uint32_t ch = (uint32_t)((first + lane) % P);  // this lane's channel at step 0
+  uint32_t ch = (uint32_t)((first + lane) % P);  // this lane's channel at step 0 (of the current group, below)
   const uint32_t adv = 32 % P;
   // Raw parts: block k (values [512 k, 512 k + 512) of the chunk) is staged into rawbuf[k & 1] by cp.async a block
   // ahead; the raw section's phase is the same for every block (chunks and blocks start at multiples of 16 bytes).
@@ -346,7 +352,7 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
     // Steps go in groups of U (a group lies in one stage row and one raw block, so its stage slots and raw parts
     // are at fixed offsets from the group's bases). A step's escape is only noted (bit i of escm); after the group,
     // the lanes' escapes take the record's list in step order, then lane order (§4.10.4), and patch the stage.
-    constexpr uint32_t U = kRowSteps < 8 ? kRowSteps : 8;
+    constexpr uint32_t U = kRowSteps < kEntGroupMax ? kRowSteps : kEntGroupMax;
     static_assert(kRowSteps % U == 0 && (kEntRawBlock / 32) % U == 0, "a group lies in one row and one raw block");
     constexpr uint32_t kSlotStride = 32 * VB;  // stage bytes from one step's slot to the next
     uint32_t pr = 0;  // words taken since the window's base: p - wb
@@ -354,8 +360,9 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
       if constexpr (DT == 1) return ((rawv * 0x101u) & 0x807Fu) | (sym << 7);  // sign to bit 15, mantissa, exponent
       return layout::join_symbol(sym, rawv, t, sp);
     };
-    auto next_ch = [&](uint32_t c) {
-      const uint32_t n = c + adv;
+    const uint32_t advU = (32 * U) % P;
+    auto next_ch = [&](uint32_t c, uint32_t by) {  // c + by mod P, for c, by < P
+      const uint32_t n = c + by;
       const uint32_t m = n - P;
       return m < n ? m : n;  // (n - P wraps past n when n < P)
     };
@@ -370,30 +377,46 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
       uint8_t* const st0 = stage + ((s % kRowSteps) * 32 + lane) * VB;
       const uint8_t* const rb = rawbuf + ((s / (kEntRawBlock / 32)) & 1) * kRawBuf + rph;
       const uint32_t u0 = (32 * s) % kEntRawBlock + lane;
-      const uint32_t ch0 = ch;
+      const uint32_t* const cm0 = cmap_s + ch;  // (shared tables) step i's channel entry: cm0[32 i]
+      uint32_t chg = ch;                        // (global tables) step i's channel
       uint32_t escm = 0;
+      const uint32_t wq0 = simt::smem_addr(win) + 2 * pr;
+      uint32_t wq = wq0;  // the next word's shared address: a step adds its words, its lanes read one add off it
+      uint32_t ga_next = kFast ? cm0[0] : 0;  // (shared tables) the next step's group block, read a step ahead
 #pragma unroll
       for (uint32_t i = 0; i < U; ++i) {
         if (kTail && s + i >= steps) break;
         const bool act = !kTail || 32 * (s + i) + lane < L;
         const uint32_t slot = x & (layout::kRansProbTotal - 1);
-        const uint8_t* bk;
-        const uint32_t* f;
-        if (kFast) {
-          bk = sm + cmap_s[ch];
-          f = reinterpret_cast<const uint32_t*>(bk + eimg::kBuckets);
+        uint32_t si, e, nx;
+        if (kFast) {  // the group's block at shared address ga: its bucket table, then its entries
+          const uint32_t ga = ga_next;
+          if (i + 1 < U) ga_next = cm0[32 * (i + 1)];
+          si = simt::lds_table_u8(ga + (slot >> eimg::kBucketShift));
+          if constexpr (A < 256) si = si < A ? si : A;  // (a byte is below 256: the steps stay in the row anyway)
+          e = simt::lds_table_u32<eimg::kBuckets>(ga + 4 * si);
+          nx = simt::lds_table_u32<eimg::kBuckets + 4>(ga + 4 * si);
+          if (slot >= (nx & 0xFFFFu) && (A == 256 || si < A)) {  // a symbol that starts inside the bucket (rare)
+            do {  // (from a byte, si < 256 at first: the entries hold A + 2 = 258)
+              ++si;
+              e = nx;
+              nx = simt::lds_table_u32<eimg::kBuckets + 4>(ga + 4 * si);
+            } while (si < A && slot >= (nx & 0xFFFFu));
+          }
         } else {
-          const uint32_t g = cmap_g[ch] >> 16;
-          bk = bucket_g + (uint64_t)g * eimg::kBuckets;
-          f = fc_g + (uint64_t)g * E::kStride;
-        }
-        uint32_t si = bk[slot >> eimg::kBucketShift];
-        si = si < A ? si : A;  // (a valid image's entries are; any image must not send the steps out of the row)
-        uint32_t e = f[si], nx = f[si + 1];
-        while (si < A && slot >= (nx & 0xFFFFu)) {  // a symbol that starts inside the bucket (rare)
-          ++si;
-          e = nx;
+          const uint32_t g = cmap_g[chg] >> 16;
+          const uint8_t* const bk = bucket_g + (uint64_t)g * eimg::kBuckets;
+          const uint32_t* const f = fc_g + (uint64_t)g * E::kStride;
+          chg = next_ch(chg, adv);
+          si = bk[slot >> eimg::kBucketShift];
+          si = si < A ? si : A;  // (a valid image's entries are; any image must not send the steps out of the row)
+          e = f[si];
           nx = f[si + 1];
+          while (si < A && slot >= (nx & 0xFFFFu)) {
+            ++si;
+            e = nx;
+            nx = f[si + 1];
+          }
         }
         // F q + slot - Cum with x = 2^12 q + slot, as (F - 2^12) q + x - Cum: one operation fewer
         const uint32_t cum = e & 0xFFFFu;
@@ -401,21 +424,21 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
         if (act) x = xs;
         const bool need = act && x < layout::kRansLow;
         const uint32_t m = simt::ballot(need);
-        // A lane past the record's last word reads within the window (clamped) and makes p exceed w, which the
-        // group's check and the chunk's end reject.
-        const uint32_t pos = pr + (uint32_t)simt::popc(m & lt);
-        const uint32_t wd = *reinterpret_cast<const uint16_t*>(win + 2 * (pos < kWin ? pos : kWin - 1));
+        // pr + (the lane's rank) < kWin + 32 U: a group starts with pr + 32 U <= kWin, or with the record's last word inside the window
+        // (pr <= w - wb <= kWin); a lane past that word reads the window's room past it and makes p exceed w, which
+        // the group's check and the chunk's end reject.
+        const uint32_t wd = simt::lds_u16_at(wq, simt::popc(m & lt));
         if (need) x = (x << layout::kRansWordBits) | wd;
-        pr += (uint32_t)simt::popc(m);
+        wq += 2 * simt::popc(m);
         const uint32_t sym = e >> 16;
         if (act && sym == A) escm |= 1u << i;
-        ch = next_ch(ch);
         set_stage_value<VB>(st0 + i * kSlotStride, act ? join(sym, raw_in(rb, u0 + 32 * i)) : 0u);
       }
+      pr += (wq - wq0) / 2;
       if (simt::any(escm != 0)) {  // rare: the group's escapes, in step order, then lane order
-        uint32_t c = ch0;
+        uint32_t c = ch;
         bool bad = false;
-        for (uint32_t i = 0; i < U; ++i, c = next_ch(c)) {
+        for (uint32_t i = 0; i < U; ++i, c = next_ch(c, adv)) {
           const bool mine = (escm >> i) & 1u;
           const uint32_t em = simt::ballot(mine);
           if (!em) continue;
@@ -430,6 +453,7 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
         }
         if (simt::any(bad)) return false;
       }
+      if (!kTail) ch = next_ch(ch, advU);
       const uint32_t last = kTail ? (steps - 1 < s + U - 1 ? steps - 1 : s + U - 1) : s + U - 1;
       if ((last + 1) % kRowSteps == 0 || last + 1 == steps) emit_row(last / kRowSteps);
       block_end(last);
@@ -538,7 +562,7 @@ SZ_DEV void entropy_decode_warps(const EntropyDecodeArgs& a) {
     if (st == SZ_OK) {
       sh.warp_bytes = ent_warp_bytes(sh.h.raw_bits);
       const uint32_t areas = kEntSharedBytes + (uint32_t)per_cta * sh.warp_bytes;
-      const uint64_t at = areas + (4ull * sh.h.period + 15) / 16 * 16;
+      const uint64_t at = areas + (4ull * (sh.h.period + kEntMapTail) + 15) / 16 * 16;
       const uint64_t tb = (uint64_t)ent_group_bytes(sh.stride) * local;
       sh.fast = sh.h.period <= EntropyDecodePolicy::kCmapCap && at + tb <= EntropyDecodePolicy::kSmemBytes;
       sh.cmap_at = areas;
@@ -560,13 +584,19 @@ SZ_DEV void entropy_decode_warps(const EntropyDecodeArgs& a) {
     const uint32_t P = sh.h.period, stride = sh.stride, gbytes = ent_group_bytes(stride);
     uint32_t* const cm = reinterpret_cast<uint32_t*>(smem + sh.cmap_at);
     uint8_t* const tb = smem + sh.tables_at;
+    const uint32_t tsa = simt::smem_addr(tb);  // the map holds each channel's group block as a shared address
     bool bad = false;  // a map entry or list entry out of range: the image is not a valid one
     const unsigned tid = simt::thread_id(), nt = simt::block_threads();
     for (uint32_t c = tid; c < P; c += nt) {
       const uint32_t e = sh.cmap_g[c], lo = e & 0xFFFFu, gl = e >> 16;
       if (lo >= nl || gl >= im.groups || lists[lf + lo] != gl) bad = true;
-      if (fast) cm[c] = sh.tables_at + (lo < nl ? lo : 0) * gbytes;  // (a bad entry fails the call below)
+      if (fast) cm[c] = tsa + (lo < nl ? lo : 0) * gbytes;  // (a bad entry fails the call below)
     }
+    if (fast)  // the map's tail: entry c is channel c mod P's
+      for (uint32_t c = P + tid; c < P + kEntMapTail; c += nt) {
+        const uint32_t lo = sh.cmap_g[c % P] & 0xFFFFu;
+        cm[c] = tsa + (lo < nl ? lo : 0) * gbytes;
+      }
     if (fast) {  // each local group's block: its bucket table, then its symbols (copies in flight together)
       const uint32_t q16 = eimg::kBuckets / 16;
       for (uint32_t i = tid; i < nl * q16; i += nt) {
