@@ -188,18 +188,18 @@ SZ_DEV uint32_t lds_table_u8(uint32_t a) {
   asm("ld.shared.u8 %0, [%1];" : "=r"(v) : "r"(a));
   return v;
 }
+template <uint32_t kOff>
+SZ_DEV uint32_t lds_table_u32(uint32_t a) {
+  uint32_t v;
+  asm("ld.shared.u32 %0, [%1+%2];" : "=r"(v) : "r"(a), "n"(kOff));
+  return v;
+}
 // The 16-bit word at shared address a + 2 i, the address formed as one multiply-add off a (which the compiler
 // cannot fold back into the terms that made a): volatile, so it stays after the stores that fill its buffer.
 SZ_DEV uint32_t lds_u16_at(uint32_t a, uint32_t i) {
   uint32_t v;
   asm volatile(
       "{\n\t.reg .u32 t;\n\tmad.lo.u32 t, %2, 2, %1;\n\tld.shared.u16 %0, [t];\n\t}" : "=r"(v) : "r"(a), "r"(i));
-  return v;
-}
-template <uint32_t kOff>
-SZ_DEV uint32_t lds_table_u32(uint32_t a) {
-  uint32_t v;
-  asm("ld.shared.u32 %0, [%1+%2];" : "=r"(v) : "r"(a), "n"(kOff));
   return v;
 }
 SZ_DEV void mbar_init(uint64_t* m, unsigned arrivals) {

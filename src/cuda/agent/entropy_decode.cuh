@@ -424,9 +424,9 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
         if (act) x = xs;
         const bool need = act && x < layout::kRansLow;
         const uint32_t m = simt::ballot(need);
-        // pr + (the lane's rank) < kWin + 32 U: a group starts with pr + 32 U <= kWin, or with the record's last word inside the window
-        // (pr <= w - wb <= kWin); a lane past that word reads the window's room past it and makes p exceed w, which
-        // the group's check and the chunk's end reject.
+        // The word read is below kWin + 32 U: a group starts with pr + 32 U <= kWin, or with the record's last word
+        // inside the window (pr <= w - wb <= kWin); a lane past that word reads the window's room past it and makes
+        // p exceed w, which the group's check and the chunk's end reject.
         const uint32_t wd = simt::lds_u16_at(wq, simt::popc(m & lt));
         if (need) x = (x << layout::kRansWordBits) | wd;
         wq += 2 * simt::popc(m);
