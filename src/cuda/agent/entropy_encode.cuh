@@ -308,15 +308,16 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
     const uint8_t* const b = bufs + (k & 1) * Ar::kBuf;
     const uint32_t vals = L - kBlock * (uint32_t)k < kBlock ? L - kBlock * (uint32_t)k : kBlock;
     const bool whole_bf16 = DT == 1 && vals == kBlock;
-    // Raw parts: groups of 8 values packed into the stage, then out to their fixed place (§4.10.2).
+    // Raw parts: groups of 8 values packed into the stage, then out to their fixed place (§4.10.2); BF16's whole
+    // blocks go there straight from the lanes where the place is 4-byte aligned (the raw section starts 4-byte
+    // aligned in the frame, so wherever the frame is).
     if constexpr (RB != 0) {
+      uint8_t* const rdst = a.dst + a.raw_off + (first + (uint64_t)kBlock * k) * RB / 8;
+      const bool direct = whole_bf16 && ((uintptr_t)rdst & 3u) == 0;
       if (whole_bf16) {
         // BF16's whole blocks: the lane's 16 bytes of each 512-byte row are 8 values, whose raw parts (sign |
         // mantissa: the low byte's 7 bits and the high byte's top bit) byte permutes gather into 8 bytes; the same
-        // words go into LH32. The raw section starts 4-byte aligned in the frame, so where the frame is the lanes
-        // store their raw parts straight to it (else through the stage).
-        uint8_t* const rdst = a.dst + a.raw_off + (first + (uint64_t)kBlock * k) * RB / 8;
-        const bool direct = ((uintptr_t)rdst & 3u) == 0;
+        // words go into LH32.
 #pragma unroll
         for (uint32_t r = 0; r < kBlock / 256; ++r) {
           const uint32_t g = lane + 32 * r;
@@ -331,11 +332,6 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
           if (lh)
             lh_add_row(ls, (uint64_t)w[0] | (uint64_t)w[1] << 32, (uint64_t)w[2] | (uint64_t)w[3] << 32, keys,
                        (uint32_t)k * (kBlock / 256) + r, CB);
-        }
-        if (!direct) {
-          simt::syncwarp();
-          copy_out(rdst, rstage, kBlock * RB / 8);
-          simt::syncwarp();  // the stage is read before the next block's groups go in
         }
       } else {
         // Groups of 8 values; a whole block of aligned values (kWords) reads them as words, with no bound check.
@@ -375,9 +371,10 @@ SZ_DEV void entropy_encode_chunk(const EntropyEncodeArgs& a, const EntropyEncode
         };
         if (vals == kBlock && aligned) pack(EFlag<true>{});
         else pack(EFlag<false>{});
+      }
+      if (!direct) {
         simt::syncwarp();
-        copy_out(a.dst + a.raw_off + (first + (uint64_t)kBlock * k) * RB / 8, rstage,
-                 (uint32_t)layout::packed_bytes(vals, RB));
+        copy_out(rdst, rstage, (uint32_t)layout::packed_bytes(vals, RB));
         simt::syncwarp();  // the stage is read before the next block's groups go in
       }
     }
