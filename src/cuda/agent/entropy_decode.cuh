@@ -366,6 +366,20 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
       const uint32_t m = n - P;
       return m < n ? m : n;  // (n - P wraps past n when n < P)
     };
+    // The entry e whose range holds slot and the next one nx, from the bucket's entry si (a byte), stepping forward
+    // past symbols that start inside the bucket (rare); entry(k) reads the group's entry k (there are A + 2).
+    auto find_entry = [&](uint32_t slot, uint32_t si, auto entry, uint32_t& e, uint32_t& nx) {
+      if constexpr (A < 256) si = si < A ? si : A;  // (any image must not send the steps out of the row)
+      e = entry(si);
+      nx = entry(si + 1);
+      if (slot >= (nx & 0xFFFFu) && (A == 256 || si < A)) {  // (a byte is below A = 256)
+        do {
+          ++si;
+          e = nx;
+          nx = entry(si + 1);
+        } while (si < A && slot >= (nx & 0xFFFFu));
+      }
+    };
     // The group of steps s .. s + U - 1 (kTail: the chunk's last group, where steps and lanes may have no value).
     auto group = [&](auto tail, uint32_t s) -> bool {
       constexpr bool kTail = decltype(tail)::value;
@@ -388,35 +402,18 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
         if (kTail && s + i >= steps) break;
         const bool act = !kTail || 32 * (s + i) + lane < L;
         const uint32_t slot = x & (layout::kRansProbTotal - 1);
-        uint32_t si, e, nx;
+        uint32_t e, nx;
         if (kFast) {  // the group's block at shared address ga: its bucket table, then its entries
           const uint32_t ga = ga_next;
           if (i + 1 < U) ga_next = cm0[32 * (i + 1)];
-          si = simt::lds_table_u8(ga + (slot >> eimg::kBucketShift));
-          if constexpr (A < 256) si = si < A ? si : A;  // (a byte is below 256: the steps stay in the row anyway)
-          e = simt::lds_table_u32<eimg::kBuckets>(ga + 4 * si);
-          nx = simt::lds_table_u32<eimg::kBuckets + 4>(ga + 4 * si);
-          if (slot >= (nx & 0xFFFFu) && (A == 256 || si < A)) {  // a symbol that starts inside the bucket (rare)
-            do {  // (from a byte, si < 256 at first: the entries hold A + 2 = 258)
-              ++si;
-              e = nx;
-              nx = simt::lds_table_u32<eimg::kBuckets + 4>(ga + 4 * si);
-            } while (si < A && slot >= (nx & 0xFFFFu));
-          }
+          find_entry(slot, simt::lds_table_u8(ga + (slot >> eimg::kBucketShift)),
+                     [&](uint32_t k) { return simt::lds_table_u32<eimg::kBuckets>(ga + 4 * k); }, e, nx);
         } else {
           const uint32_t g = cmap_g[chg] >> 16;
           const uint8_t* const bk = bucket_g + (uint64_t)g * eimg::kBuckets;
           const uint32_t* const f = fc_g + (uint64_t)g * E::kStride;
           chg = next_ch(chg, adv);
-          si = bk[slot >> eimg::kBucketShift];
-          si = si < A ? si : A;  // (a valid image's entries are; any image must not send the steps out of the row)
-          e = f[si];
-          nx = f[si + 1];
-          while (si < A && slot >= (nx & 0xFFFFu)) {
-            ++si;
-            e = nx;
-            nx = f[si + 1];
-          }
+          find_entry(slot, bk[slot >> eimg::kBucketShift], [&](uint32_t k) { return f[k]; }, e, nx);
         }
         // F q + slot - Cum with x = 2^12 q + slot, as (F - 2^12) q + x - Cum: one operation fewer
         const uint32_t cum = e & 0xFFFFu;
