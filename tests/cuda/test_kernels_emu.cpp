@@ -737,9 +737,10 @@ std::vector<uint8_t> table_image(const sz_symbol_table& t) {
   return img;
 }
 
-// The entropy decoder on the emulator; the output written at dst_offset of its buffer (an unaligned output).
+// The entropy decoder on the emulator; the output written at dst_offset of its buffer (an unaligned output), by at
+// most max_grid CTAs.
 Decoded emu_decompress_entropy(const std::vector<uint8_t>& frame, const std::vector<uint8_t>& image,
-                               size_t dst_capacity, size_t dst_offset = 0) {
+                               size_t dst_capacity, size_t dst_offset = 0, unsigned max_grid = kMaxGrid) {
   Decoded r;
   constexpr size_t kGuard = 256;
   std::vector<uint8_t> dst(dst_offset + dst_capacity + kGuard, 0x5A);
@@ -753,7 +754,7 @@ Decoded emu_decompress_entropy(const std::vector<uint8_t>& frame, const std::vec
                                       dst_capacity, ws.data(), ws.size(), &r.status, &r.size, &a);
   if (r.launch != SZ_OK) return r;
   uint64_t grid = entropy_grid_of(frame.size());
-  grid = grid < 1 ? 1 : (grid > kMaxGrid ? kMaxGrid : grid);
+  grid = grid < 1 ? 1 : (grid > max_grid ? max_grid : grid);
   const char* why = nullptr;
   const bool ok = simt_emu::launch((unsigned)grid, EntropyDecodePolicy::kWarps * 32, entropy_decode_smem_bytes(),
                                    [&] { entropy_decode_warps(a); }, g_seed++, &why);
@@ -847,6 +848,61 @@ TEST(CudaKernelsEmu, EntropyCorruptFramesLikeCpu) {
       EXPECT_GT(failed, 20);  // the damage is seen (the test cannot pass by decoding nothing)
     }
   }
+}
+
+// More chunks than warps: each warp decodes several chunks one after another in its area (coded and raw chunks, the
+// frame's short last chunk), for every dtype and checksum kind, and fails on damage exactly where the CPU does.
+TEST(CudaKernelsEmu, EntropyMoreChunksThanWarps) {
+  constexpr uint32_t kPeriod = 48, kTokens = 214;  // 10272 values: 41 chunks of 2^8, the last of 32 values
+  constexpr unsigned kLog2 = 8;
+  int decoded = 0;
+  for (sz_dtype dt : kEntropyDtypes) {
+    const std::vector<uint8_t> kv0 = channel_values(dt, 1, kTokens, kPeriod, 21 + dt);
+    auto tb = calibrated_table(kv0, dt, 1, kTokens, kPeriod, 5);
+    const std::vector<uint8_t> image = table_image(tb->t);
+    const size_t vb = sz_dtype_size(dt), chunk = ((size_t)1 << kLog2) * vb;
+    std::vector<uint8_t> kv = kv0;
+    const std::vector<uint8_t> noise = random_bytes(chunk, 77 + dt);  // chunk 20 stored raw
+    std::copy(noise.begin(), noise.end(), kv.begin() + 20 * chunk);
+    for (uint32_t flags : kEntropyFlags) {
+      const std::vector<uint8_t> frame = entropy_frame(kv, dt, tb->t, 0, kLog2, flags);
+      for (unsigned grid : {1u, 2u}) {  // one or two CTAs' warps for 41 chunks
+        SCOPED_TRACE("dtype " + std::to_string(dt) + " flags " + std::to_string(flags) + " grid " +
+                     std::to_string(grid));
+        const Decoded d = emu_decompress_entropy(frame, image, kv.size(), 1, grid);
+        ASSERT_EQ(d.launch, SZ_OK);
+        EXPECT_EQ(d.status, SZ_OK) << sz_status_name((sz_status)d.status);
+        EXPECT_EQ(d.size, kv.size());
+        EXPECT_TRUE(d.guard_ok);
+        EXPECT_TRUE(d.out == kv);
+        ++decoded;
+      }
+      if (dt != SZ_DTYPE_BF16 && dt != SZ_DTYPE_FP8_E4M3) continue;
+      Rng rng(flags + 13 * dt);
+      int failed = 0;
+      for (int trial = 0; trial < 30; ++trial) {
+        std::vector<uint8_t> bad = frame;
+        bad[(size_t)rng.below(bad.size())] ^= (uint8_t)(1u << rng.below(8));
+        std::vector<uint8_t> cpu(kv.size() + 1);
+        size_t cpu_size = 0;
+        const sz_status cs =
+            sz_decompress_entropy(bad.data(), bad.size(), &tb->t, cpu.data(), kv.size(), &cpu_size, 1);
+        const Decoded d = emu_decompress_entropy(bad, image, kv.size(), 0, 1);
+        ASSERT_EQ(d.launch, SZ_OK);
+        SCOPED_TRACE("trial " + std::to_string(trial) + " cpu " + sz_status_name(cs) + " gpu " +
+                     sz_status_name((sz_status)d.status));
+        EXPECT_EQ(cs == SZ_OK, d.status == SZ_OK);
+        EXPECT_TRUE(d.guard_ok);
+        if (cs == SZ_OK && d.status == SZ_OK) {
+          cpu.resize(cpu_size);
+          EXPECT_TRUE(d.out == cpu);
+        }
+        failed += cs != SZ_OK;
+      }
+      if (flags) EXPECT_GT(failed, 10);  // the damage is seen (without checksums a raw part's flip decodes)
+    }
+  }
+  EXPECT_EQ(decoded, 30);
 }
 
 // The image must be the frame's table's; the call refuses other versions, short outputs and a bad image.
