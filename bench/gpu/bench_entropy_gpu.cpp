@@ -9,7 +9,7 @@
 // baseline: roofline = memcpy bytes/s x raw / (raw + frame), as in bench_gpu (GB/s are of uncompressed bytes). The frames are one buffer, so at 16-64 MiB they
 // sit partly in the 60 MB L2 (read the larger sizes for DRAM speed).
 //
-// Datasets (--data, default .devdata): smollm2/{code,prose}_{bf16,fp16,e4m3,e5m2}.bin ([30 layers][K, V][tokens]
+// Datasets (--data, default .devdata): smollm2/{code,prose}_{bf16,fp16,e4m3,e5m2,fp32}.bin ([30 layers][K, V][tokens]
 // [3 kv_heads][64]) from bench/models/smollm2_kv.py; trained-d512 kv_{code,prose}_{bf16,e4m3,e5m2}.bin ([8][2]
 // [tokens][4][64] as bench/gpu/slice_kv.py cuts them; without the prose file the code file is both calibration and
 // measurement, said in the row). Output: a markdown table, and CSV rows to --csv.
@@ -44,7 +44,8 @@ std::vector<Set> load_sets(const std::string& dir) {
     const char* suffix;
     sz_dtype dtype;
   } smol[] = {
-      {"bf16", SZ_DTYPE_BF16}, {"fp16", SZ_DTYPE_FP16}, {"e4m3", SZ_DTYPE_FP8_E4M3}, {"e5m2", SZ_DTYPE_FP8_E5M2}};
+      {"bf16", SZ_DTYPE_BF16}, {"fp16", SZ_DTYPE_FP16}, {"e4m3", SZ_DTYPE_FP8_E4M3}, {"e5m2", SZ_DTYPE_FP8_E5M2},
+      {"fp32", SZ_DTYPE_FP32}};
   for (const auto& s : smol) {
     Set x{std::string("smol_") + s.suffix, "calibrated on code, measured on prose", s.dtype, 60, 192, 30,
           read_file(dir + "/smollm2/code_" + s.suffix + ".bin"), read_file(dir + "/smollm2/prose_" + s.suffix + ".bin")};

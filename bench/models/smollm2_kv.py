@@ -24,6 +24,7 @@ code = the stdlib module argparse.py; the first --tokens tokens of each (default
 Output, per text <name> in --out (default <repo>/.devdata/smollm2):
     <name>_bf16.bin   raw little-endian BF16,    [layer][kv][token][kv_head][head_dim], kv 0 = K (post-RoPE), 1 = V
     <name>_fp16.bin   raw little-endian binary16, same layout, RNE from the fp32 value
+    <name>_fp32.bin   raw little-endian binary32, same layout: the fp32 value itself
     <name>_e4m3.bin   OCP FP8 E4M3 (float8_e4m3fn), same layout, scale 1.0, saturated to +-448 then RNE
     <name>_e5m2.bin   OCP FP8 E5M2, same layout, scale 1.0, saturated to +-57344 then RNE
     <name>.json       model, shapes, layout, text source, token count, sha256 of each file, cross-entropy, entropies
@@ -98,6 +99,8 @@ def file_stats(arr_u, kind):
         sym, nsym = ((arr_u >> 7) & 0xFF).astype(np.int64), 256  # exponent field
     elif kind == "fp16":
         sym, nsym = ((arr_u >> 10) & 0x1F).astype(np.int64), 32  # exponent field
+    elif kind == "fp32":
+        sym, nsym = ((arr_u >> 23) & 0xFF).astype(np.int64), 256  # exponent field
     else:
         sym, nsym = arr_u.astype(np.int64), 256  # whole FP8 byte
     L, _, T, G, d = sym.shape
@@ -227,6 +230,7 @@ def main():
         arrays = {
             "bf16": kv32.astype(BF16),
             "fp16": kv32.astype(np.float16),
+            "fp32": kv32.astype(np.float32),
             "e4m3": np.clip(kv32, -E4M3_MAX, E4M3_MAX).astype(E4M3),
             "e5m2": np.clip(kv32, -E5M2_MAX, E5M2_MAX).astype(E5M2),
         }
@@ -235,15 +239,17 @@ def main():
         files, stats = {}, {}
         for kind, a in arrays.items():
             fn = out / f"{name}_{kind}.bin"
-            u = a.view(np.uint16 if a.itemsize == 2 else np.uint8)
+            u = a.view({4: np.uint32, 2: np.uint16, 1: np.uint8}[a.itemsize])
             u.astype(u.dtype.newbyteorder("<"), copy=False).tofile(fn)
             files[kind] = {"file": fn.name, "bytes": fn.stat().st_size, "sha256": sha256_file(fn),
                            "dtype": {"bf16": "bfloat16", "fp16": "float16 (IEEE binary16)",
+                                     "fp32": "float32 (IEEE binary32)",
                                      "e4m3": "float8_e4m3fn (OCP, scale 1.0, saturating)",
                                      "e5m2": "float8_e5m2 (OCP, scale 1.0, saturating)"}[kind]}
             st = file_stats(u, kind)
             stats[kind] = {lab: {"H": round(h0, 4), "H_per_channel": round(hc, 4)} for lab, (h0, hc) in st.items()}
-            stats[kind]["symbol"] = {"bf16": "exponent (x>>7)&0xFF", "fp16": "exponent (x>>10)&0x1F"}.get(
+            stats[kind]["symbol"] = {"bf16": "exponent (x>>7)&0xFF", "fp16": "exponent (x>>10)&0x1F",
+                                     "fp32": "exponent (x>>23)&0xFF"}.get(
                 kind, "whole byte")
         meta = {
             "model": "HuggingFaceTB/SmolLM2-135M-Instruct",
