@@ -15,7 +15,7 @@ run() {  # label dtype shape calib measure
   if (( header )); then "$tool" --label "$1" --dtype "$2" --kv-shape "$3" --calib "$4" --measure "$5"; header=0
   else "$tool" --label "$1" --dtype "$2" --kv-shape "$3" --calib "$4" --measure "$5" | tail -n +2; fi
 }
-for d in bf16 fp16 e4m3 e5m2; do
+for d in bf16 fp16 fp32 e4m3 e5m2; do
   dt=$d; [[ $d == e4m3 ]] && dt=fp8_e4m3; [[ $d == e5m2 ]] && dt=fp8_e5m2
   run "SmolLM2-135M" "$dt" 30,2,2048,3,64 "$smol/code_$d.bin" "$smol/prose_$d.bin"
 done
