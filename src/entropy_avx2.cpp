@@ -319,8 +319,7 @@ void join_fp16(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out)
   }
 }
 
-// FP32: raw part = sign << 23 | mantissa, 24 bits (3 bytes); two values per pext.
-constexpr uint64_t kFp32Raw = 0x807FFFFF807FFFFFull;
+// FP32: raw part = sign << 23 | mantissa, 24 bits (3 bytes).
 
 // Eight values a step: the sign moved from bit 31 to 23 beside the mantissa, a byte shuffle keeps each lane's three
 // raw bytes and its exponent byte, and a dword permute makes the 24 raw bytes and the 8 symbols contiguous.
@@ -329,8 +328,7 @@ void split_fp32(const uint8_t* src, size_t len, uint8_t* sym, uint8_t* raw) {
                                         0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 3, 7, 11, 15);
   const __m256i order = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7);
   const __m256i mant = _mm256_set1_epi32(0x7FFFFF), sign = _mm256_set1_epi32(0x800000);
-  size_t i = 0;
-  for (; i + 8 <= len; i += 8, raw += 24) {
+  for (size_t i = 0; i + 8 <= len; i += 8, raw += 24) {
     const __m256i v = _mm256_loadu_si256((const __m256i*)(src + 4 * i));
     // lane = raw part (bits 0-23) | exponent << 24
     const __m256i r = _mm256_or_si256(_mm256_or_si256(_mm256_and_si256(v, mant),
@@ -343,14 +341,6 @@ void split_fp32(const uint8_t* src, size_t len, uint8_t* sym, uint8_t* raw) {
     const uint64_t e = (uint64_t)_mm_extract_epi64(hi, 1);
     memcpy(sym + i, &e, 8);
   }
-  for (; i + 2 <= len; i += 2, raw += 6) {
-    uint64_t v;
-    memcpy(&v, src + 4 * i, 8);
-    const uint64_t r = _pext_u64(v, kFp32Raw);
-    memcpy(raw, &r, 6);
-    sym[i] = (uint8_t)(v >> 23);
-    sym[i + 1] = (uint8_t)(v >> 55);
-  }
 }
 
 // Eight values a step: their 24 raw bytes as two overlapping 16-byte loads (bytes 0-15 and 8-23), one byte shuffle
@@ -360,8 +350,7 @@ void join_fp32(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out)
   const __m256i spread = _mm256_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1,  //
                                           4, 5, 6, -1, 7, 8, 9, -1, 10, 11, 12, -1, 13, 14, 15, -1);
   const __m256i mant = _mm256_set1_epi32(0x7FFFFF), sign = _mm256_set1_epi32(0x800000);
-  size_t i = 0;
-  for (; i + 8 <= len; i += 8, raw += 24) {
+  for (size_t i = 0; i + 8 <= len; i += 8, raw += 24) {
     const __m256i b = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i*)raw)),
                                               _mm_loadu_si128((const __m128i*)(raw + 8)), 1);
     const __m256i r = _mm256_shuffle_epi8(b, spread);
@@ -369,12 +358,6 @@ void join_fp32(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out)
     const __m256i v = _mm256_or_si256(_mm256_or_si256(_mm256_and_si256(r, mant), _mm256_slli_epi32(e, 23)),
                                       _mm256_slli_epi32(_mm256_and_si256(r, sign), 8));
     _mm256_storeu_si256((__m256i*)(out + 4 * i), v);
-  }
-  for (; i + 2 <= len; i += 2, raw += 6) {
-    uint64_t r = 0;
-    memcpy(&r, raw, 6);
-    const uint64_t v = _pdep_u64(r, kFp32Raw) | (uint64_t)sym[i] << 23 | (uint64_t)sym[i + 1] << 55;
-    memcpy(out + 4 * i, &v, 8);
   }
 }
 
