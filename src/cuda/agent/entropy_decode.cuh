@@ -391,15 +391,16 @@ SZ_DEV sz_status entropy_chunk(const EntropyDecodeArgs& a, const EntropyShared& 
       uint8_t* const st0 = stage + ((s % kRowSteps) * 32 + lane) * VB;
       const uint8_t* const rb = rawbuf + ((s / (kEntRawBlock / 32)) & 1) * kRawBuf + rph;
       const uint32_t u0 = (32 * s) % kEntRawBlock + lane;
-      // (11-bit raw parts) step i's raw part from the two aligned words that hold it: a step's values are 32 on,
-      // 44 bytes, so the words step by 11 and the shift stays (the block buffer's slack covers the second word).
+      // (11- and 24-bit raw parts) step i's raw part from the two aligned words that hold it: a step's values are
+      // 32 on, 4 RB bytes, so the words step by RB and the shift stays (the block buffer's slack covers the second
+      // word).
       const uint32_t rbit = u0 * E::RB;
       const uint8_t* const rp = rb + (rbit >> 3);
       const uint32_t rmis = (uint32_t)((uintptr_t)rp & 3u);  // (the pointer stays one into shared memory)
       [[maybe_unused]] const uint32_t* const rw = reinterpret_cast<const uint32_t*>(rp - rmis);
       [[maybe_unused]] const uint32_t rsh = rmis * 8 + (rbit & 7u);
       auto raw_step = [&](uint32_t i) -> uint32_t {  // bits above the raw part are left for join to drop
-        if constexpr (E::RB == 11) return simt::funnel_r(rw[11 * i], rw[11 * i + 1], rsh);
+        if constexpr (E::RB == 11 || E::RB == 24) return simt::funnel_r(rw[E::RB * i], rw[E::RB * i + 1], rsh);
         return raw_in(rb, u0 + 32 * i);
       };
       const uint32_t* const cm0 = cmap_s + ch;  // (shared tables) step i's channel entry: cm0[32 i]
