@@ -146,7 +146,8 @@ Command add_compress_command(CLI::App& app) {
                   "symbol table (--codebook FILE from `splitzip calibrate --mode max`, with --kv-shape)")
       ->default_val("fast");
   sub->add_option("--chunk-log2", o->chunk_log2,
-                  "Chunk size as log2 of values, 8..16 (default 12; 16 with --mode max)");
+                  "Chunk size as log2 of values, 8..16 (default 12; with --mode max 16, or less for tensors of "
+                  "fewer than 2^29 values, at least 12: sz_entropy_chunk_log2)");
   sub->add_flag("--no-checksum", o->no_checksum, "Omit the per-chunk checksums");
   sub->add_option("--checksum", o->checksum, kChecksumHelp);
 
@@ -154,8 +155,9 @@ Command add_compress_command(CLI::App& app) {
     check_common(*o);
     if (o->mode != "fast" && o->mode != "max") throw CliError("--mode must be fast or max, not '" + o->mode + "'");
     const bool max_mode = o->mode == "max";
-    if (o->chunk_log2 == 0) o->chunk_log2 = max_mode ? SZ_ENTROPY_CHUNK_LOG2 : SZ_DEFAULT_CHUNK_LOG2;
-    check_chunk_log2(o->chunk_log2);
+    // (max mode without --chunk-log2: 0, which the library resolves per frame from its values)
+    if (o->chunk_log2 == 0 && !max_mode) o->chunk_log2 = SZ_DEFAULT_CHUNK_LOG2;
+    if (o->chunk_log2 != 0) check_chunk_log2(o->chunk_log2);
     if (o->inputs.size() > 1 && (o->to_stdout || o->output == "-"))
       throw CliError("-c takes one input: a container cannot be followed by more data in one stream");
     std::optional<sz_dtype> dtype;

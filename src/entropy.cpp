@@ -438,7 +438,7 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
   if (!reference && prep == nullptr) return SZ_ERROR_INVALID_ARGUMENT;  // sz_symbol_table_prepare first
   if (reference && !table_contents_ok(*table)) return SZ_ERROR_BAD_CODEBOOK;
   sz_params p;
-  if ((s = detail::resolve_entropy_params(params, &p)) != SZ_OK) return s;
+  if ((s = detail::resolve_entropy_params(params, n, &p)) != SZ_OK) return s;
 
   const uint8_t* src = (const uint8_t*)src_v;
   uint8_t* dst = (uint8_t*)dst_v;
@@ -1156,6 +1156,8 @@ SZ_API sz_status sz_symbol_calibrate(const uint32_t* counts, sz_dtype dtype, uin
   }
   return SZ_OK;
 }
+
+SZ_API uint32_t sz_entropy_chunk_log2(uint64_t n_values) { return splitzip::layout::entropy_chunk_log2(n_values); }
 
 SZ_API sz_status sz_compress_entropy(const void* src, uint64_t n, sz_dtype dtype, const sz_symbol_table* table,
                                      uint32_t tensor, const sz_params* params, void* dst, size_t dst_capacity,

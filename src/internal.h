@@ -110,11 +110,12 @@ Isa selected_isa();
 const char* isa_name(Isa isa);
 
 // ---- entropy-coded frames: the parameters of a compress call, for the CPU and the GPU coder alike -----------------
-// NULL gives the recommended chunk (kEntropyChunkLog2) and the default flags; anything else must be valid as is.
-inline sz_status resolve_entropy_params(const sz_params* params, sz_params* out) {
+// NULL gives the default chunk for n values (layout::entropy_chunk_log2) and the default flags; a chunk_log2 of 0
+// the same chunk with the params' flags; anything else must be valid as is.
+inline sz_status resolve_entropy_params(const sz_params* params, uint64_t n, sz_params* out) {
   sz_params p = sz_params_default();
-  p.chunk_log2 = layout::kEntropyChunkLog2;
   if (params) p = *params;
+  if (!params || p.chunk_log2 == 0) p.chunk_log2 = layout::entropy_chunk_log2(n);
   if (p.chunk_log2 < layout::kMinChunkLog2 || p.chunk_log2 > layout::kMaxChunkLog2 ||
       (p.flags & ~layout::kKnownFlags) || !layout::flags_consistent(p.flags) || p.reserved != 0)
     return SZ_ERROR_INVALID_ARGUMENT;

@@ -124,7 +124,19 @@ constexpr uint32_t kRansLow = 1u << 16;             // states live in [2^16, 2^3
 constexpr unsigned kRansWordBits = 16;              // renormalisation emits / reads 16-bit words
 constexpr size_t kRansStatesBytes = 4 * kRansLanes;
 constexpr size_t kRansRecordHeader = kRansStatesBytes + 4;  // the states and the escape count X
-constexpr unsigned kEntropyChunkLog2 = 16;          // the recommended chunk (not a format rule)
+// The default chunk of an entropy-coded call (not a format rule): 2^16 values (a coded chunk's 132 bytes of coder
+// state are then 0.1% of BF16 KV), unless that leaves the call fewer than kEntropyCallChunks chunks; then the
+// largest power of two that gives it that many, but at least 2^12. A GPU codes and decodes a chunk per warp, so a
+// call needs a few chunks per warp to run at speed (an H100 or H200 holds 132 x 24 decoding warps): 16 MiB of BF16
+// in chunks of 2^16 decode at 40-45 GB/s on an H100, in chunks of 2^12 at 320-340 (bench/results/entropy_gpu.md).
+constexpr unsigned kEntropyChunkLog2 = 16;
+constexpr unsigned kEntropyMinDefaultLog2 = 12;
+constexpr uint64_t kEntropyCallChunks = 8192;
+SZ_HD constexpr unsigned entropy_chunk_log2(uint64_t n_values) {
+  unsigned k = kEntropyChunkLog2;
+  while (k > kEntropyMinDefaultLog2 && (n_values >> k) < kEntropyCallChunks) --k;
+  return k;
+}
 
 // The split of a value into the coded symbol and the raw part (§4.10.2): FP8 values are coded whole.
 struct SymbolSplit {

@@ -99,9 +99,37 @@ TEST(EntropyFrames, EveryBitPatternRoundTripsAndFastEqualsReference) {
     ASSERT_EQ(sz_frame_info_get(fr.data(), fr.size(), &info), SZ_OK);
     EXPECT_EQ(info.version, SZ_FORMAT_VERSION_ENTROPY);
     EXPECT_EQ(info.flags, SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH | SZ_FLAG_ENTROPY);
-    EXPECT_EQ(info.chunk_log2, SZ_ENTROPY_CHUNK_LOG2);
+    EXPECT_EQ(info.chunk_log2, 12u);  // NULL params: sz_entropy_chunk_log2 of 32768 values
     EXPECT_EQ(info.raw_chunks, 0u);
     EXPECT_LT(fr.size(), t0.size());
+  }
+}
+
+// The default chunk: 2^16 for calls of at least 8192 such chunks, else the largest with 8192 chunks, at least 2^12; what
+// NULL params and a chunk_log2 of 0 give, the same frame as that chunk given.
+TEST(EntropyFrames, DefaultChunkDependsOnTheCallsSize) {
+  const uint64_t k = 8192;
+  EXPECT_EQ(sz_entropy_chunk_log2(0), 12u);
+  EXPECT_EQ(sz_entropy_chunk_log2(1000), 12u);
+  EXPECT_EQ(sz_entropy_chunk_log2((k << 13) - 1), 12u);
+  EXPECT_EQ(sz_entropy_chunk_log2(k << 13), 13u);
+  EXPECT_EQ(sz_entropy_chunk_log2(k << 14), 14u);  // 256 MiB of BF16
+  EXPECT_EQ(sz_entropy_chunk_log2((k << 16) - 1), 15u);
+  EXPECT_EQ(sz_entropy_chunk_log2(k << 16), (uint32_t)SZ_ENTROPY_CHUNK_LOG2);
+  EXPECT_EQ(sz_entropy_chunk_log2(UINT64_MAX), (uint32_t)SZ_ENTROPY_CHUNK_LOG2);
+  const sz_dtype dt = SZ_DTYPE_BF16;
+  const uint32_t period = 64, tokens = 512;
+  const std::vector<uint8_t> v = channel_values(dt, 1, tokens, period, 5);  // 32768 values: 8 chunks of 2^12
+  auto tb = calibrated_table(v, dt, 1, tokens, period, 4);
+  sz_params zero = sz_params_default(), twelve = zero, sixteen = zero;
+  zero.chunk_log2 = 0;
+  twelve.chunk_log2 = 12;
+  sixteen.chunk_log2 = 16;
+  for (bool ref : {false, true}) {
+    const std::vector<uint8_t> f12 = compress(v, dt, tb->t, 0, &twelve, ref);
+    EXPECT_EQ(compress(v, dt, tb->t, 0, nullptr, ref), f12);
+    EXPECT_EQ(compress(v, dt, tb->t, 0, &zero, ref), f12);
+    EXPECT_NE(compress(v, dt, tb->t, 0, &sixteen, ref), f12);
   }
 }
 
@@ -134,7 +162,7 @@ TEST(EntropyFrames, UniformDataFallsBackToRawWithinTheBound) {
     sz_frame_info info;
     ASSERT_EQ(sz_frame_info_get(f.data(), f.size(), &info), SZ_OK);
     EXPECT_EQ(info.coded_chunks, 0u);
-    EXPECT_EQ(info.raw_chunks, 2u);
+    EXPECT_EQ(info.raw_chunks, 18u);  // the default chunk of 70000 values: 2^12
     EXPECT_LE(f.size(), sz_compress_bound(70000, dt));
     expect_round_trip(f, tb->t, v);
   }

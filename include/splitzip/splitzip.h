@@ -248,7 +248,8 @@ SZ_API uint64_t sz_compress_bound(uint64_t n_values, sz_dtype dtype);
 
 /** Parameters of sz_compress(). Start from sz_params_default(): a zeroed struct is not valid. */
 typedef struct sz_params {
-  uint32_t chunk_log2; /* SZ_MIN_CHUNK_LOG2..SZ_MAX_CHUNK_LOG2; default SZ_DEFAULT_CHUNK_LOG2 */
+  uint32_t chunk_log2; /* SZ_MIN_CHUNK_LOG2..SZ_MAX_CHUNK_LOG2; default SZ_DEFAULT_CHUNK_LOG2 (entropy-coded
+                          frames: 0 = sz_entropy_chunk_log2() of the call) */
   uint32_t flags;      /* SZ_FLAG_*; default SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH */
   uint32_t threads;    /* CPU threads; 0 = one per hardware thread; default 1. Never changes the output bytes. */
   uint32_t reserved;   /* must be 0 */
@@ -312,8 +313,8 @@ SZ_API sz_status sz_frame_book_ref(const void* src, size_t src_size, uint64_t* b
 #define SZ_SYMBOL_TABLE_HEADER 24
 #define SZ_MAX_GROUPS 4096u
 #define SZ_ENTROPY_LANES 32
-/** The recommended chunk of entropy-coded frames (each coded chunk carries 132 bytes of coder state): what a NULL
- *  params gives sz_compress_entropy(). */
+/** The default chunk of entropy-coded frames of large calls (each coded chunk carries 132 bytes of coder state:
+ *  0.1% of BF16 KV at 2^16 values); smaller calls get smaller chunks, see sz_entropy_chunk_log2(). */
 #define SZ_ENTROPY_CHUNK_LOG2 16
 
 /** A symbol table (a parsed file, §5.3): `tensors` tensors of `period` channels, each channel mapped to one of
@@ -360,8 +361,17 @@ SZ_API sz_status sz_symbol_calibrate(const uint32_t* counts, sz_dtype dtype, uin
                                      uint32_t groups, void* dst, size_t dst_capacity, size_t* dst_size,
                                      double* bits_per_value);
 
+/** The default chunk (log2 of values) of an entropy-coded call of n values, what a NULL params or a chunk_log2 of 0
+ *  gives the compress calls on the CPU and the GPU alike: SZ_ENTROPY_CHUNK_LOG2, unless that leaves the call fewer
+ *  than 8192 chunks; then the largest chunk that gives it that many, but at least 2^12 values. A GPU codes and
+ *  decodes a chunk per warp, so a call needs a few chunks per warp to run at speed (16 MiB of BF16 in chunks of 2^16
+ *  decode about 8x slower than in chunks of 2^12); larger chunks shrink the coder state a frame carries (2^12: about
+ *  1.6% of BF16 KV). A function of n alone, so every implementation writes the same frame. */
+SZ_API uint32_t sz_entropy_chunk_log2(uint64_t n_values);
+
 /** Compresses n values of tensor `tensor` of a symbol table into a version 3 frame (§4.10). params: NULL gives
- *  chunk_log2 = SZ_ENTROPY_CHUNK_LOG2 and checksums; params->threads is ignored (one thread). The table must be
+ *  chunk_log2 = sz_entropy_chunk_log2(n) and checksums (a chunk_log2 of 0: that chunk with the params' flags);
+ *  params->threads is ignored (one thread). The table must be
  *  prepared. No allocation: *dst_size is at most sz_compress_bound(n, dtype). The output bytes depend only on
  *  (input, dtype, table, tensor, chunk_log2, flags). */
 SZ_API sz_status sz_compress_entropy(const void* src, uint64_t n_values, sz_dtype dtype,
@@ -414,7 +424,8 @@ SZ_API sz_status sz_frame_info_get(const void* src, size_t src_size, sz_frame_in
  * Every chunk of a frame is coded on its own, and the sections of a frame are laid out by its header alone, so a
  * frame too large to hold in memory can be written from the frames of its pieces and read as frames of its pieces:
  *   - writing: compress the values piece by piece (each piece a whole number of chunks, but the last; all with the
- *     same dtype, codebook or book reference, chunk size and flags); sz_frame_builder_add() says where each section
+ *     same dtype, codebook or book reference, chunk size and flags: give version 3 pieces their chunk_log2, since
+ *     the default one depends on a call's size); sz_frame_builder_add() says where each section
  *     of each piece frame goes in the whole frame and rebases its chunk index; sz_frame_builder_finish() gives the
  *     whole frame's header. The result is byte for byte the frame that one call over all the values gives.
  *   - reading: sz_frame_slice_locate() says which bytes of a large frame a range of its chunks needs;

@@ -133,7 +133,7 @@ SZ_API size_t sz_cuda_symbol_table_image_size(const sz_symbol_table* table);
 SZ_API sz_status sz_cuda_symbol_table_image(const sz_symbol_table* table, void* dst, size_t dst_capacity,
                                             size_t* image_size);
 /** Device bytes of workspace that sz_cuda_compress_entropy() needs for n values (params as there: NULL gives
- *  SZ_ENTROPY_CHUNK_LOG2): 64 + 16 per chunk, rounded up, plus a staging slot of a chunk's raw symbol bytes
+ *  sz_entropy_chunk_log2(n)): 64 + 16 per chunk, rounded up, plus a staging slot of a chunk's raw symbol bytes
  *  (2^chunk_log2 * B / 8 bytes and 16: 64 KiB for 2^16 BF16 values) for each warp the call can use, at most one per
  *  chunk and at most 2112 whatever n (132 MiB for 2^16-value BF16 chunks, 8.3 MiB for 2^12). */
 SZ_API sz_status sz_cuda_compress_entropy_workspace_size(uint64_t n_values, sz_dtype dtype, const sz_params* params,
@@ -141,7 +141,7 @@ SZ_API sz_status sz_cuda_compress_entropy_workspace_size(uint64_t n_values, sz_d
 /** Compresses n values at d_src (any alignment) of tensor `tensor` of a symbol table into a version 3 frame at d_dst,
  *  byte for byte the frame of sz_compress_entropy() with the same arguments, in one pass over the input.
  *  d_image / image_size: the table's device image (sz_cuda_symbol_table_image, 16-byte aligned). params: as
- *  sz_compress_entropy (NULL: SZ_ENTROPY_CHUNK_LOG2 and the default flags; threads ignored). dst_capacity must be at
+ *  sz_compress_entropy (NULL: sz_entropy_chunk_log2(n) and the default flags; threads ignored). dst_capacity must be at
  *  least sz_compress_bound(n, dtype) (checked on the host: SZ_ERROR_DST_TOO_SMALL); the workspace, 16-byte aligned,
  *  at least sz_cuda_compress_entropy_workspace_size() bytes, zero-filled once (see above). The frame size is written
  *  to *d_frame_size and, if h_frame_size is not NULL, copied asynchronously to *h_frame_size, as sz_cuda_compress.

@@ -382,8 +382,10 @@ def compress(tensor: BufferLike, codebook: Union[CodebookLike, "ChannelBook", "S
         "value" / "generic" for a default codebook of that kind; or a :class:`ChannelBook` with ``book_tensor``
         (which of its tensors this is: 2 * layer, + 1 for V) for a version 2 frame (host tensors); or a
         :class:`SymbolTable` with ``book_tensor`` for an entropy-coded version 3 frame (the max mode: host tensors
-        on one thread, CUDA tensors on their GPU, the same bytes; chunks of 65536 values by default).
-    chunk: values per chunk, a power of two from 256 to 65536 (default 4096).
+        on one thread, CUDA tensors on their GPU, the same bytes).
+    chunk: values per chunk, a power of two from 256 to 65536 (default 4096; with a SymbolTable 65536, or less for
+        tensors of fewer than 2^29 values so that a GPU gets at least 8192 chunks, but at least 4096: see
+        ``sz_entropy_chunk_log2``).
     threads: CPU threads (default 1, as in the C API and the CLI; 0: one per hardware thread); never changes the
         bytes.
     checksum: store per-chunk checksums (flag CHECKSUMS): True or "lh32" for LH32 (the default kind, fast on GPUs),

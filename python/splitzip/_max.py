@@ -241,10 +241,12 @@ def calibrate_max(kv: Union[Tensor, Iterable[Tensor]], kv_shape: Optional[Sequen
     return table
 
 
-def _chunk_log2_max(chunk: Optional[int]) -> int:
-    """log2 of the chunk; the max mode's default is 2^16 values (SZ_ENTROPY_CHUNK_LOG2, as the CLI's --mode max)."""
+def _chunk_log2_max(chunk: Optional[int], n: int) -> int:
+    """log2 of the chunk; the max mode's default depends on the call's n values (sz_entropy_chunk_log2, as the
+    CLI's --mode max and the C API): 2^16 values, smaller where that would leave a call fewer than 8192 chunks (a
+    GPU codes a chunk per warp), but at least 2^12."""
     if chunk is None:
-        return _ext.ENTROPY_CHUNK_LOG2
+        return _ext.entropy_chunk_log2(n)
     chunk = _int_arg(chunk, "chunk", 1, (1 << 64) - 1)
     if chunk & (chunk - 1):
         raise ValueError(f"chunk must be a power of two (values per chunk, {1 << _ext.MIN_CHUNK_LOG2}.."
@@ -315,7 +317,7 @@ def compress_entropy(tensor: BufferLike, table: Union[SymbolTable, str, "os.Path
         raise error_for(9, f"compress: the symbol table is for {b.dtype}, the tensor is {_DTYPE_NAMES[did]}")
     tz = _int_arg(book_tensor, "book_tensor", 0, b.tensors - 1)
     n = t.nbytes // _DTYPE_SIZES[did]
-    log2, flags = _chunk_log2_max(chunk), _flags(checksum)
+    log2, flags = _chunk_log2_max(chunk, n), _flags(checksum)
     if t.device == "cuda":
         if reference:
             raise ValueError("compress: the reference coder runs on the host (reference=True takes host tensors)")
@@ -351,9 +353,9 @@ def compress_kv_max(kv: Tensor, table: Union[SymbolTable, str, "os.PathLike[str]
     """A KV cache [layers, 2, tokens, kv_heads, head_dim] as a container (docs/FORMAT.md §6): the table (item
     "symbol_table", kind 4), then one version 3 frame per tensor ("layer<l>.k", "layer<l>.v", shape [tokens,
     kv_heads, head_dim]) that together restore its bytes. Byte-identical to ``splitzip compress --mode max
-    --kv-shape L,2,T,H,D --codebook TABLE`` (chunks of 2^16 values by default, as there). The container is a host
-    array; a CUDA tensor (torch, cupy) is coded on its GPU, on the current stream (one wait, for the frames' sizes),
-    and its frames are copied to the host.
+    --kv-shape L,2,T,H,D --codebook TABLE`` (by default each frame's chunk is sz_entropy_chunk_log2 of its
+    T * H * D values, as there). The container is a host array; a CUDA tensor (torch, cupy) is coded on its GPU, on
+    the current stream (one wait, for the frames' sizes), and its frames are copied to the host.
 
     threads: host tensors: tensors coded at once (default 1; 0: one per CPU); each frame is coded by one thread and
     the bytes never depend on it. Checked but unused for CUDA tensors."""
@@ -374,7 +376,7 @@ def compress_kv_max(kv: Tensor, table: Union[SymbolTable, str, "os.PathLike[str]
     T = _tokens(t, did, L, H, D, "kv")
     n = T * H * D
     tensor_bytes = n * _DTYPE_SIZES[did]
-    log2, flags, nthreads = _chunk_log2_max(chunk), _flags(checksum), _threads(threads)
+    log2, flags, nthreads = _chunk_log2_max(chunk, n), _flags(checksum), _threads(threads)
     flat = t.bytes
 
     def one(tz: int) -> np.ndarray:

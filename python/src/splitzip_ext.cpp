@@ -814,6 +814,7 @@ NB_MODULE(_splitzip, m) {
 
   m.attr("FORMAT_VERSION_ENTROPY") = SZ_FORMAT_VERSION_ENTROPY;
   m.attr("ENTROPY_CHUNK_LOG2") = SZ_ENTROPY_CHUNK_LOG2;
+  m.def("entropy_chunk_log2", &sz_entropy_chunk_log2, nb::arg("n_values"));
   m.attr("MAX_GROUPS") = SZ_MAX_GROUPS;
   nb::class_<SymbolTable>(m, "SymbolTable", "A parsed and prepared symbol table file (use splitzip.SymbolTable).")
       .def_prop_ro("dtype", [](const SymbolTable& t) { return static_cast<int>(t.table.dtype); })

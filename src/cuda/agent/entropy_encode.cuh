@@ -569,7 +569,7 @@ inline sz_status entropy_encode_workspace_query(uint64_t n, sz_dtype dtype, cons
   *ws = 0;
   if (!layout::dtype_known((unsigned)dtype) || n >= layout::kMaxValues) return SZ_ERROR_INVALID_ARGUMENT;
   sz_params p;
-  const sz_status s = detail::resolve_entropy_params(params, &p);
+  const sz_status s = detail::resolve_entropy_params(params, n, &p);
   if (s != SZ_OK) return s;
   *ws = (size_t)entropy_encode_workspace_bytes(layout::n_chunks(n, p.chunk_log2), p.chunk_log2,
                                                layout::symbol_split((unsigned)dtype).symbol_bits);
@@ -587,7 +587,7 @@ inline sz_status make_entropy_encode_args(const void* d_src, uint64_t n, sz_dtyp
   if (((uintptr_t)d_image & 15u) != 0 || tensor >= layout::kMaxTensors) return SZ_ERROR_INVALID_ARGUMENT;
   if (image_size < sizeof(eimg::Header)) return SZ_ERROR_BAD_CODEBOOK;
   sz_params p;
-  sz_status s = detail::resolve_entropy_params(params, &p);
+  sz_status s = detail::resolve_entropy_params(params, n, &p);
   if (s != SZ_OK) return s;
   if (dst_capacity < sz_compress_bound(n, dtype)) return SZ_ERROR_DST_TOO_SMALL;
   size_t need = 0;
