@@ -1,5 +1,6 @@
 // ratio_max — the ratio table of the max mode (entropy-coded frames, docs/FORMAT.md §4.10) on real KV caches, in
-// one run next to the fast mode with a channel book, zstd -1 and -19, and the channel-conditioned entropy bound.
+// one run next to the fast mode with a channel book, zstd -1, -3 and -19, lz4, and the channel-conditioned entropy
+// bound (bench/ratio_max.py adds ZipNN on the same bytes).
 //
 //   splitzip_ratio_max --dtype D --kv-shape L,2,T,H,D --calib FILE --measure FILE [--groups G] [--label NAME]
 //                      [--tensors]
@@ -8,7 +9,8 @@
 //   max      raw bytes / sum of the version 3 frames (one per tensor, chunk 2^16, checksums on; the symbol table is
 //            shipped once and not counted; its size is printed)
 //   fast     the same with version 2 frames from a channel book (chunk 2^12, checksums on)
-//   zstd-1, zstd-19   libzstd (one thread) on the concatenated K (or V) tensors; K+V adds the two sizes
+//   zstd-1, zstd-3, zstd-19, lz4   libzstd (one thread) and liblz4 (LZ4_compress_default) on the concatenated K (or
+//            V) tensors; K+V adds the two sizes
 //   bound    W / (H + R'): H = the entropy of the symbol (BF16/FP16 exponent, FP8 whole byte) given the channel
 //            (layer, K/V, kv_head, dim), measured on --measure itself; R' the raw bits (§4.10.2)
 //   frac     max / bound
@@ -31,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include <lz4.h>
 #include <zstd.h>
 
 #include "harness/harness.h"
@@ -69,6 +72,14 @@ double zstd_size(const uint8_t* v, size_t n, int level) {
   std::vector<uint8_t> out(ZSTD_compressBound(n));
   const size_t r = ZSTD_compress(out.data(), out.size(), v, n, level);
   if (ZSTD_isError(r)) die("zstd failed");
+  return (double)r;
+}
+
+double lz4_size(const uint8_t* v, size_t n) {
+  if (n > (size_t)LZ4_MAX_INPUT_SIZE) die("lz4: input too large");
+  std::vector<char> out((size_t)LZ4_compressBound((int)n));
+  const int r = LZ4_compress_default((const char*)v, out.data(), (int)n, (int)out.size());
+  if (r <= 0) die("lz4 failed");
   return (double)r;
 }
 
@@ -227,30 +238,25 @@ int main(int argc, char** argv) {
   }
 
   const char* names[3] = {"K", "V", "K+V"};
-  double zs1[2] = {0, 0}, zs19[2] = {0, 0};
-  printf("%-22s %-9s %-4s %8s %8s %8s %8s %8s %7s\n", "data", "dtype", "part", "max", "fast", "zstd-1", "zstd-19",
-         "bound", "frac");
+  // Peers on K and on V (K+V: the two compressed sizes added, as the frames are per tensor): zstd -1, -3, -19, lz4.
+  const int kLevels[3] = {1, 3, 19};
+  double peer[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+  for (int p = 0; p < 2; ++p) {
+    for (int l = 0; l < 3; ++l) peer[p][l] = zstd_size(part[p].data(), part[p].size(), kLevels[l]);
+    peer[p][3] = lz4_size(part[p].data(), part[p].size());
+  }
+  printf("%-22s %-9s %-4s %8s %8s %8s %8s %8s %8s %8s %7s\n", "data", "dtype", "part", "max", "fast", "zstd-1",
+         "zstd-3", "zstd-19", "lz4", "bound", "frac");
   for (int p = 0; p < 3; ++p) {
     const double r = p < 2 ? raw[p] : raw[0] + raw[1];
     const double ms = p < 2 ? max_size[p] : max_size[0] + max_size[1];
     const double fs = p < 2 ? fast_size[p] : fast_size[0] + fast_size[1];
     const double n = r / vb, hb = p < 2 ? bits[p] : bits[0] + bits[1];
     const double bound_ratio = W / (hb / n + Rp);
-    // zstd on K and on V (K+V: the two compressed sizes added, as the frames are per tensor).
-    double z1, z19;
-    if (p < 2) {
-      z1 = zstd_size(part[p].data(), part[p].size(), 1);
-      z19 = zstd_size(part[p].data(), part[p].size(), 19);
-      zs1[p] = z1;
-      zs19[p] = z19;
-    } else {
-      z1 = zs1[0] + zs1[1];
-      z19 = zs19[0] + zs19[1];
-    }
-    z1 = r / z1;
-    z19 = r / z19;
-    printf("%-22s %-9s %-4s %8.4f %8.4f %8.4f %8.4f %8.4f %7.3f\n", label.c_str(), sz_dtype_name(dt), names[p], r / ms,
-           r / fs, z1, z19, bound_ratio, (r / ms) / bound_ratio);
+    double pr[4];
+    for (int q = 0; q < 4; ++q) pr[q] = r / (p < 2 ? peer[p][q] : peer[0][q] + peer[1][q]);
+    printf("%-22s %-9s %-4s %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %7.3f\n", label.c_str(), sz_dtype_name(dt),
+           names[p], r / ms, r / fs, pr[0], pr[1], pr[2], pr[3], bound_ratio, (r / ms) / bound_ratio);
   }
   if (per_tensor) {
     // Each token's previous token with the same layer-0 V row (tensor 1), or T when there is none.
