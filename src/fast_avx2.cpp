@@ -33,6 +33,18 @@ constexpr uint64_t kPextMask[5] = {0, 0x0101010101010101ull, 0x0303030303030303u
 // Code + 1 of each of the 32 exponent bytes in e, or 0 where the exponent is not in the codebook: one byte shuffle
 // over the low nibble per high nibble present in the codebook. NN: the number of those high nibbles when it is 1 or 2
 // (unrolled), 0 for any number (n_nib).
+// The exponent -> code + 1 lookup's registers (lookup_codes_plus1): each high nibble's 16-entry table and its value;
+// returns how many (NN, or the tables' count when NN is 0).
+template <unsigned NN>
+inline unsigned load_nibble_luts(const CodeTables& t, __m256i* luts, __m256i* nibs) {
+  const unsigned n_nib = NN != 0 ? NN : t.n_nibbles;
+  for (unsigned h = 0; h < n_nib; ++h) {
+    luts[h] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)t.nibble_lut[h]));
+    nibs[h] = _mm256_set1_epi8((char)t.nibbles[h]);
+  }
+  return n_nib;
+}
+
 template <unsigned NN>
 inline __m256i lookup_codes_plus1(__m256i e, const __m256i* luts, const __m256i* nibs, unsigned n_nib) {
   const __m256i m0f = _mm256_set1_epi8(0x0F);
@@ -110,11 +122,7 @@ template <unsigned K, unsigned NN>
 size_t encode_bf16_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* codes, const CodeTables& t,
                      uint16_t* pos, uint8_t* exps, uint32_t pos_base) {
   __m256i luts[16], nibs[16];
-  const unsigned n_nib = NN != 0 ? NN : t.n_nibbles;
-  for (unsigned h = 0; h < n_nib; ++h) {
-    luts[h] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)t.nibble_lut[h]));
-    nibs[h] = _mm256_set1_epi8((char)t.nibbles[h]);
-  }
+  const unsigned n_nib = load_nibble_luts<NN>(t, luts, nibs);
   size_t x = 0;
   size_t i = 0;
   // 64 values per step: one (well predicted) escape test per 64 values instead of one (poorly predicted) per 32.
@@ -198,11 +206,7 @@ size_t encode_fp8_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* code
   const __m256i one = _mm256_set1_epi8(1);
   const __m256i zero = _mm256_setzero_si256();
   __m256i luts[16], nibs[16];
-  const unsigned n_nib = NN != 0 ? NN : t.n_nibbles;
-  for (unsigned h = 0; h < n_nib; ++h) {
-    luts[h] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)t.nibble_lut[h]));
-    nibs[h] = _mm256_set1_epi8((char)t.nibbles[h]);
-  }
+  const unsigned n_nib = load_nibble_luts<NN>(t, luts, nibs);
   size_t x = 0;
   for (size_t i = 0; i < len; i += 32) {
     const __m256i v = _mm256_loadu_si256((const __m256i*)(src + i));
@@ -292,11 +296,7 @@ size_t encode_fp16_k(const uint8_t* src, size_t len, uint8_t* rest, uint8_t* cod
   const __m256i one = _mm256_set1_epi8(1);
   const __m256i zero = _mm256_setzero_si256();
   __m256i luts[16], nibs[16];
-  const unsigned n_nib = NN != 0 ? NN : t.n_nibbles;
-  for (unsigned h = 0; h < n_nib; ++h) {
-    luts[h] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)t.nibble_lut[h]));
-    nibs[h] = _mm256_set1_epi8((char)t.nibbles[h]);
-  }
+  const unsigned n_nib = load_nibble_luts<NN>(t, luts, nibs);
   size_t x = 0;
   for (size_t i = 0; i < len; i += 32) {
     const __m256i a = _mm256_loadu_si256((const __m256i*)(src + 2 * i));
