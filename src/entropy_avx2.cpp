@@ -319,10 +319,9 @@ void join_fp16(const uint8_t* sym, const uint8_t* raw, size_t len, uint8_t* out)
   }
 }
 
-// FP32: raw part = sign << 23 | mantissa, 24 bits (3 bytes).
-
-// Eight values a step: the sign moved from bit 31 to 23 beside the mantissa, a byte shuffle keeps each lane's three
-// raw bytes and its exponent byte, and a dword permute makes the 24 raw bytes and the 8 symbols contiguous.
+// FP32: raw part = sign << 23 | mantissa, 24 bits (3 bytes). Eight values a step: the sign moved from bit 31 to 23
+// beside the mantissa, a byte shuffle keeps each lane's three raw bytes and its exponent byte, and a dword permute
+// makes the 24 raw bytes and the 8 symbols contiguous.
 void split_fp32(const uint8_t* src, size_t len, uint8_t* sym, uint8_t* raw) {
   const __m256i pack = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 3, 7, 11, 15,  //
                                         0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 3, 7, 11, 15);

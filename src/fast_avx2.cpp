@@ -30,9 +30,6 @@ namespace {
 constexpr uint64_t kPextMask[5] = {0, 0x0101010101010101ull, 0x0303030303030303ull, 0x0707070707070707ull,
                                    0x0F0F0F0F0F0F0F0Full};
 
-// Code + 1 of each of the 32 exponent bytes in e, or 0 where the exponent is not in the codebook: one byte shuffle
-// over the low nibble per high nibble present in the codebook. NN: the number of those high nibbles when it is 1 or 2
-// (unrolled), 0 for any number (n_nib).
 // The exponent -> code + 1 lookup's registers (lookup_codes_plus1): each high nibble's 16-entry table and its value;
 // returns how many (NN, or the tables' count when NN is 0).
 template <unsigned NN>
@@ -45,6 +42,9 @@ inline unsigned load_nibble_luts(const CodeTables& t, __m256i* luts, __m256i* ni
   return n_nib;
 }
 
+// Code + 1 of each of the 32 exponent bytes in e, or 0 where the exponent is not in the codebook: one byte shuffle
+// over the low nibble per high nibble present in the codebook. NN: the number of those high nibbles when it is 1 or 2
+// (unrolled), 0 for any number (n_nib).
 template <unsigned NN>
 inline __m256i lookup_codes_plus1(__m256i e, const __m256i* luts, const __m256i* nibs, unsigned n_nib) {
   const __m256i m0f = _mm256_set1_epi8(0x0F);
