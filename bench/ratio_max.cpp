@@ -8,6 +8,9 @@
 // Tables and books are calibrated on --calib and applied to --measure (another text). Per K, V and both it prints:
 //   max      raw bytes / sum of the version 3 frames (one per tensor, chunk 2^16, checksums on; the symbol table is
 //            shipped once and not counted; its size is printed)
+//   paired   FP8 only: max mode with paired rows (§4.10.6): each row (token) paired with the previous row of the same
+//            token, the symbol table calibrated on the paired symbols of --calib. The row map of each file comes
+//            from its layer-0 V rows (equal rows: the same token; a serving engine builds it from the token ids)
 //   fast     the same with version 2 frames from a channel book (chunk 2^12, checksums on)
 //   zstd-1, zstd-3, zstd-19, lz4   libzstd (one thread) and liblz4 (LZ4_compress_default) on the concatenated K (or
 //            V) tensors; K+V adds the two sizes
@@ -133,6 +136,42 @@ int main(int argc, char** argv) {
   std::vector<uint8_t> ws(sz_symbol_table_workspace_size(&table));
   ok(sz_symbol_table_prepare(&table, ws.data(), ws.size()), "prepare");
 
+  // Paired rows (FP8): row maps of both files from their layer-0 V rows, a table calibrated on the paired symbols.
+  const bool fp8 = vb == 1;
+  struct Paired {
+    std::vector<uint8_t> file;
+    sz_row_map map{};
+  } cal_map, mea_map;
+  auto row_map_of = [&](const std::vector<uint8_t>& kv, uint64_t tokens, Paired* out) {
+    std::vector<uint8_t> ws(sz_row_map_workspace_size(tokens));
+    out->file.resize(sz_row_map_file_size(tokens));
+    size_t size = 0;
+    ok(sz_row_map_from_rows(kv.data() + tokens * period, tokens, period, ws.data(), ws.size(), out->file.data(),
+                            out->file.size(), &size),
+       "row map");
+    ok(sz_row_map_parse(out->file.data(), size, &out->map), "row map parse");
+  };
+  std::vector<uint8_t> ptable_file;
+  sz_symbol_table ptable{};
+  std::vector<uint8_t> pws;
+  if (fp8) {
+    row_map_of(cal, cal_tokens, &cal_map);
+    row_map_of(mea, T, &mea_map);
+    std::vector<uint32_t> pc(counts.size(), 0);
+    for (uint32_t t = 0; t < tensors; ++t)  // tensor by tensor: the map's rows are one tensor's tokens
+      ok(sz_symbol_histogram_add_paired(pc.data() + (size_t)t * period * 256, dt, 1, period,
+                                        cal.data() + (size_t)t * cal_tokens * period, cal_tokens, &cal_map.map),
+         "paired histogram");
+    ptable_file.resize(table_file.size());
+    size_t psize = 0;
+    ok(sz_symbol_calibrate(pc.data(), dt, tensors, period, groups, ptable_file.data(), ptable_file.size(), &psize,
+                           nullptr),
+       "paired calibrate");
+    ok(sz_symbol_table_parse(ptable_file.data(), psize, &ptable), "paired parse");
+    pws.resize(sz_symbol_table_workspace_size(&ptable));
+    ok(sz_symbol_table_prepare(&ptable, pws.data(), pws.size()), "paired prepare");
+  }
+
   // Fast mode: channel book from --calib.
   std::vector<uint32_t> ccounts(sz_channel_histogram_size(dt, tensors, period) / 4, 0);
   ok(sz_channel_histogram_add(ccounts.data(), dt, tensors, period, cal.data(), cal_tokens), "channel histogram");
@@ -150,7 +189,7 @@ int main(int argc, char** argv) {
   // Sizes per K / V, and the round trip of every frame.
   const uint64_t bound = sz_compress_bound(tensor_values, dt);
   std::vector<uint8_t> frame(bound), back(tensor_bytes);
-  double max_size[2] = {0, 0}, fast_size[2] = {0, 0}, raw[2] = {0, 0};
+  double max_size[2] = {0, 0}, paired_size[2] = {0, 0}, fast_size[2] = {0, 0}, raw[2] = {0, 0};
   std::vector<double> tensor_max(tensors);
   std::vector<uint8_t> part[2];
   for (uint32_t t = 0; t < tensors; ++t) {
@@ -163,6 +202,15 @@ int main(int argc, char** argv) {
     tensor_max[t] = (double)size;
     raw[t % 2] += tensor_bytes;
     part[t % 2].insert(part[t % 2].end(), src, src + tensor_bytes);
+    if (fp8) {
+      ok(sz_compress_entropy_paired(src, tensor_values, dt, &ptable, t, &mea_map.map, &mp, frame.data(), frame.size(),
+                                    &size),
+         "paired");
+      ok(sz_decompress_entropy_paired(frame.data(), size, &ptable, &mea_map.map, back.data(), back.size(), &w, 1),
+         "paired decode");
+      if (w != tensor_bytes || memcmp(back.data(), src, w) != 0) die("paired round trip differs");
+      paired_size[t % 2] += size;
+    }
     ok(sz_compress_channels(src, tensor_values, dt, &book, t, nullptr, frame.data(), frame.size(), &size), "fast");
     ok(sz_decompress_book(frame.data(), size, &book, back.data(), back.size(), &w, 1), "fast decode");
     if (w != tensor_bytes || memcmp(back.data(), src, w) != 0) die("fast mode round trip differs");
@@ -245,18 +293,20 @@ int main(int argc, char** argv) {
     for (int l = 0; l < 3; ++l) peer[p][l] = zstd_size(part[p].data(), part[p].size(), kLevels[l]);
     peer[p][3] = lz4_size(part[p].data(), part[p].size());
   }
-  printf("%-22s %-9s %-4s %8s %8s %8s %8s %8s %8s %8s %7s\n", "data", "dtype", "part", "max", "fast", "zstd-1",
-         "zstd-3", "zstd-19", "lz4", "bound", "frac");
+  printf("%-22s %-9s %-4s %8s %8s %8s %8s %8s %8s %8s %8s %7s\n", "data", "dtype", "part", "max", "paired", "fast",
+         "zstd-1", "zstd-3", "zstd-19", "lz4", "bound", "frac");
   for (int p = 0; p < 3; ++p) {
     const double r = p < 2 ? raw[p] : raw[0] + raw[1];
     const double ms = p < 2 ? max_size[p] : max_size[0] + max_size[1];
     const double fs = p < 2 ? fast_size[p] : fast_size[0] + fast_size[1];
+    const double ps = p < 2 ? paired_size[p] : paired_size[0] + paired_size[1];
     const double n = r / vb, hb = p < 2 ? bits[p] : bits[0] + bits[1];
     const double bound_ratio = W / (hb / n + Rp);
     double pr[4];
     for (int q = 0; q < 4; ++q) pr[q] = r / (p < 2 ? peer[p][q] : peer[0][q] + peer[1][q]);
-    printf("%-22s %-9s %-4s %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %7.3f\n", label.c_str(), sz_dtype_name(dt),
-           names[p], r / ms, r / fs, pr[0], pr[1], pr[2], pr[3], bound_ratio, (r / ms) / bound_ratio);
+    printf("%-22s %-9s %-4s %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %7.3f\n", label.c_str(), sz_dtype_name(dt),
+           names[p], r / ms, fp8 ? r / ps : NAN, r / fs, pr[0], pr[1], pr[2], pr[3], bound_ratio,
+           (r / ms) / bound_ratio);
   }
   if (per_tensor) {
     // Each token's previous token with the same layer-0 V row (tensor 1), or T when there is none.

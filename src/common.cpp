@@ -35,8 +35,9 @@ sz_status parse_frame_header_only(const uint8_t* src, size_t src_size, FrameHead
   const bool channels = version == kFormatVersionChannels, entropy = version == kFormatVersionEntropy;
   if (chunk_log2 < kMinChunkLog2 || chunk_log2 > kMaxChunkLog2 || !flags_consistent(flags)) return SZ_ERROR_CORRUPT;
   if (entropy) {  // §4.10.1
-    if (k != 0 || count != 0 || (flags & ~(kKnownFlags | kFlagEntropy)) || !(flags & kFlagEntropy))
+    if (k != 0 || count != 0 || (flags & ~(kKnownFlags | kFlagEntropy | kFlagPaired)) || !(flags & kFlagEntropy))
       return SZ_ERROR_CORRUPT;
+    if ((flags & kFlagPaired) && t.value_bits != 8) return SZ_ERROR_CORRUPT;  // §4.10.6: FP8 only
   } else {
     if (k < 1 || k > 4 || k >= t.exponent_bits) return SZ_ERROR_CORRUPT;
     if (flags & ~(kKnownFlags | kFlagChannels)) return SZ_ERROR_CORRUPT;
@@ -65,7 +66,10 @@ sz_status parse_frame_header_only(const uint8_t* src, size_t src_size, FrameHead
     h->book_id = 0;
     h->tensor = h->period = 0;
   }
-  if (!reserved_zero(src + 48, 12)) return SZ_ERROR_CORRUPT;
+  // §4.10.1: a paired frame's row map identifier; otherwise (and in versions 1 and 2) the bytes are reserved.
+  const bool paired = (flags & kFlagPaired) != 0;
+  h->row_map_id = paired ? load_u64(src + kOffRowMapId) : 0;
+  if (!reserved_zero(src + (paired ? kOffRowMapId + 8 : kOffRowMapId), paired ? 4 : 12)) return SZ_ERROR_CORRUPT;
   const SymbolSplit split = symbol_split(dtype);
   if (entropy) {
     // Every record is at most its raw size (§4.10.3).

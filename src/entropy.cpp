@@ -147,7 +147,7 @@ sz_status check_table_arg(const sz_symbol_table* table, sz_dtype dtype, uint32_t
 }
 
 void write_header(uint8_t* dst, unsigned dtype, unsigned chunk_log2, uint32_t flags, uint64_t n, uint64_t sym_size,
-                  uint64_t table_id, uint32_t tensor, uint32_t period) {
+                  uint64_t table_id, uint32_t tensor, uint32_t period, uint64_t row_map_id) {
   memset(dst, 0, kHeaderSize);
   store_u32(dst + kOffMagic, kFrameMagic);
   dst[kOffVersion] = kFormatVersionEntropy;
@@ -159,6 +159,7 @@ void write_header(uint8_t* dst, unsigned dtype, unsigned chunk_log2, uint32_t fl
   store_u64(dst + kOffBookId, table_id);
   store_u32(dst + kOffBookTensor, tensor);
   store_u32(dst + kOffBookPeriod, period);
+  if (flags & kFlagPaired) store_u64(dst + kOffRowMapId, row_map_id);
   detail::seal_frame_header(dst);
 }
 
@@ -425,15 +426,77 @@ inline uint32_t chunk_h32(detail::Isa isa, uint32_t flags, const void* data, siz
   return detail::chunk_checksum(flags, data, size);
 }
 
+// ---- paired rows (§4.10.6) ------------------------------------------------------------------------------------
+// A row map that the call may use: every row a frame of `rows_needed` rows reaches pairs with an earlier one (the
+// parser guarantees it; a map struct built by hand is checked here, so partners never lie outside the frame).
+bool map_usable(const sz_row_map* m, uint64_t rows_needed) {
+  if (m == nullptr || m->pair == nullptr || m->rows < rows_needed) return false;
+  for (uint64_t r = 0; r < rows_needed; ++r)
+    if (load_u32(m->pair + 4 * r) > r) return false;
+  return true;
+}
+
+// The paired symbols of values [first, first + len) of an FP8 frame whose rows are P values into sym; true when
+// one of them is the pair symbol without equalling its partner (the chunk must then be stored raw).
+bool pair_symbols(const uint8_t* src, uint64_t first, uint64_t len, uint32_t P, const sz_row_map& m, uint8_t* sym) {
+  bool literal = false;
+  uint64_t i = first, r = first / P, col = first % P;
+  const uint64_t end = first + len;
+  while (i < end) {
+    const uint64_t run = std::min<uint64_t>(P - col, end - i);
+    const uint32_t pr = load_u32(m.pair + 4 * r);
+    const uint8_t* v = src + i;
+    uint8_t* o = sym + (i - first);
+    if (pr == 0) {
+      memcpy(o, v, (size_t)run);
+      literal |= memchr(v, (int)kPairSymbol, (size_t)run) != nullptr;
+    } else {
+      const uint8_t* w = src + (uint64_t)(pr - 1) * P + col;
+      unsigned lit = 0;
+      for (uint64_t j = 0; j < run; ++j) {
+        const bool eq = v[j] == w[j];
+        o[j] = eq ? (uint8_t)kPairSymbol : v[j];
+        lit |= (unsigned)(!eq && v[j] == kPairSymbol);
+      }
+      literal |= lit != 0;
+    }
+    i += run;
+    ++r;
+    col = 0;
+  }
+  return literal;
+}
+
+// The pairs of a coded chunk's values [first, first + len) of out (a paired frame's output, whose values below
+// `first` are final): each pair symbol takes its partner's value, in increasing order. SZ_ERROR_CORRUPT for a pair
+// symbol in a row without a pair.
+sz_status resolve_pairs(uint8_t* out, uint64_t first, uint64_t len, uint32_t P, const sz_row_map& m) {
+  uint8_t* p = out + first;
+  uint8_t* const end = p + len;
+  while (p < end) {
+    uint8_t* q = (uint8_t*)memchr(p, (int)kPairSymbol, (size_t)(end - p));
+    if (q == nullptr) break;
+    const uint64_t i = (uint64_t)(q - out), r = i / P;
+    const uint32_t pr = load_u32(m.pair + 4 * r);
+    if (pr == 0) return SZ_ERROR_CORRUPT;
+    *q = out[(uint64_t)(pr - 1) * P + (i - r * P)];
+    p = q + 1;
+  }
+  return SZ_OK;
+}
+
 // ---- compression (reference and fast share the frame layout; they differ in how they look symbols up) ------------
 
 sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const sz_symbol_table* table,
-                           uint32_t tensor, const sz_params* params, void* dst_v, size_t dst_capacity,
-                           size_t* dst_size, bool reference) {
+                           uint32_t tensor, const sz_row_map* map, const sz_params* params, void* dst_v,
+                           size_t dst_capacity, size_t* dst_size, bool reference) {
   if ((src_v == nullptr && n != 0) || dst_v == nullptr || dst_size == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
   if (!dtype_known((unsigned)dtype) || n >= kMaxValues) return SZ_ERROR_INVALID_ARGUMENT;
   sz_status s = check_table_arg(table, dtype, tensor);
   if (s != SZ_OK) return s;
+  const bool paired = map != nullptr;
+  if (paired && (!symbol_split((unsigned)dtype).whole || !map_usable(map, ceil_div(n, table->period))))
+    return SZ_ERROR_INVALID_ARGUMENT;
   const Prepared* prep = reference ? nullptr : prepared_of(table);
   if (!reference && prep == nullptr) return SZ_ERROR_INVALID_ARGUMENT;  // sz_symbol_table_prepare first
   if (reference && !table_contents_ok(*table)) return SZ_ERROR_BAD_CODEBOOK;
@@ -466,6 +529,7 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
   // coder always in place, with the space left in dst as its limit when that is less than the raw size (the record
   // fits there exactly when the frame fits), and keeps a chunk's symbols in `local`.
   uint8_t local[(size_t)1 << kMaxChunkLog2];  // the largest raw record: 2^16 symbols of 8 bits
+  uint8_t psym[(size_t)1 << kMaxChunkLog2];   // a paired chunk's symbols (FP8: bytes)
   uint64_t pos = 0;  // within the symbol section
   for (uint64_t c = 0; c < chunks; ++c) {
     const uint64_t len = chunk_len(n, p.chunk_log2, c), first = c * S;
@@ -476,9 +540,14 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
     uint8_t* buf = in_place || !reference ? at : local;
     const uint64_t ch0 = first % P;
     auto channel = [&](uint64_t j) { return ch_base + (ch0 + j) % P; };
-    auto symbol = [&](uint64_t j) { return symbol_of(load_value(values, j, vb), t, sp); };
-    size_t size;
-    if (reference) {
+    auto value_symbol = [&](uint64_t j) { return symbol_of(load_value(values, j, vb), t, sp); };
+    // A paired chunk codes its paired symbols, unless one of them is a literal pair symbol (then it is raw).
+    const bool literal = paired && pair_symbols(src, first, len, P, *map, psym);
+    auto symbol = [&](uint64_t j) { return paired ? (uint32_t)psym[j] : value_symbol(j); };
+    size_t size = 0;
+    if (literal) {
+      // stored raw below
+    } else if (reference) {
       auto lookup = [&](uint64_t j, uint32_t v, uint32_t* f, uint32_t* cum) {
         const uint32_t g = file_group(*table, channel(j));
         uint32_t cu = 0;
@@ -493,7 +562,7 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
       };
       size = encode_chunk(len, raw, symbol, lookup, esc, buf);
     } else {
-      const uint8_t* sym = values;  // FP8: the symbol is the value
+      const uint8_t* sym = paired ? psym : values;  // FP8: the symbol is the value
       if (!sp.whole) {
         split_chunk(values, len, first, t, sp, simd, local, rawsec);
         sym = local;
@@ -508,9 +577,9 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
       if (!in_place) return SZ_ERROR_DST_TOO_SMALL;
       memset(at, 0, raw);
       if (B == 8) {
-        for (uint64_t j = 0; j < len; ++j) at[j] = (uint8_t)symbol(j);
+        for (uint64_t j = 0; j < len; ++j) at[j] = (uint8_t)value_symbol(j);
       } else {
-        for (uint64_t j = 0; j < len; ++j) put_field(at, j, B, symbol(j));
+        for (uint64_t j = 0; j < len; ++j) put_field(at, j, B, value_symbol(j));
       }
     } else if (!in_place && reference) {
       if (off.exponents + pos + size > (uint64_t)dst_capacity) return SZ_ERROR_DST_TOO_SMALL;
@@ -518,9 +587,12 @@ sz_status compress_entropy(const void* src_v, uint64_t n, sz_dtype dtype, const 
     }
     pos += size;
     store_u64(dst + off.index + kIndexEntrySize * c, pos | (mode << kIndexModeShift));
-    if (checksums) store_u32(dst + off.checksums + kChecksumEntrySize * c, chunk_h32(isa, p.flags, values, len * vb));
+    // A paired frame's coded chunks are checked on their symbols (§4.10.6).
+    const uint8_t* checked = paired && mode == kModeCoded ? psym : values;
+    if (checksums) store_u32(dst + off.checksums + kChecksumEntrySize * c, chunk_h32(isa, p.flags, checked, len * vb));
   }
-  write_header(dst, (unsigned)dtype, p.chunk_log2, p.flags, n, pos, table->id, tensor, P);
+  write_header(dst, (unsigned)dtype, p.chunk_log2, p.flags | (paired ? kFlagPaired : 0u), n, pos, table->id, tensor,
+               P, paired ? map->id : 0);
   *dst_size = (size_t)(off.exponents + pos);
   return SZ_OK;
 }
@@ -532,13 +604,14 @@ struct Frame {
   const uint8_t* src;
   uint8_t* dst;
   const sz_symbol_table* table;
+  const sz_row_map* map;  // a paired frame's (§4.10.6), else nullptr
   const Prepared* prep;  // fast coder
   bool simd;             // fast coder: the AVX2 kernels (split, join, checksums; the rANS steps unless AVX-512's)
   detail::Isa isa;       // fast coder: the selected kernel set
 };
 
-sz_status open_frame(const void* src_v, size_t src_size, const sz_symbol_table* table, void* dst_v,
-                     size_t dst_capacity, size_t* dst_size, bool reference, Frame* f) {
+sz_status open_frame(const void* src_v, size_t src_size, const sz_symbol_table* table, const sz_row_map* map,
+                     void* dst_v, size_t dst_capacity, size_t* dst_size, bool reference, Frame* f) {
   if (src_v == nullptr || dst_size == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
   f->src = (const uint8_t*)src_v;
   f->dst = (uint8_t*)dst_v;
@@ -552,6 +625,13 @@ sz_status open_frame(const void* src_v, size_t src_size, const sz_symbol_table* 
       !table_shape_ok(table->dtype, table->tensors, table->period, table->groups) ||
       table->symbol_bits != h.split.symbol_bits)
     return SZ_ERROR_BOOK_MISMATCH;
+  f->map = nullptr;
+  if (h.flags & kFlagPaired) {
+    const uint64_t rows = ceil_div(h.n, h.period);
+    if (map == nullptr || map->id != h.row_map_id || map->rows < rows) return SZ_ERROR_BOOK_MISMATCH;
+    if (!map_usable(map, rows)) return SZ_ERROR_INVALID_ARGUMENT;  // a hand-made map struct with a forward pair
+    f->map = map;
+  }
   f->table = table;
   f->prep = nullptr;
   f->isa = reference ? detail::Isa::kPortable : detail::selected_isa();
@@ -631,6 +711,7 @@ sz_status decode_chunk_reference(const Frame& f, uint64_t c) {
   if (h.checksums &&
       detail::chunk_checksum(h.flags, out, len * vb) != load_u32(f.src + h.off.checksums + kChecksumEntrySize * c))
     return SZ_ERROR_CHECKSUM;
+  if (f.map != nullptr && (entry >> kIndexModeShift) != kModeRaw) return resolve_pairs(f.dst, first, len, h.period, *f.map);
   return SZ_OK;
 }
 
@@ -774,10 +855,22 @@ void decode_chunks_fast(const Frame& f, uint64_t lo, uint64_t hi, uint64_t* fc, 
   }
 }
 
-sz_status decompress_entropy(const void* src, size_t src_size, const sz_symbol_table* table, void* dst,
-                             size_t dst_capacity, size_t* dst_size, unsigned threads, bool reference) {
+// The fast decoder's pairs (§4.10.6), after its chunks are decoded: chunks 0..hi-1 in order (partners precede), as
+// the reference resolves each chunk after decoding it; the first failing chunk's status.
+sz_status resolve_frame_pairs(const Frame& f, uint64_t hi) {
+  for (uint64_t c = 0; c < hi; ++c) {
+    if ((load_u64(f.src + f.h.off.index + kIndexEntrySize * c) >> kIndexModeShift) == kModeRaw) continue;
+    const uint64_t first = c << f.h.chunk_log2;
+    const sz_status s = resolve_pairs(f.dst, first, chunk_len(f.h.n, f.h.chunk_log2, c), f.h.period, *f.map);
+    if (s != SZ_OK) return s;
+  }
+  return SZ_OK;
+}
+
+sz_status decompress_entropy(const void* src, size_t src_size, const sz_symbol_table* table, const sz_row_map* map,
+                             void* dst, size_t dst_capacity, size_t* dst_size, unsigned threads, bool reference) {
   Frame f;
-  sz_status s = open_frame(src, src_size, table, dst, dst_capacity, dst_size, reference, &f);
+  sz_status s = open_frame(src, src_size, table, map, dst, dst_capacity, dst_size, reference, &f);
   if (s != SZ_OK) return s;
   const uint64_t chunks = f.h.chunks;
   const uint64_t out_size = f.h.n * (f.h.t.value_bits / 8);
@@ -795,11 +888,10 @@ sz_status decompress_entropy(const void* src, size_t src_size, const sz_symbol_t
     auto run = [&](uint64_t lo, uint64_t hi, uint64_t* fc, sz_status* fs) {
       decode_chunks_fast(f, lo, hi, fc, fs);
     };
+    uint64_t fc = chunks;  // the first chunk that failed to decode, and its status
+    sz_status fs = SZ_OK;
     if (nt <= 1) {
-      uint64_t fc = chunks;
-      sz_status fs = SZ_OK;
       run(0, chunks, &fc, &fs);
-      if (fs != SZ_OK) return fs;
     } else {
       try {
         fail_chunk.assign(nt, chunks);
@@ -813,14 +905,15 @@ sz_status decompress_entropy(const void* src, size_t src_size, const sz_symbol_t
       } catch (...) {
         return SZ_ERROR_OUT_OF_MEMORY;
       }
-      uint64_t best = chunks;
       for (uint64_t i = 0; i < nt; ++i)
-        if (fail_status[i] != SZ_OK && fail_chunk[i] < best) {
-          best = fail_chunk[i];
-          s = fail_status[i];
+        if (fail_status[i] != SZ_OK && fail_chunk[i] < fc) {
+          fc = fail_chunk[i];
+          fs = fail_status[i];
         }
-      if (s != SZ_OK) return s;
     }
+    // A pair symbol in an unpaired row before the first failing chunk is the earlier error.
+    if (f.map != nullptr && (s = resolve_frame_pairs(f, fc)) != SZ_OK) return s;
+    if (fs != SZ_OK) return fs;
   }
   *dst_size = (size_t)out_size;
   return SZ_OK;
@@ -1033,6 +1126,32 @@ SZ_API sz_status sz_symbol_histogram_add(uint32_t* counts, sz_dtype dtype, uint3
   return SZ_OK;
 }
 
+SZ_API sz_status sz_symbol_histogram_add_paired(uint32_t* counts, sz_dtype dtype, uint32_t tensors, uint32_t period,
+                                                const void* values_v, uint64_t tokens, const sz_row_map* map) {
+  if (map == nullptr) return sz_symbol_histogram_add(counts, dtype, tensors, period, values_v, tokens);
+  if (counts == nullptr || (values_v == nullptr && tokens > 0)) return SZ_ERROR_INVALID_ARGUMENT;
+  if (sz_symbol_histogram_size(dtype, tensors, period) == 0 || !symbol_split((unsigned)dtype).whole ||
+      !map_usable(map, tokens))
+    return SZ_ERROR_INVALID_ARGUMENT;
+  const uint8_t* values = (const uint8_t*)values_v;
+  uint8_t sym[4096];
+  for (uint64_t tz = 0; tz < tensors; ++tz) {
+    uint32_t* ct = counts + tz * period * 256;
+    const uint8_t* v = values + tz * tokens * period;
+    for (uint64_t r = 0; r < tokens; ++r) {
+      for (uint64_t c0 = 0; c0 < period; c0 += sizeof sym) {
+        const uint64_t len = std::min<uint64_t>(sizeof sym, period - c0);
+        pair_symbols(v, r * period + c0, len, period, *map, sym);
+        for (uint64_t j = 0; j < len; ++j) {
+          uint32_t& c = ct[(c0 + j) * 256 + sym[j]];
+          if (c != 0xFFFFFFFFu) ++c;
+        }
+      }
+    }
+  }
+  return SZ_OK;
+}
+
 SZ_API sz_status sz_symbol_calibrate(const uint32_t* counts, sz_dtype dtype, uint32_t tensors, uint32_t period,
                                      uint32_t groups, void* dst_v, size_t dst_capacity, size_t* dst_size,
                                      double* bits_per_value) {
@@ -1162,24 +1281,58 @@ SZ_API uint32_t sz_entropy_chunk_log2(uint64_t n_values) { return splitzip::layo
 SZ_API sz_status sz_compress_entropy(const void* src, uint64_t n, sz_dtype dtype, const sz_symbol_table* table,
                                      uint32_t tensor, const sz_params* params, void* dst, size_t dst_capacity,
                                      size_t* dst_size) {
-  return compress_entropy(src, n, dtype, table, tensor, params, dst, dst_capacity, dst_size, false);
+  return compress_entropy(src, n, dtype, table, tensor, nullptr, params, dst, dst_capacity, dst_size, false);
 }
 
 SZ_API sz_status sz_compress_entropy_reference(const void* src, uint64_t n, sz_dtype dtype,
                                                const sz_symbol_table* table, uint32_t tensor,
                                                const sz_params* params, void* dst, size_t dst_capacity,
                                                size_t* dst_size) {
-  return compress_entropy(src, n, dtype, table, tensor, params, dst, dst_capacity, dst_size, true);
+  return compress_entropy(src, n, dtype, table, tensor, nullptr, params, dst, dst_capacity, dst_size, true);
+}
+
+SZ_API sz_status sz_compress_entropy_paired(const void* src, uint64_t n, sz_dtype dtype, const sz_symbol_table* table,
+                                            uint32_t tensor, const sz_row_map* map, const sz_params* params,
+                                            void* dst, size_t dst_capacity, size_t* dst_size) {
+  return compress_entropy(src, n, dtype, table, tensor, map, params, dst, dst_capacity, dst_size, false);
+}
+
+SZ_API sz_status sz_compress_entropy_paired_reference(const void* src, uint64_t n, sz_dtype dtype,
+                                                      const sz_symbol_table* table, uint32_t tensor,
+                                                      const sz_row_map* map, const sz_params* params, void* dst,
+                                                      size_t dst_capacity, size_t* dst_size) {
+  return compress_entropy(src, n, dtype, table, tensor, map, params, dst, dst_capacity, dst_size, true);
 }
 
 SZ_API sz_status sz_decompress_entropy(const void* src, size_t src_size, const sz_symbol_table* table, void* dst,
                                        size_t dst_capacity, size_t* dst_size, unsigned threads) {
-  return decompress_entropy(src, src_size, table, dst, dst_capacity, dst_size, threads, false);
+  return decompress_entropy(src, src_size, table, nullptr, dst, dst_capacity, dst_size, threads, false);
 }
 
 SZ_API sz_status sz_decompress_entropy_reference(const void* src, size_t src_size, const sz_symbol_table* table,
                                                  void* dst, size_t dst_capacity, size_t* dst_size) {
-  return decompress_entropy(src, src_size, table, dst, dst_capacity, dst_size, 1, true);
+  return decompress_entropy(src, src_size, table, nullptr, dst, dst_capacity, dst_size, 1, true);
+}
+
+SZ_API sz_status sz_decompress_entropy_paired(const void* src, size_t src_size, const sz_symbol_table* table,
+                                              const sz_row_map* map, void* dst, size_t dst_capacity,
+                                              size_t* dst_size, unsigned threads) {
+  return decompress_entropy(src, src_size, table, map, dst, dst_capacity, dst_size, threads, false);
+}
+
+SZ_API sz_status sz_decompress_entropy_paired_reference(const void* src, size_t src_size,
+                                                        const sz_symbol_table* table, const sz_row_map* map,
+                                                        void* dst, size_t dst_capacity, size_t* dst_size) {
+  return decompress_entropy(src, src_size, table, map, dst, dst_capacity, dst_size, 1, true);
+}
+
+SZ_API sz_status sz_frame_row_map_ref(const void* src, size_t src_size, uint64_t* row_map_id) {
+  if (src == nullptr || row_map_id == nullptr) return SZ_ERROR_INVALID_ARGUMENT;
+  detail::FrameHeader h;
+  const sz_status s = detail::parse_frame_header_only((const uint8_t*)src, src_size, &h);
+  if (s != SZ_OK) return s;
+  *row_map_id = h.row_map_id;
+  return SZ_OK;
 }
 
 SZ_API size_t sz_cuda_symbol_table_image_size(const sz_symbol_table* table) {

@@ -37,7 +37,7 @@ sz_status header_for(const uint8_t* src, uint64_t n, uint64_t x, uint8_t out[kHe
 
 // The checks of a piece [first, first + m) of a frame h shared by pieces added and pieces cut out: a whole number of
 // chunks from a chunk boundary (but the last chunk), at least one value unless the frame is empty, a multiple of
-// the period from the start in versions 2 and 3.
+// the period from the start in versions 2 and 3, the frame's start in paired frames.
 bool piece_fits(const detail::FrameHeader& h, uint64_t first, uint64_t m) {
   const uint64_t chunk_mask = ((uint64_t)1 << h.chunk_log2) - 1;
   if (first > h.n || m > h.n - first) return false;
@@ -45,6 +45,8 @@ bool piece_fits(const detail::FrameHeader& h, uint64_t first, uint64_t m) {
   if ((first & chunk_mask) != 0) return false;
   if (first + m != h.n && (m & chunk_mask) != 0) return false;
   if ((h.channels || h.entropy) && first % h.period != 0) return false;
+  // A paired frame's partners are rows counted from the frame's start, which a piece must therefore share (§4.10.6).
+  if ((h.flags & kFlagPaired) && first != 0) return false;
   return true;
 }
 

@@ -48,6 +48,7 @@ struct FrameHeader {
   layout::SymbolSplit split;  // version 3
   uint64_t book_id;
   uint32_t tensor, period;
+  uint64_t row_map_id;  // version 3 with kFlagPaired (§4.10.6), else 0
 };
 
 // The exponent <-> code mapping of a frame: its codebook (version 1) or its channel windows (version 2).

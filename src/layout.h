@@ -113,6 +113,16 @@ SZ_HD uint32_t join(uint32_t exponent, uint32_t rest, DtypeTraits t) {
 // ---- §4.10 entropy-coded frames (version 3) and §5.3 symbol table file ----------------------------------------
 constexpr uint8_t kFormatVersionEntropy = 3;
 constexpr uint32_t kFlagEntropy = 4u;  // set exactly in version 3 frames
+// §4.10.6 paired rows: a version 3 FP8 frame names a row map (§5.4), and symbol kPairSymbol (a NaN in both FP8
+// formats) of a coded chunk stands for the value of the paired row in the same column.
+constexpr uint32_t kFlagPaired = 16u;
+constexpr size_t kOffRowMapId = 48;
+constexpr uint32_t kPairSymbol = 0x7Fu;
+constexpr uint32_t kRowMapMagic = 0x525A5053u;  // "SPZR"
+constexpr uint8_t kRowMapVersion = 1;
+constexpr size_t kRowMapHeader = 16;
+constexpr uint64_t kMaxRowMapRows = (uint64_t)1 << 28;
+SZ_HD constexpr uint64_t row_map_file_size(uint64_t rows) { return kRowMapHeader + 4 * rows + 4; }
 constexpr uint32_t kSymbolTableMagic = 0x545A5053u;  // "SPZT"
 constexpr uint8_t kSymbolTableVersion = 1;
 constexpr size_t kSymbolTableHeader = 24;

@@ -238,6 +238,8 @@ SZ_API sz_status sz_channel_calibrate(const uint32_t* counts, sz_dtype dtype, ui
 #define SZ_FLAG_CHANNELS 2u
 /** Frame flag set in exactly the version 3 frames (entropy-coded, §4.10); written by the codec, never passed in. */
 #define SZ_FLAG_ENTROPY 4u
+/** Frame flag of version 3 FP8 frames with paired rows (§4.10.6, a row map); written by the codec, never passed in. */
+#define SZ_FLAG_PAIRED 16u
 
 /** Upper bound of a frame's size for n values (docs/FORMAT.md §4.8), valid for every chunk size >= 2^8.
  *  Also a macro for static buffers (valid for n < 2^48). Returns 0 for an unknown dtype and for n >= 2^48, a
@@ -390,6 +392,63 @@ SZ_API sz_status sz_decompress_entropy(const void* src, size_t src_size, const s
                                        size_t dst_capacity, size_t* dst_size, unsigned threads);
 SZ_API sz_status sz_decompress_entropy_reference(const void* src, size_t src_size, const sz_symbol_table* table,
                                                  void* dst, size_t dst_capacity, size_t* dst_size);
+/* Paired rows (docs/FORMAT.md §4.10.6, §5.4). Where a token occurs again, the early layers' rows of FP8 KV repeat
+ * much of the row of its previous occurrence (the first layer's V row is a function of the token). A row map gives
+ * each row (`period` values: one token of the tensor) either no pair or an earlier row; a paired FP8 frame codes a
+ * value equal to the paired row's value in the same column as one reserved symbol (0x7F, a NaN in both FP8 formats),
+ * which the tables give its measured frequency. Both ends build the same map (from the request's token ids, which
+ * the decode side has too) or ship it once; frames name it by identifier. The map costs nothing in the frames. */
+
+/** A row map (a parsed file, §5.4); the pointer points into the caller's file bytes. */
+typedef struct sz_row_map {
+  uint32_t rows;       /* R: the map serves frames of up to R * period values */
+  uint32_t reserved;   /* 0 */
+  uint64_t id;         /* XXH3-64 of the file without its checksum: what frames refer to */
+  const uint8_t* pair; /* 4 * rows bytes: u32 (little-endian) each, 0 = no pair, else the paired row + 1 (<= r) */
+} sz_row_map;
+
+/** Bytes of a row map file of `rows` rows; 0 when rows is 0 or above 2^28. */
+SZ_API size_t sz_row_map_file_size(uint64_t rows);
+/** Parses and checks a row map file (the errors of §5.4); the map then points into src, which must outlive it. */
+SZ_API sz_status sz_row_map_parse(const void* src, size_t src_size, sz_row_map* map);
+/** Bytes of caller memory that the builders below need for `rows` rows (a hash table: 24 to 48 bytes a row). */
+SZ_API size_t sz_row_map_workspace_size(uint64_t rows);
+/** Writes the row map file that pairs each row with the previous row of the same token id (tokens[r]: the token of
+ *  row r), into dst (sz_row_map_file_size(rows) bytes suffice; *dst_size receives the size). No allocation. */
+SZ_API sz_status sz_row_map_from_tokens(const uint32_t* tokens, uint64_t rows, void* workspace,
+                                        size_t workspace_size, void* dst, size_t dst_capacity, size_t* dst_size);
+/** The same from a tensor whose rows identify the token (the first layer's V: rows of row_bytes bytes each,
+ *  back to back): each row is paired with the previous row of the same bytes. For callers without token ids. */
+SZ_API sz_status sz_row_map_from_rows(const void* values, uint64_t rows, size_t row_bytes, void* workspace,
+                                      size_t workspace_size, void* dst, size_t dst_capacity, size_t* dst_size);
+
+/** sz_compress_entropy() with a row map: for FP8 dtypes a paired frame (§4.10.6) whose rows are `period` values of
+ *  the table; the map must have at least ceil(n / period) rows. A NULL map gives sz_compress_entropy()'s frame;
+ *  a map with another dtype, SZ_ERROR_INVALID_ARGUMENT. The output bytes depend only on (input, dtype, table,
+ *  tensor, map, chunk_log2, flags). */
+SZ_API sz_status sz_compress_entropy_paired(const void* src, uint64_t n_values, sz_dtype dtype,
+                                            const sz_symbol_table* table, uint32_t tensor, const sz_row_map* map,
+                                            const sz_params* params, void* dst, size_t dst_capacity,
+                                            size_t* dst_size);
+SZ_API sz_status sz_compress_entropy_paired_reference(const void* src, uint64_t n_values, sz_dtype dtype,
+                                                      const sz_symbol_table* table, uint32_t tensor,
+                                                      const sz_row_map* map, const sz_params* params, void* dst,
+                                                      size_t dst_capacity, size_t* dst_size);
+/** sz_decompress_entropy() of any version 3 frame with its row map (NULL for frames without pairs; a paired frame
+ *  without its map, or with another one, gives SZ_ERROR_BOOK_MISMATCH, as sz_decompress_entropy() does). */
+SZ_API sz_status sz_decompress_entropy_paired(const void* src, size_t src_size, const sz_symbol_table* table,
+                                              const sz_row_map* map, void* dst, size_t dst_capacity,
+                                              size_t* dst_size, unsigned threads);
+SZ_API sz_status sz_decompress_entropy_paired_reference(const void* src, size_t src_size,
+                                                        const sz_symbol_table* table, const sz_row_map* map,
+                                                        void* dst, size_t dst_capacity, size_t* dst_size);
+/** sz_symbol_histogram_add() of the symbols of paired frames: `tokens` rows of each tensor paired by `map` (which
+ *  needs at least `tokens` rows; FP8 only). Tables for paired frames are calibrated on these. */
+SZ_API sz_status sz_symbol_histogram_add_paired(uint32_t* counts, sz_dtype dtype, uint32_t tensors, uint32_t period,
+                                                const void* values, uint64_t tokens, const sz_row_map* map);
+/** The row map identifier of a paired frame (header only): 0 in *row_map_id for a frame without pairs. */
+SZ_API sz_status sz_frame_row_map_ref(const void* src, size_t src_size, uint64_t* row_map_id);
+
 /** The symbol table reference of a version 3 frame (header only): SZ_ERROR_INVALID_ARGUMENT for other versions. */
 SZ_API sz_status sz_frame_table_ref(const void* src, size_t src_size, uint64_t* table_id, uint32_t* tensor,
                                     uint32_t* period);
@@ -502,7 +561,8 @@ SZ_API sz_status sz_frame_builder_finish(const sz_frame_builder* builder, void* 
 /** Where the piece of values [first_value, first_value + n_values) of a frame lies, from the frame's header
  *  (SZ_FRAME_HEADER_SIZE bytes suffice; checked as sz_frame_layout_get() does). The piece must be a whole number
  *  of chunks from a chunk boundary (the last chunk may be short), at least one value unless the frame is empty, and
- *  in versions 2 and 3 begin at a multiple of the period: else SZ_ERROR_INVALID_ARGUMENT. piece->index.frame_offset
+ *  in versions 2 and 3 begin at a multiple of the period (a paired frame: at its start): else
+ *  SZ_ERROR_INVALID_ARGUMENT. piece->index.frame_offset
  *  and .size give the bytes of the frame's chunk index that sz_frame_slice() takes: the piece's entries, preceded by
  *  the entry of the chunk before it when there is one. The checksum and rest spans are complete; the exponent span
  *  (frame_offset, size) and frame_size are known only from the index: sz_frame_slice() fills them. */

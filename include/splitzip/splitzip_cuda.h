@@ -157,7 +157,8 @@ SZ_API sz_status sz_cuda_compress_entropy(const void* d_src, uint64_t n_values, 
  *  sz_cuda_decompress_workspace_size, *d_status and *d_dst_size written by the kernel; a frame of another version
  *  gives SZ_ERROR_INVALID_ARGUMENT in *d_status (as sz_decompress_entropy returns), an
  *  image of another table SZ_ERROR_BOOK_MISMATCH. Version 3 frames only: versions 1 and 2 decode with
- *  sz_cuda_decompress(_book). */
+ *  sz_cuda_decompress(_book). Paired frames (FP8 with a row map, §4.10.6) are coded and decoded on the CPU only:
+ *  here they give SZ_ERROR_BOOK_MISMATCH (the kernels take no row map), as the CPU does without the map. */
 SZ_API sz_status sz_cuda_decompress_entropy(const void* d_src, size_t src_size, const void* d_image,
                                             size_t image_size, void* d_dst, size_t dst_capacity, void* d_workspace,
                                             size_t workspace_size, int32_t* d_status, uint64_t* d_dst_size,

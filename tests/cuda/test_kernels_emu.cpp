@@ -856,6 +856,44 @@ TEST(CudaKernelsEmu, EntropyCorruptFramesLikeCpu) {
   }
 }
 
+// Paired frames (FP8 with a row map, §4.10.6) are the CPU's: the kernel, which takes no map, answers
+// SZ_ERROR_BOOK_MISMATCH as the CPU decoder does without the map; the flag on another dtype is corrupt.
+TEST(CudaKernelsEmu, EntropyPairedFramesNeedTheirRowMap) {
+  constexpr uint32_t kPeriod = 32, kTokens = 64;
+  const sz_dtype dt = SZ_DTYPE_FP8_E4M3;
+  std::vector<uint8_t> kv = channel_values(dt, 1, kTokens, kPeriod, 3);
+  std::vector<uint32_t> tokens(kTokens);
+  for (uint32_t r = 0; r < kTokens; ++r) tokens[r] = r % 5;
+  std::vector<uint8_t> ws(sz_row_map_workspace_size(kTokens)), file(sz_row_map_file_size(kTokens));
+  size_t size = 0;
+  ASSERT_EQ(sz_row_map_from_tokens(tokens.data(), kTokens, ws.data(), ws.size(), file.data(), file.size(), &size), SZ_OK);
+  sz_row_map m;
+  ASSERT_EQ(sz_row_map_parse(file.data(), file.size(), &m), SZ_OK);
+  auto tb = calibrated_table(kv, dt, 1, kTokens, kPeriod, 2);
+  const std::vector<uint8_t> image = table_image(tb->t);
+  std::vector<uint8_t> frame(sz_compress_bound(kv.size(), dt));
+  ASSERT_EQ(sz_compress_entropy_paired(kv.data(), kv.size(), dt, &tb->t, 0, &m, nullptr, frame.data(), frame.size(),
+                                       &size),
+            SZ_OK);
+  frame.resize(size);
+  const Decoded d = emu_decompress_entropy(frame, image, kv.size());
+  ASSERT_EQ(d.launch, SZ_OK);
+  EXPECT_EQ(d.status, SZ_ERROR_BOOK_MISMATCH) << sz_status_name((sz_status)d.status);
+  EXPECT_TRUE(d.guard_ok);
+  std::vector<uint8_t> cpu(kv.size());
+  EXPECT_EQ(sz_decompress_entropy(frame.data(), frame.size(), &tb->t, cpu.data(), cpu.size(), &size, 1),
+            SZ_ERROR_BOOK_MISMATCH);
+  // The flag on a BF16 frame (header resealed): corrupt on both.
+  const std::vector<uint8_t> bkv = channel_values(SZ_DTYPE_BF16, 1, kTokens, kPeriod, 4);
+  auto btb = calibrated_table(bkv, SZ_DTYPE_BF16, 1, kTokens, kPeriod, 2);
+  std::vector<uint8_t> bad = entropy_frame(bkv, SZ_DTYPE_BF16, btb->t, 0, 9, SZ_FLAG_CHECKSUMS);
+  bad[8] |= SZ_FLAG_PAIRED;
+  const uint32_t h = (uint32_t)XXH3_64bits(bad.data(), 60);
+  for (int i = 0; i < 4; ++i) bad[60 + i] = (uint8_t)(h >> (8 * i));
+  EXPECT_FALSE(decodes_like_cpu(bad, btb->t, table_image(btb->t), bkv.size(), kMaxGrid));
+  EXPECT_EQ(emu_decompress_entropy(bad, table_image(btb->t), bkv.size()).status, SZ_ERROR_CORRUPT);
+}
+
 // More chunks than warps: each warp decodes several chunks one after another in its area (coded and raw chunks, the
 // frame's short last chunk), for every dtype and checksum kind, and fails on damage exactly where the CPU does.
 TEST(CudaKernelsEmu, EntropyMoreChunksThanWarps) {

@@ -58,8 +58,10 @@ SZ_NOINLINE sz_status parse_entropy_header(const uint8_t* b, uint64_t src_size, 
   if (chunk_log2 < layout::kMinChunkLog2 || chunk_log2 > layout::kMaxChunkLog2 || !layout::flags_consistent(flags))
     return SZ_ERROR_CORRUPT;
   if (b[layout::kOffCodeBits] != 0 || b[layout::kOffCodebookCount] != 0 ||
-      (flags & ~(layout::kKnownFlags | layout::kFlagEntropy)) || !(flags & layout::kFlagEntropy))
+      (flags & ~(layout::kKnownFlags | layout::kFlagEntropy | layout::kFlagPaired)) || !(flags & layout::kFlagEntropy))
     return SZ_ERROR_CORRUPT;
+  const bool paired = (flags & layout::kFlagPaired) != 0;
+  if (paired && t.value_bits != 8) return SZ_ERROR_CORRUPT;
   if (b[13] | b[14] | b[15]) return SZ_ERROR_CORRUPT;
   const uint64_t n = layout::load_u64(b + layout::kOffNValues);
   const uint64_t sym_size = layout::load_u64(b + layout::kOffExpSectionSize);
@@ -67,12 +69,14 @@ SZ_NOINLINE sz_status parse_entropy_header(const uint8_t* b, uint64_t src_size, 
   const uint32_t period = layout::load_u32(b + layout::kOffBookPeriod);
   const uint32_t tensor = layout::load_u32(b + layout::kOffBookTensor);
   if (period < 1 || period > layout::kMaxPeriod || tensor >= layout::kMaxTensors) return SZ_ERROR_CORRUPT;
-  for (int i = 48; i < 60; ++i)
+  for (int i = paired ? 56 : 48; i < 60; ++i)  // a paired frame's row map identifier at 48 (§4.10.6)
     if (b[i]) return SZ_ERROR_CORRUPT;
   if (sym_size > layout::packed_bytes(n, sp.symbol_bits)) return SZ_ERROR_CORRUPT;
   const bool checksums = (flags & layout::kFlagChecksums) != 0;
   const layout::FrameOffsets o = layout::entropy_frame_offsets(n, chunk_log2, checksums, sp.raw_bits, sym_size);
   if (src_size < o.end) return SZ_ERROR_SRC_TRUNCATED;
+  // Step 8: the kernels take no row map (paired frames are decoded on the CPU), so a paired frame lacks its map.
+  if (paired) return SZ_ERROR_BOOK_MISMATCH;
   h->dtype = dtype;
   h->vb = t.value_bits / 8;
   h->B = sp.symbol_bits;
