@@ -327,7 +327,8 @@ SZ_API const char* sz_status_message(sz_status status) {
     case SZ_ERROR_NOT_SUPPORTED: return "feature not compiled into this library";
     case SZ_ERROR_WORKSPACE_TOO_SMALL: return "the GPU workspace is too small";
     case SZ_ERROR_INTERNAL: return "internal error (a bug in splitzip)";
-    case SZ_ERROR_BOOK_MISMATCH: return "the frame needs a channel book that was not given or does not match";
+    case SZ_ERROR_BOOK_MISMATCH:
+      return "the frame needs a channel book, symbol table or row map that was not given or does not match";
   }
   return "unknown status code";
 }

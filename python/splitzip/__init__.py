@@ -23,7 +23,7 @@ import sys as _sys
 from . import _splitzip
 from ._channels import ChannelBook, calibrate_channels, compress_kv
 from ._container import Container, Item, compress_container
-from ._max import SymbolTable, calibrate_max, compress_kv_max
+from ._max import RowMap, SymbolTable, calibrate_max, compress_kv_max
 from ._core import (
     DTYPE_IDS,
     BufferLike,
@@ -79,9 +79,9 @@ if "torch" in _sys.modules:
 
 __all__ = [
     "BufferLike", "ChannelBook", "Codebook", "CodebookLike", "Container", "DTYPE_IDS", "DTypeLike", "FORMAT_VERSION",
-    "Item", "SymbolTable", "Tensor", "calibrate", "calibrate_channels", "calibrate_max", "check_status", "compress",
-    "compress_bound", "compress_bytes", "compress_container", "compress_file", "compress_kv", "compress_kv_max",
-    "compress_pages", "compress_reference", "cuda_available", "decompress", "decompress_bytes", "decompress_file",
-    "decompress_pages", "decompress_reference", "dtype_name", "info", "register_torch_ops",
+    "Item", "RowMap", "SymbolTable", "Tensor", "calibrate", "calibrate_channels", "calibrate_max", "check_status",
+    "compress", "compress_bound", "compress_bytes", "compress_container", "compress_file", "compress_kv",
+    "compress_kv_max", "compress_pages", "compress_reference", "cuda_available", "decompress", "decompress_bytes",
+    "decompress_file", "decompress_pages", "decompress_reference", "dtype_name", "info", "register_torch_ops",
     *_error_names,
 ]

@@ -372,7 +372,7 @@ def _flags(checksum: Union[bool, str]) -> int:
 def compress(tensor: BufferLike, codebook: Union[CodebookLike, "ChannelBook", "SymbolTable"] = None,
              chunk: Optional[int] = None,
              threads: Optional[int] = None, checksum: Union[bool, str] = True, dtype: Optional[DTypeLike] = None, *,
-             keep_shape: bool = False, book_tensor: Optional[int] = None) -> Tensor:
+             keep_shape: bool = False, book_tensor: Optional[int] = None, row_map: Optional["RowMap"] = None) -> Tensor:
     """Compresses one tensor into a SplitZip frame (docs/FORMAT.md §4).
 
     tensor: a C-contiguous numpy array (bfloat16 / float8 from ml_dtypes, float16, float32), torch tensor (CPU or
@@ -390,6 +390,8 @@ def compress(tensor: BufferLike, codebook: Union[CodebookLike, "ChannelBook", "S
         bytes.
     checksum: store per-chunk checksums (flag CHECKSUMS): True or "lh32" for LH32 (the default kind, fast on GPUs),
         "h32" for XXH3 (what readers older than LH32 know), False for none.
+    row_map: with a SymbolTable and an FP8 host tensor, a :class:`RowMap` for a paired frame (docs/FORMAT.md
+        §4.10.6): each row (token, ``table.period`` values) paired with an earlier row of the same token.
     keep_shape: return a container (docs/FORMAT.md §6) of one frame item named "tensor" that records the tensor's
         shape, so that :func:`decompress` gives the tensor back in its shape (host tensors, at most 8 dimensions).
         A frame itself records only the number of values.
@@ -410,7 +412,10 @@ def compress(tensor: BufferLike, codebook: Union[CodebookLike, "ChannelBook", "S
         if keep_shape:
             raise ValueError("compress: keep_shape with a SymbolTable: use compress_kv_max for a container")
         _threads(threads)  # checked; the entropy coder codes a frame on one thread
-        return compress_entropy(tensor, codebook, book_tensor, chunk=chunk, checksum=checksum, dtype=dtype)
+        return compress_entropy(tensor, codebook, book_tensor, chunk=chunk, checksum=checksum, dtype=dtype,
+                                row_map=row_map)
+    if row_map is not None:
+        raise ValueError("compress: row_map= pairs rows of max-mode frames: it needs a SymbolTable")
     if isinstance(codebook, ChannelBook):
         if book_tensor is None:
             raise ValueError("compress: a ChannelBook needs book_tensor= (which of its tensors this is)")
@@ -531,7 +536,8 @@ def info(buffer: BufferLike) -> dict:
 
 def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Optional[int] = None,
                status: Optional[Tensor] = None, book: Optional["ChannelBook"] = None,
-               table: Union["SymbolTable", str, "os.PathLike[str]", None] = None) -> Tensor:
+               table: Union["SymbolTable", str, "os.PathLike[str]", None] = None,
+               row_map: Optional["RowMap"] = None) -> Tensor:
     """Decompresses a frame, or a container of one frame item (what ``compress(..., keep_shape=True)`` makes).
 
     buffer: the frame, a uint8 array (numpy, torch, cupy) or bytes. Host buffers decode on the CPU, CUDA buffers on
@@ -554,6 +560,8 @@ def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Opt
         BookMismatchError, and so does a table other than the frame's (on the GPU: in ``status``, or raised when
         the call waits). ``book`` and ``table`` are used by the frames they belong to: on the host a version 1
         frame decodes with either given.
+    row_map: the :class:`RowMap` of a paired version 3 frame (FP8, host buffers); without it, or with another map,
+        such a frame raises BookMismatchError.
 
     A buffer shorter than the frame its header describes raises SrcTruncatedError before anything is allocated.
     Of several frames back to back (a file of a long raw input) this decodes the first; :func:`decompress_bytes`
@@ -573,6 +581,11 @@ def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Opt
     if table is not None:
         from ._max import _table_arg
         table = _table_arg(table)
+    if row_map is not None:
+        from ._max import _row_map_arg
+        row_map = _row_map_arg(row_map, "decompress")
+        if t.device == "cuda":
+            raise ValueError("decompress: paired frames (row_map=) are decoded on the CPU: pass a host buffer")
     if t.device == "cuda":
         if table is not None:
             return _cuda_decompress_entropy(t, out, status, table)
@@ -603,7 +616,7 @@ def decompress(buffer: BufferLike, out: Optional[Tensor] = None, *, threads: Opt
             raise error_for(17, "decompress: an entropy-coded (version 3, max mode) frame needs its symbol table "
                                 "(table=)")
         from ._max import decompress_entropy_into
-        decompress_entropy_into(t.bytes, table, o.bytes, nthreads, "decompress")
+        decompress_entropy_into(t.bytes, table, o.bytes, nthreads, "decompress", row_map=row_map)
         return result
     if book is None:
         st, _ = _ext.decompress(t.bytes, o.bytes, nthreads)

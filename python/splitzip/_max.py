@@ -48,7 +48,8 @@ from ._core import (
 from ._errors import check, error_for
 
 _MAGICS = {b"SPZK": "a channel book file (ChannelBook.load)", b"SPZB": "a codebook file (Codebook.load)",
-           b"SPZF": "a SplitZip frame", b"SPZC": "a SplitZip container"}
+           b"SPZF": "a SplitZip frame", b"SPZC": "a SplitZip container",
+           b"SPZT": "a symbol table file (SymbolTable.load)", b"SPZR": "a row map file (RowMap.load)"}
 
 
 class SymbolTable:
@@ -182,13 +183,120 @@ def _parse(data: object, what: str):
         raise error_for(3, f"{what}: no bytes")
     status, t = _ext.symbol_table_parse(np.frombuffer(raw, dtype=np.uint8))
     if status != 0:
-        kind = _MAGICS.get(raw[:4])
+        kind = _MAGICS.get(raw[:4]) if raw[:4] != b"SPZT" else None
         if kind is not None:
             what = f"{what}: this is {kind}, not a symbol table"
         elif status == 7:
             what = f"{what} ({len(raw)} bytes)"
         check(status, what)
     return t
+
+
+class RowMap:
+    """Pairs of rows for paired FP8 frames of the max mode (docs/FORMAT.md §4.10.6, §5.4).
+
+    A KV tensor has a row of ``period`` values per token. Where a token occurs again, the early layers repeat much
+    of the row of its previous occurrence (the first layer's V row is a function of the token); a paired frame codes
+    a value equal to its paired row's value as one symbol. The map gives each row the earlier row it pairs with (or
+    none); every tensor of a request uses the same map, and both ends build it from the request's token ids
+    (:meth:`from_tokens`), so it need not be shipped; frames name it by ``id``.
+
+        rows = splitzip.RowMap.from_tokens(token_ids)            # the request's tokens, 1-D integers < 2**32
+        table = splitzip.calibrate_max(samples, row_maps=maps)   # FP8 tables calibrated on paired symbols
+        frame = splitzip.compress(kv[l, 0], table, book_tensor=2 * l, row_map=rows)
+        values = splitzip.decompress(frame, table=table, row_map=rows)
+
+    Paired frames are coded and decoded on the CPU. ``RowMap(data)`` parses the bytes of a row map file (exactly the
+    file: what :meth:`to_bytes` / :meth:`save` give); a damaged file raises the library's error.
+    """
+
+    __slots__ = ("_m",)
+
+    def __init__(self, data: Union[bytes, bytearray, memoryview, np.ndarray]):
+        if not isinstance(data, (bytes, bytearray, memoryview, np.ndarray)):
+            raise TypeError(f"RowMap: expected the bytes of a row map file, got {type(data).__name__}")
+        raw = bytes(data)
+        if not raw:
+            raise error_for(3, "row map: no bytes")
+        status, m = _ext.row_map_parse(np.frombuffer(raw, dtype=np.uint8))
+        if status != 0:
+            kind = _MAGICS.get(raw[:4]) if raw[:4] != b"SPZR" else None
+            check(status, f"row map: this is {kind}, not a row map" if kind else f"row map ({len(raw)} bytes)")
+        self._m = m
+
+    @classmethod
+    def from_tokens(cls, tokens) -> "RowMap":
+        """Each row paired with the previous row of the same token id: ``tokens`` is 1-D (numpy, list, or a CPU
+        tensor) of integers in [0, 2**32), one per row (token) of the tensors the map serves."""
+        a = np.asarray(tokens)
+        if a.ndim != 1 or a.size == 0:
+            raise ValueError(f"RowMap.from_tokens: tokens must be a non-empty 1-D sequence, got shape {a.shape}")
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"RowMap.from_tokens: tokens must be integers, got {a.dtype}")
+        if a.min() < 0 or int(a.max()) >= 1 << 32:
+            raise ValueError("RowMap.from_tokens: token ids must lie in [0, 2**32)")
+        ids = np.ascontiguousarray(a, dtype="<u4")
+        status, data = _ext.row_map_build(ids, ids.size, 0, True)
+        check(status, "RowMap.from_tokens")
+        return cls(data)
+
+    @classmethod
+    def from_rows(cls, rows) -> "RowMap":
+        """Each row paired with the previous row of the same bytes, for callers without token ids: ``rows`` is a
+        host array whose first axis is the row (token), e.g. the first layer's V of shape [tokens, kv_heads,
+        head_dim], whose rows are a function of the token."""
+        a = np.ascontiguousarray(np.asarray(rows))
+        if a.ndim < 1 or a.shape[0] == 0:
+            raise ValueError("RowMap.from_rows: rows must have a non-empty first axis")
+        n = int(a.shape[0])
+        status, data = _ext.row_map_build(a.reshape(-1).view(np.uint8), n, a.nbytes // n, False)
+        check(status, "RowMap.from_rows")
+        return cls(data)
+
+    @classmethod
+    def load(cls, path: Union[str, "os.PathLike[str]"]) -> "RowMap":
+        with open(os.fspath(path), "rb") as f:
+            return cls(f.read())
+
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        with open(os.fspath(path), "wb") as f:
+            f.write(self.to_bytes())
+
+    def to_bytes(self) -> bytes:
+        """The row map file (docs/FORMAT.md §5.4)."""
+        return self._m.to_bytes()
+
+    @property
+    def rows(self) -> int:
+        return int(self._m.rows)
+
+    @property
+    def id(self) -> int:
+        """XXH3-64 of the file without its checksum: what paired frames refer to."""
+        return int(self._m.id)
+
+    @property
+    def pairs(self) -> np.ndarray:
+        """int64, one per row: the row it pairs with, or -1."""
+        return np.frombuffer(self._m.pair_bytes(), dtype="<u4").astype(np.int64) - 1
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RowMap) and self.to_bytes() == other.to_bytes()
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __reduce__(self):
+        return (RowMap, (self.to_bytes(),))
+
+    def __repr__(self) -> str:
+        return f"RowMap(rows={self.rows}, paired={int((self.pairs >= 0).sum())}, id=0x{self.id:016x})"
+
+
+def _row_map_arg(row_map: object, what: str) -> Optional[RowMap]:
+    if row_map is None or isinstance(row_map, RowMap):
+        return row_map
+    raise TypeError(f"{what}: row_map must be a RowMap or None, got {type(row_map).__name__}")
 
 
 def _table_arg(table: object, what: str = "table") -> SymbolTable:
@@ -207,7 +315,8 @@ def _check_table_shape(tensors: int, period: int, what: str) -> None:
 
 
 def calibrate_max(kv: Union[Tensor, Iterable[Tensor]], kv_shape: Optional[Sequence[int]] = None,
-                  dtype: Optional[DTypeLike] = None, groups: int = 64) -> SymbolTable:
+                  dtype: Optional[DTypeLike] = None, groups: int = 64,
+                  row_maps: Union["RowMap", Sequence["RowMap"], None] = None) -> SymbolTable:
     """A symbol table calibrated on sample KV caches (one or a list; host copies of device tensors are made), as
     ``splitzip calibrate --mode max --kv-shape L,2,*,H,D --groups N`` writes it for the same samples.
 
@@ -215,10 +324,17 @@ def calibrate_max(kv: Union[Tensor, Iterable[Tensor]], kv_shape: Optional[Sequen
         contiguous tensors / bytes with ``kv_shape=(layers, kv_heads, head_dim)`` (or (L, 2, T, H, D)) and
         ``dtype=`` for element types that are not bf16 / fp16 / fp32 / fp8.
     groups: probability tables, 1..4096 (the channels are clustered into at most that many; the CLI's default 64).
+    row_maps: FP8 only: the :class:`RowMap` of each sample (one, or a list as long as the samples), for tables of
+        paired frames (the pair symbol's frequency is measured on the samples' paired rows).
     """
     samples = list(kv) if isinstance(kv, (list, tuple)) else [kv]
     if not samples:
         raise ValueError("calibrate_max: no samples")
+    maps = None
+    if row_maps is not None:
+        maps = [row_maps] if isinstance(row_maps, RowMap) else list(row_maps)
+        if len(maps) != len(samples) or not all(isinstance(m, RowMap) for m in maps):
+            raise ValueError(f"calibrate_max: row_maps must be a RowMap for each of the {len(samples)} samples")
     g = _int_arg(groups, "groups", 1, _ext.MAX_GROUPS)
     did, layout, arrays = None, None, []
     for i, x in enumerate(samples):
@@ -234,7 +350,16 @@ def calibrate_max(kv: Union[Tensor, Iterable[Tensor]], kv_shape: Optional[Sequen
         _tokens(t, d, *lay, f"kv[{i}]")
         arrays.append(_host_bytes(t))
     L, H, D = layout
-    status, bits, data = _ext.symbol_calibrate(arrays, did, 2 * L, H * D, g)
+    if maps is None:
+        status, bits, data = _ext.symbol_calibrate(arrays, did, 2 * L, H * D, g)
+    else:
+        if _DTYPE_SIZES[did] != 1:
+            raise ValueError(f"calibrate_max: row_maps are for FP8 KV (paired frames), not {_DTYPE_NAMES[did]}")
+        for i, (a, m) in enumerate(zip(arrays, maps)):
+            if m.rows < a.nbytes // (2 * L * H * D):
+                raise ValueError(f"calibrate_max: row_maps[{i}] has {m.rows} rows, kv[{i}] "
+                                 f"{a.nbytes // (2 * L * H * D)} tokens")
+        status, bits, data = _ext.symbol_calibrate_paired(arrays, [m._m for m in maps], did, 2 * L, H * D, g)
     check(status, "calibrate_max")
     table = SymbolTable(data)
     table.expected_bits_per_value = bits
@@ -255,9 +380,10 @@ def _chunk_log2_max(chunk: Optional[int], n: int) -> int:
 
 
 def _encode(src: np.ndarray, n: int, did: int, table: SymbolTable, tensor: int, log2: int, flags: int,
-            reference: bool, what: str) -> np.ndarray:
+            reference: bool, what: str, row_map: Optional[RowMap] = None) -> np.ndarray:
     dst = np.empty(_ext.compress_bound(n, did), dtype=np.uint8)  # the library writes every byte of the frame
-    status, size = _ext.compress_entropy(src, n, did, table._t, tensor, log2, flags, dst, bool(reference))
+    status, size = _ext.compress_entropy(src, n, did, table._t, tensor, log2, flags, dst, bool(reference),
+                                         row_map._m if row_map is not None else None)
     check(status, what)
     dst.resize((size,), refcheck=False)  # shrinks in place, no copy of the frame
     return dst
@@ -304,13 +430,16 @@ def _cuda_encode(t: _Tensor, spans: Sequence[Tuple[object, int]], n: int, did: i
 
 def compress_entropy(tensor: BufferLike, table: Union[SymbolTable, str, "os.PathLike[str]"], book_tensor: int,
                      chunk: Optional[int] = None, checksum: Union[bool, str] = True, dtype: Optional[DTypeLike] = None, *,
-                     reference: bool = False) -> Tensor:
+                     reference: bool = False, row_map: Optional[RowMap] = None) -> Tensor:
     """A version 3 frame of one tensor (tensor ``book_tensor`` of the table: 2 * layer for K, + 1 for V): value i
     belongs to channel i mod table.period. Host tensors give a 1-D uint8 numpy array; CUDA tensors (torch, cupy)
     are coded on their GPU, on the current stream, and give a 1-D uint8 array of their framework on that device,
     the same bytes (the frame size is needed for its length: one wait for the stream, as ``compress``).
-    ``reference=True``: the library's scalar reference coder (the oracle; the same bytes; host tensors)."""
+    ``reference=True``: the library's scalar reference coder (the oracle; the same bytes; host tensors).
+    ``row_map``: FP8 host tensors: a paired frame (docs/FORMAT.md §4.10.6) with this :class:`RowMap`, whose rows
+    are the tensor's tokens (``table.period`` values each)."""
     b = _table_arg(table)
+    rm = _row_map_arg(row_map, "compress")
     t = _Tensor(tensor, "tensor")
     did = t.format_dtype(dtype, "tensor")
     if DTYPE_IDS[b.dtype] != did:
@@ -318,6 +447,15 @@ def compress_entropy(tensor: BufferLike, table: Union[SymbolTable, str, "os.Path
     tz = _int_arg(book_tensor, "book_tensor", 0, b.tensors - 1)
     n = t.nbytes // _DTYPE_SIZES[did]
     log2, flags = _chunk_log2_max(chunk, n), _flags(checksum)
+    if rm is not None:
+        if _DTYPE_SIZES[did] != 1:
+            raise ValueError(f"compress: row_map is for FP8 tensors (paired frames), not {_DTYPE_NAMES[did]}")
+        if t.device == "cuda":
+            raise ValueError("compress: paired frames (row_map=) are coded on the CPU: pass a host tensor")
+        rows = -(-n // b.period)
+        if rm.rows < rows:
+            raise ValueError(f"compress: the row map has {rm.rows} rows, the tensor {rows} rows of {b.period} values")
+        return _encode(t.bytes, n, did, b, tz, log2, flags, reference, "compress", rm)
     if t.device == "cuda":
         if reference:
             raise ValueError("compress: the reference coder runs on the host (reference=True takes host tensors)")
@@ -335,14 +473,19 @@ def frame_table_id(frame: np.ndarray) -> Optional[Tuple[int, int]]:
 
 
 def decompress_entropy_into(frame: np.ndarray, table: SymbolTable, out: np.ndarray, threads: int, what: str, *,
-                            reference: bool = False) -> None:
-    """Decodes a version 3 frame into the host byte view ``out`` with its table; another table raises
-    BookMismatchError naming both ids."""
+                            reference: bool = False, row_map: Optional[RowMap] = None) -> None:
+    """Decodes a version 3 frame into the host byte view ``out`` with its table (and a paired frame's row map);
+    another table or map raises BookMismatchError naming both ids."""
     ref = frame_table_id(frame)
     if ref is not None and ref[0] != table.id:
         raise error_for(17, f"{what}: the frame was made with symbol table 0x{ref[0]:016x}, the table given is "
                             f"0x{table.id:016x}")
-    st, _ = _ext.decompress_entropy(frame, table._t, out, threads, bool(reference))
+    st, map_id = _ext.frame_row_map_id(frame)
+    if st == 0 and map_id != 0 and (row_map is None or row_map.id != map_id):
+        given = "none was given (row_map=)" if row_map is None else f"the map given is 0x{row_map.id:016x}"
+        raise error_for(17, f"{what}: a paired frame made with row map 0x{map_id:016x}; {given}")
+    st, _ = _ext.decompress_entropy(frame, table._t, out, threads, bool(reference),
+                                    row_map._m if row_map is not None else None)
     check(st, what)
 
 

@@ -484,9 +484,13 @@ std::tuple<int, double, nb::bytes> symbol_calibrate(const std::vector<InArray>& 
   return {static_cast<int>(st), bits, nb::bytes(file.data(), size)};
 }
 
+struct RowMap;  // below, with the row map calls
+const sz_row_map* row_map_of(const RowMap* m);
+
+
 std::tuple<int, size_t> compress_entropy(const InArray& src, uint64_t n_values, int dtype, const SymbolTable& table,
                                          uint32_t tensor, unsigned chunk_log2, unsigned flags, const OutArray& dst,
-                                         bool reference) {
+                                         bool reference, const RowMap* row_map) {
   const Raw s = raw_view(src, "src", Where::kHost);
   const Raw d = raw_view(dst, "dst", Where::kHost);
   const size_t vsize = sz_dtype_size(static_cast<sz_dtype>(dtype));
@@ -498,16 +502,17 @@ std::tuple<int, size_t> compress_entropy(const InArray& src, uint64_t n_values, 
   {
     nb::gil_scoped_release release;
     void* out = const_cast<void*>(d.ptr);
-    st = reference ? sz_compress_entropy_reference(s.ptr, n_values, static_cast<sz_dtype>(dtype), &table.table,
-                                                   tensor, &p, out, d.nbytes, &size)
-                   : sz_compress_entropy(s.ptr, n_values, static_cast<sz_dtype>(dtype), &table.table, tensor, &p,
-                                         out, d.nbytes, &size);
+    const sz_row_map* m = row_map_of(row_map);
+    st = reference ? sz_compress_entropy_paired_reference(s.ptr, n_values, static_cast<sz_dtype>(dtype), &table.table,
+                                                          tensor, m, &p, out, d.nbytes, &size)
+                   : sz_compress_entropy_paired(s.ptr, n_values, static_cast<sz_dtype>(dtype), &table.table, tensor,
+                                                m, &p, out, d.nbytes, &size);
   }
   return {static_cast<int>(st), size};
 }
 
 std::tuple<int, size_t> decompress_entropy(const InArray& src, const SymbolTable& table, const OutArray& dst,
-                                           unsigned threads, bool reference) {
+                                           unsigned threads, bool reference, const RowMap* row_map) {
   const Raw s = raw_view(src, "buffer", Where::kHost);
   const Raw d = raw_view(dst, "out", Where::kHost);
   size_t size = 0;
@@ -515,10 +520,95 @@ std::tuple<int, size_t> decompress_entropy(const InArray& src, const SymbolTable
   {
     nb::gil_scoped_release release;
     void* out = const_cast<void*>(d.ptr);
-    st = reference ? sz_decompress_entropy_reference(s.ptr, s.nbytes, &table.table, out, d.nbytes, &size)
-                   : sz_decompress_entropy(s.ptr, s.nbytes, &table.table, out, d.nbytes, &size, threads);
+    const sz_row_map* m = row_map_of(row_map);
+    st = reference ? sz_decompress_entropy_paired_reference(s.ptr, s.nbytes, &table.table, m, out, d.nbytes, &size)
+                   : sz_decompress_entropy_paired(s.ptr, s.nbytes, &table.table, m, out, d.nbytes, &size, threads);
   }
   return {static_cast<int>(st), size};
+}
+
+// ---- row maps (docs/FORMAT.md §5.4) and paired frames (§4.10.6) ----------------------------------------------------
+
+// A row map file, parsed once; it owns the bytes the parsed map points into.
+struct RowMap {
+  std::vector<uint8_t> bytes;
+  sz_row_map map{};
+  RowMap() = default;
+  RowMap(const RowMap&) = delete;
+  RowMap& operator=(const RowMap&) = delete;
+};
+
+const sz_row_map* row_map_of(const RowMap* m) { return m ? &m->map : nullptr; }
+
+// (status, RowMap or None) of a row map file that must be exactly the map (bytes after it: SZ_ERROR_CORRUPT).
+std::tuple<int, nb::object> row_map_parse(const InArray& src) {
+  const Raw s = raw_view(src, "data", Where::kHost);
+  auto m = std::make_unique<RowMap>();
+  const uint8_t* p = static_cast<const uint8_t*>(s.ptr);
+  m->bytes.assign(p, p + s.nbytes);
+  sz_status st = sz_row_map_parse(m->bytes.data(), m->bytes.size(), &m->map);
+  if (st == SZ_OK && sz_row_map_file_size(m->map.rows) != m->bytes.size()) st = SZ_ERROR_CORRUPT;
+  if (st != SZ_OK) return {static_cast<int>(st), nb::none()};
+  return {static_cast<int>(st), nb::cast(m.release(), nb::rv_policy::take_ownership)};
+}
+
+// (status, file bytes) of the row map of `rows` rows built from token ids (u32 each) or from rows of row_bytes bytes.
+std::tuple<int, nb::bytes> row_map_build(const InArray& src, uint64_t rows, uint64_t row_bytes, bool tokens) {
+  const Raw s = raw_view(src, tokens ? "tokens" : "rows", Where::kHost);
+  const uint64_t need = tokens ? 4 * rows : rows * row_bytes;
+  if (s.nbytes < need) throw nb::value_error(tokens ? "tokens: fewer than rows ids" : "rows: fewer bytes than rows");
+  const size_t fsize = sz_row_map_file_size(rows), wsize = sz_row_map_workspace_size(rows);
+  if (fsize == 0 || (!tokens && row_bytes == 0)) return {SZ_ERROR_INVALID_ARGUMENT, nb::bytes("", 0)};
+  std::string file(fsize, '\0');
+  std::vector<uint8_t> ws(wsize);
+  size_t size = 0;
+  sz_status st;
+  {
+    nb::gil_scoped_release release;
+    st = tokens ? sz_row_map_from_tokens(static_cast<const uint32_t*>(s.ptr), rows, ws.data(), ws.size(),
+                                         file.data(), file.size(), &size)
+                : sz_row_map_from_rows(s.ptr, rows, (size_t)row_bytes, ws.data(), ws.size(), file.data(), file.size(),
+                                       &size);
+  }
+  if (st != SZ_OK) return {static_cast<int>(st), nb::bytes("", 0)};
+  return {static_cast<int>(st), nb::bytes(file.data(), size)};
+}
+
+// Per-channel paired symbol histograms (each array: `tensors` tensors of whole tokens, paired by its own map), then
+// the table as symbol_calibrate gives it.
+std::tuple<int, double, nb::bytes> symbol_calibrate_paired(const std::vector<InArray>& arrays,
+                                                           const std::vector<const RowMap*>& maps, int dtype,
+                                                           uint32_t tensors, uint32_t period, uint32_t groups) {
+  const sz_dtype dt = static_cast<sz_dtype>(dtype);
+  const size_t hsize = sz_symbol_histogram_size(dt, tensors, period);
+  const size_t fsize = sz_symbol_table_file_size(dt, tensors, period, groups);
+  if (hsize == 0 || fsize == 0 || maps.size() != arrays.size()) return {SZ_ERROR_INVALID_ARGUMENT, 0.0, nb::bytes("", 0)};
+  const uint64_t tensor_row = (uint64_t)period * sz_dtype_size(dt), token_bytes = tensor_row * tensors;
+  std::vector<Raw> raws;
+  for (const auto& a : arrays) {
+    raws.push_back(raw_view(a, "kv", Where::kHost));
+    if (raws.back().nbytes % token_bytes != 0) return {SZ_ERROR_INVALID_ARGUMENT, 0.0, nb::bytes("", 0)};
+  }
+  std::vector<uint32_t> counts(hsize / sizeof(uint32_t), 0u);
+  std::string file(fsize, '\0');
+  size_t size = 0;
+  double bits = 0.0;
+  sz_status st = SZ_OK;
+  {
+    nb::gil_scoped_release release;
+    const size_t per_tensor = hsize / sizeof(uint32_t) / tensors;
+    for (size_t i = 0; i < raws.size() && st == SZ_OK; ++i) {
+      const uint64_t tokens = raws[i].nbytes / token_bytes;
+      for (uint32_t t = 0; t < tensors && st == SZ_OK; ++t)  // a map's rows are one tensor's tokens
+        st = sz_symbol_histogram_add_paired(counts.data() + t * per_tensor, dt, 1, period,
+                                            static_cast<const uint8_t*>(raws[i].ptr) + t * tokens * tensor_row, tokens,
+                                            maps[i] ? &maps[i]->map : nullptr);
+    }
+    if (st == SZ_OK)
+      st = sz_symbol_calibrate(counts.data(), dt, tensors, period, groups, file.data(), file.size(), &size, &bits);
+  }
+  if (st != SZ_OK) return {static_cast<int>(st), 0.0, nb::bytes("", 0)};
+  return {static_cast<int>(st), bits, nb::bytes(file.data(), size)};
 }
 
 // (status, table id, tensor, period) of a version 3 frame's header.
@@ -839,9 +929,30 @@ NB_MODULE(_splitzip, m) {
         nb::arg("period"), nb::arg("groups"));
   m.def("compress_entropy", &compress_entropy, nb::arg("src").noconvert(), nb::arg("n_values"), nb::arg("dtype"),
         nb::arg("table"), nb::arg("tensor"), nb::arg("chunk_log2"), nb::arg("flags"), nb::arg("dst").noconvert(),
-        nb::arg("reference") = false);
+        nb::arg("reference") = false, nb::arg("row_map").none() = nb::none());
   m.def("decompress_entropy", &decompress_entropy, nb::arg("src").noconvert(), nb::arg("table"),
-        nb::arg("dst").noconvert(), nb::arg("threads"), nb::arg("reference") = false);
+        nb::arg("dst").noconvert(), nb::arg("threads"), nb::arg("reference") = false,
+        nb::arg("row_map").none() = nb::none());
+  nb::class_<RowMap>(m, "RowMap", "A parsed row map file (use splitzip.RowMap).")
+      .def_prop_ro("rows", [](const RowMap& r) { return r.map.rows; })
+      .def_prop_ro("id", [](const RowMap& r) { return r.map.id; })
+      .def("to_bytes", [](const RowMap& r) {
+        return nb::bytes(reinterpret_cast<const char*>(r.bytes.data()), r.bytes.size());
+      })
+      .def("pair_bytes", [](const RowMap& r) {
+        return nb::bytes(reinterpret_cast<const char*>(r.map.pair), 4 * (size_t)r.map.rows);
+      });
+  m.def("row_map_parse", &row_map_parse, nb::arg("data").noconvert());
+  m.def("row_map_build", &row_map_build, nb::arg("src").noconvert(), nb::arg("rows"), nb::arg("row_bytes"),
+        nb::arg("tokens"));
+  m.def("symbol_calibrate_paired", &symbol_calibrate_paired, nb::arg("arrays"), nb::arg("maps"), nb::arg("dtype"),
+        nb::arg("tensors"), nb::arg("period"), nb::arg("groups"));
+  m.def("frame_row_map_id", [](const InArray& src) {
+    const Raw s = raw_view(src, "buffer", Where::kHost);
+    uint64_t id = 0;
+    const sz_status st = sz_frame_row_map_ref(s.ptr, s.nbytes, &id);
+    return std::make_tuple(static_cast<int>(st), id);
+  }, nb::arg("src").noconvert());
   m.def("frame_table_ref", &frame_table_ref, nb::arg("src").noconvert());
 
   m.def("cuda_compress_workspace_size", &cuda_compress_workspace_size);

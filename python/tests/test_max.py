@@ -498,3 +498,82 @@ def test_calibration_copies_strided_samples_and_accepts_kv_shape(real_kv):
     c = splitzip.calibrate_max(np.ascontiguousarray(strided).tobytes(), kv_shape=(L, 2, 112, H, D), dtype="bf16",
                                groups=8)
     assert a == b == c
+
+
+# ---- paired rows (docs/FORMAT.md §4.10.6, §5.4) --------------------------------------------------------------------
+
+def _paired_fp8(dtype_name, tokens, period=32, same=0.7, seed=0):
+    """FP8 rows of `tokens` (one row per token) that repeat each value of their token's previous row with
+    probability `same`; no byte 0x7F (the pair symbol) but what a repeat copies."""
+    rng = np.random.default_rng(seed)
+    v = rng.integers(0x30, 0x60, size=(len(tokens), period)).astype(np.uint8)
+    last = {}
+    for r, tk in enumerate(tokens):
+        if tk in last:
+            m = rng.random(period) < same
+            v[r, m] = v[last[tk], m]
+        last[tk] = r
+    return v.view(numpy_dtype(dtype_name))
+
+
+@needs_ml_dtypes
+@pytest.mark.parametrize("dt", ["fp8_e4m3", "fp8_e5m2"])
+def test_paired_rows_round_trip_smaller_and_match_the_reference(dt):
+    tokens = np.random.default_rng(1).integers(0, 40, size=800)
+    rows = splitzip.RowMap.from_tokens(tokens)
+    assert rows.rows == 800
+    want = np.full(800, -1)
+    seen = {}
+    for r, tk in enumerate(tokens.tolist()):
+        want[r] = seen.get(tk, -1)
+        seen[tk] = r
+    assert np.array_equal(rows.pairs, want)
+    v = _paired_fp8(dt, tokens.tolist())
+    kv = np.stack([v, v]).reshape(1, 2, 800, 1, 32)
+    paired = splitzip.calibrate_max(kv, row_maps=rows, groups=4)
+    plain = splitzip.calibrate_max(kv, groups=4)
+    f = splitzip.compress(v, paired, book_tensor=0, row_map=rows)
+    assert bytes(f) == bytes(splitzip._max.compress_entropy(v, paired, 0, reference=True, row_map=rows))
+    assert splitzip.info(f)["flags"] & 16  # SZ_FLAG_PAIRED
+    assert len(f) * 1.3 < len(splitzip.compress(v, plain, book_tensor=0))
+    back = splitzip.decompress(f, table=paired, row_map=rows)
+    assert bytes(back.view(np.uint8)) == bytes(v.view(np.uint8))
+    # The map's file round-trips; a map built from the rows that identify the tokens is the same map.
+    assert splitzip.RowMap(rows.to_bytes()) == rows
+    assert pickle.loads(pickle.dumps(rows)) == rows
+    ident = np.repeat(tokens.astype(np.uint8)[:, None], 16, axis=1)  # rows that are a function of the token
+    assert splitzip.RowMap.from_rows(ident) == rows
+
+
+@needs_ml_dtypes
+def test_paired_rows_errors():
+    tokens = [1, 2, 1, 1, 2] * 40
+    rows = splitzip.RowMap.from_tokens(tokens)
+    v = _paired_fp8("fp8_e5m2", tokens)
+    table = splitzip.calibrate_max(np.stack([v, v]).reshape(1, 2, 200, 1, 32), row_maps=rows, groups=2)
+    f = splitzip.compress(v, table, book_tensor=0, row_map=rows)
+    with pytest.raises(splitzip.BookMismatchError, match="none was given"):
+        splitzip.decompress(f, table=table)
+    other = splitzip.RowMap.from_tokens([1, 2, 1, 2, 2] * 40)
+    with pytest.raises(splitzip.BookMismatchError, match="the map given is"):
+        splitzip.decompress(f, table=table, row_map=other)
+    with pytest.raises(ValueError, match="199 rows"):
+        splitzip.compress(v, table, book_tensor=0, row_map=splitzip.RowMap.from_tokens(tokens[:-1]))
+    with pytest.raises(ValueError, match="needs a SymbolTable"):
+        splitzip.compress(v, None, row_map=rows)
+    with pytest.raises(TypeError, match="RowMap"):
+        splitzip.compress(v, table, book_tensor=0, row_map=b"x")
+    with pytest.raises(ValueError, match=r"\[0, 2\*\*32\)"):
+        splitzip.RowMap.from_tokens([-1, 2])
+    with pytest.raises(ValueError, match="non-empty 1-D"):
+        splitzip.RowMap.from_tokens([])
+    damaged = bytearray(rows.to_bytes())
+    damaged[20] ^= 1
+    with pytest.raises(splitzip.ChecksumError):
+        splitzip.RowMap(bytes(damaged))
+    with pytest.raises(splitzip.BadMagicError, match="symbol table"):
+        splitzip.RowMap(table.to_bytes())
+    bf = np.zeros((200, 32), dtype=np.float16)
+    t16 = splitzip.calibrate_max(np.stack([bf, bf]).reshape(1, 2, 200, 1, 32), groups=1)
+    with pytest.raises(ValueError, match="FP8"):
+        splitzip.compress(bf, t16, book_tensor=0, row_map=rows)
