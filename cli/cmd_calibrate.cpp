@@ -84,8 +84,18 @@ int calibrate_table(const Options& o, std::optional<sz_dtype> dtype) {
   if (hist_size == 0) throw CliError(std::string("no symbol table for ") + sz_dtype_name(*dtype) + " of this shape");
   std::vector<uint32_t> counts(hist_size / sizeof(uint32_t), 0u);
   OutputFile out(o.output, o.force);
+  if (o.pair_rows && sz_dtype_size(*dtype) != 1)
+    throw CliError(std::string("--pair-rows is for FP8 KV (fp8_e4m3, fp8_e5m2), not ") + sz_dtype_name(*dtype));
   const uint64_t values = kv_histograms(o, *dtype, shape, [&](const uint8_t* p, uint64_t tokens) {
-    return sz_symbol_histogram_add(counts.data(), *dtype, tensors, period, p, tokens);
+    if (!o.pair_rows) return sz_symbol_histogram_add(counts.data(), *dtype, tensors, period, p, tokens);
+    // Paired symbols (§4.10.6): each sample's rows paired by its own layer-0 V rows, tensor by tensor.
+    const auto rows = row_map_of_kv(p, size_t(tokens * tensors * period), *dtype, shape, "sample");
+    for (uint32_t t = 0; t < tensors; ++t) {
+      const sz_status st = sz_symbol_histogram_add_paired(counts.data() + size_t(t) * period * 256, *dtype, 1, period,
+                                                          p + t * tokens * period, tokens, &rows->map);
+      if (st != SZ_OK) return st;
+    }
+    return SZ_OK;
   });
   Buffer bytes{sz_symbol_table_file_size(*dtype, tensors, period, o.groups)};
   size_t size = 0;
@@ -115,7 +125,7 @@ Command add_calibrate_command(CLI::App& app) {
     std::vector<std::string> samples;
     std::string output, dtype, format = "auto", kv_shape, mode = "fast";
     unsigned code_bits = 0, groups = 64;
-    bool force = false;
+    bool force = false, pair_rows = false;
     bool quiet = false;
   };
   auto o = std::make_shared<Options>();
@@ -138,6 +148,9 @@ Command add_calibrate_command(CLI::App& app) {
       ->default_val("fast");
   sub->add_option("--groups", o->groups, "With --mode max: probability tables, channels clustered into them (1..4096)")
       ->default_val(64);
+  sub->add_flag("--pair-rows", o->pair_rows,
+                "With --mode max, FP8: tables for paired frames (`compress --pair-rows`): each sample's rows paired "
+                "with their token's previous rows (by its layer-0 V rows)");
   sub->add_flag("-f,--force", o->force, "Overwrite an existing codebook file");
   sub->add_flag("-q,--quiet", o->quiet, "Print no summary");
 
@@ -147,6 +160,7 @@ Command add_calibrate_command(CLI::App& app) {
     if (o->mode != "fast" && o->mode != "max") throw CliError("--mode must be fast or max, not '" + o->mode + "'");
     if (o->mode == "max") return calibrate_table(*o, dtype);
     if (o->groups != 64) throw CliError("--groups is for symbol tables (--mode max)");
+    if (o->pair_rows) throw CliError("--pair-rows is for symbol tables (--mode max)");
     if (!o->kv_shape.empty()) return calibrate_channels(*o, dtype);
     if (o->code_bits != 0) throw CliError("--code-bits is for channel books (--kv-shape)");
     InputFormat format = parse_format(o->format);

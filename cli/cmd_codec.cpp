@@ -120,9 +120,9 @@ double since(std::chrono::steady_clock::time_point t0) {
 
 Command add_compress_command(CLI::App& app) {
   struct Options : CommonOptions {
-    std::string dtype, codebook, kind = "generic", format = "auto", kv_shape, mode = "fast";
+    std::string dtype, codebook, kind = "generic", format = "auto", kv_shape, mode = "fast", row_map;
     unsigned chunk_log2 = 0;
-    bool no_checksum = false;
+    bool no_checksum = false, pair_rows = false;
     std::string checksum;
   };
   auto o = std::make_shared<Options>();
@@ -150,10 +150,25 @@ Command add_compress_command(CLI::App& app) {
                   "fewer than 2^29 values, at least 12: sz_entropy_chunk_log2)");
   sub->add_flag("--no-checksum", o->no_checksum, "Omit the per-chunk checksums");
   sub->add_option("--checksum", o->checksum, kChecksumHelp);
+  sub->add_flag("--pair-rows", o->pair_rows,
+                "--mode max, FP8: paired frames (each token's rows paired with its previous occurrence's; the row map "
+                "from the input's layer-0 V rows, stored in the container)");
+  sub->add_option("--row-map", o->row_map,
+                  "--mode max, FP8: paired frames with this row map file (e.g. splitzip.RowMap.from_tokens(ids).save), "
+                  "stored in the container");
 
   auto run = [o]() -> int {
     check_common(*o);
     if (o->mode != "fast" && o->mode != "max") throw CliError("--mode must be fast or max, not '" + o->mode + "'");
+    if ((o->pair_rows || !o->row_map.empty()) && (o->mode != "max" || o->kv_shape.empty()))
+      throw CliError("--pair-rows and --row-map pair the rows of max-mode KV frames: they need --mode max --kv-shape");
+    if (o->pair_rows && !o->row_map.empty()) throw CliError("--pair-rows or --row-map, not both");
+    std::unique_ptr<LoadedRowMap> given_rows;
+    if (!o->row_map.empty()) {
+      Buffer bytes = read_input(o->row_map);
+      if (!is_row_map_file(bytes)) throw CliError(display_name(o->row_map) + ": not a row map file");
+      given_rows = load_row_map(std::move(bytes), display_name(o->row_map));
+    }
     const bool max_mode = o->mode == "max";
     // (max mode without --chunk-log2: 0, which the library resolves per frame from its values)
     if (o->chunk_log2 == 0 && !max_mode) o->chunk_log2 = SZ_DEFAULT_CHUNK_LOG2;
@@ -219,7 +234,10 @@ Command add_compress_command(CLI::App& app) {
           check_raw_input(head.data(), head.size(), input, format == InputFormat::kAuto, dtype);
           progress.phase("reading", display_name(input), in.size_hint());
           Buffer data = in.read_all(&progress);
-          Compressed result = table ? compress_kv_entropy(data.data(), data.size(), *dtype, *kv, *table, params,
+          std::unique_ptr<LoadedRowMap> own_rows;
+          if (o->pair_rows) own_rows = row_map_of_kv(data.data(), data.size(), *dtype, *kv, display_name(input));
+          const LoadedRowMap* rows = own_rows ? own_rows.get() : given_rows.get();
+          Compressed result = table ? compress_kv_entropy(data.data(), data.size(), *dtype, *kv, *table, rows, params,
                                                           display_name(input), &progress)
                                     : compress_kv(data.data(), data.size(), *dtype, *kv, *book, params,
                                                   display_name(input), &progress);

@@ -59,6 +59,32 @@ ordered_json book_json(const sz_channel_book& b) {
   return j;
 }
 
+uint64_t paired_rows(const sz_row_map& m) {
+  uint64_t k = 0;
+  for (uint64_t r = 0; r < m.rows; ++r) {
+    const uint8_t* q = m.pair + 4 * r;
+    k += (q[0] | q[1] | q[2] | q[3]) != 0;
+  }
+  return k;
+}
+
+std::string row_map_text(const sz_row_map& m) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%u rows, %llu paired, id %016llx", m.rows, (unsigned long long)paired_rows(m),
+                (unsigned long long)m.id);
+  return buf;
+}
+
+ordered_json row_map_json(const sz_row_map& m) {
+  ordered_json j;
+  j["rows"] = m.rows;
+  j["paired_rows"] = paired_rows(m);
+  char id[17];
+  std::snprintf(id, sizeof id, "%016llx", (unsigned long long)m.id);
+  j["id"] = id;
+  return j;
+}
+
 std::string table_text(const sz_symbol_table& t) {
   char id[17];
   std::snprintf(id, sizeof id, "%016llx", (unsigned long long)t.id);
@@ -95,7 +121,8 @@ std::string flags_text(uint32_t flags) {
   if (flags & SZ_FLAG_CHECKSUMS) s = (flags & SZ_FLAG_LANE_HASH) ? "checksums (lh32)" : "checksums (h32)";
   if (flags & SZ_FLAG_CHANNELS) s += (s.empty() ? "" : ", ") + std::string("channels");
   if (flags & SZ_FLAG_ENTROPY) s += (s.empty() ? "" : ", ") + std::string("entropy");
-  if (flags & ~(SZ_FLAG_CHECKSUMS | SZ_FLAG_CHANNELS | SZ_FLAG_ENTROPY | SZ_FLAG_LANE_HASH))
+  if (flags & SZ_FLAG_PAIRED) s += (s.empty() ? "" : ", ") + std::string("paired rows");
+  if (flags & ~(SZ_FLAG_CHECKSUMS | SZ_FLAG_CHANNELS | SZ_FLAG_ENTROPY | SZ_FLAG_LANE_HASH | SZ_FLAG_PAIRED))
     s += (s.empty() ? "" : ", ") + std::string("unknown bits");
   return s.empty() ? "none" : s;
 }
@@ -252,8 +279,11 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
     std::vector<sz_frame_info> frames(count);
     std::vector<sz_channel_book> books(count);
     std::vector<sz_symbol_table> tables(count);
+    std::vector<sz_row_map> maps(count);
     for (uint32_t i = 0; i < count; ++i) {
       original += items[i].original_size;
+      if (items[i].kind == SZ_ITEM_ROW_MAP)  // validated by read_container_index
+        check_status(sz_row_map_parse(p + items[i].data_offset, size_t(items[i].data_size), &maps[i]), file);
       if (items[i].kind == SZ_ITEM_TABLE)  // validated by read_container_index
         check_status(sz_symbol_table_parse(p + items[i].data_offset, size_t(items[i].data_size), &tables[i]), file);
       if (items[i].kind == SZ_ITEM_BOOK)  // validated by read_container_index
@@ -274,10 +304,11 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
       const sz_item& it = items[i];
       ordered_json e;
       e["name"] = std::string(it.name, it.name_size);
-      e["kind"] = it.kind == SZ_ITEM_FRAME   ? "frame"
-                  : it.kind == SZ_ITEM_BOOK  ? "book"
-                  : it.kind == SZ_ITEM_TABLE ? "table"
-                                             : "stored";
+      e["kind"] = it.kind == SZ_ITEM_FRAME     ? "frame"
+                  : it.kind == SZ_ITEM_BOOK    ? "book"
+                  : it.kind == SZ_ITEM_TABLE   ? "table"
+                  : it.kind == SZ_ITEM_ROW_MAP ? "rowmap"
+                                               : "stored";
       std::vector<uint64_t> shape(it.shape, it.shape + it.ndim);
       e["shape"] = shape;
       e["original_offset"] = it.original_offset;
@@ -291,6 +322,8 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
         e["channel_book"] = book_json(books[i]);
       } else if (it.kind == SZ_ITEM_TABLE) {
         e["symbol_table"] = table_json(tables[i]);
+      } else if (it.kind == SZ_ITEM_ROW_MAP) {
+        e["row_map"] = row_map_json(maps[i]);
       }
       list.push_back(e);
     }
@@ -314,10 +347,11 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
         esc = format_fixed(f.n_values ? 100.0 * double(f.escapes) / double(f.n_values) : 0.0, 3) + "%";
         chunks = std::to_string(f.coded_chunks) + "/" + std::to_string(f.raw_chunks);
       }
-      const char* kind = frame                        ? "frame"
-                         : it.kind == SZ_ITEM_BOOK  ? "book"
-                         : it.kind == SZ_ITEM_TABLE ? "table"
-                                                    : "stored";
+      const char* kind = frame                          ? "frame"
+                         : it.kind == SZ_ITEM_BOOK    ? "book"
+                         : it.kind == SZ_ITEM_TABLE   ? "table"
+                         : it.kind == SZ_ITEM_ROW_MAP ? "rowmap"
+                                                      : "stored";
       text << "  " << pad(std::to_string(i), 3, true) << "  " << pad(kind, 6) << "  "
            << pad(frame ? dtype_str(it.dtype) : "-", 8) << "  " << pad(shape_text(it), 16) << "  "
            << pad(std::to_string(it.original_size), 10, true) << "  " << pad(std::to_string(it.data_size), 10, true)
@@ -329,6 +363,8 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
       if (items[i].kind == SZ_ITEM_BOOK) text << "  channel book: " << book_text(books[i]) << "\n";
     for (uint32_t i = 0; i < count; ++i)
       if (items[i].kind == SZ_ITEM_TABLE) text << "  symbol table: " << table_text(tables[i]) << "\n";
+    for (uint32_t i = 0; i < count; ++i)
+      if (items[i].kind == SZ_ITEM_ROW_MAP) text << "  row map: " << row_map_text(maps[i]) << "\n";
     // Frame parameters, stated once for each distinct combination (per item in --json).
     std::vector<std::string> seen;
     for (uint32_t i = 0; i < count; ++i) {
@@ -366,6 +402,18 @@ void info_file(const std::string& path, bool json, std::ostream& text, ordered_j
       return;
     }
     text << file << ": SplitZip symbol table\n  " << table_text(t) << "\n";
+    return;
+  }
+  if (size >= 4 && p[0] == 'S' && p[1] == 'P' && p[2] == 'Z' && p[3] == 'R') {
+    sz_row_map m;
+    check_status(sz_row_map_parse(p, size, &m), file);
+    j["type"] = "row_map";
+    j["row_map"] = row_map_json(m);
+    if (json) {
+      *out = j;
+      return;
+    }
+    text << file << ": SplitZip row map\n  " << row_map_text(m) << "\n";
     return;
   }
   if (size >= 4 && p[0] == 'S' && p[1] == 'P' && p[2] == 'Z' && p[3] == 'B') {

@@ -139,39 +139,47 @@ LoadedBook load_channel_book(Buffer bytes, const std::string& file) {
 
 namespace {
 
-// A container of one book-like item (a channel book or a symbol table) and one frame per tensor of a raw KV file,
-// each frame made by `compress_tensor(values, n, tensor, dst, capacity, &written)`.
+// An item of a KV container that is not part of the original file: a channel book, symbol table or row map.
+struct SideItem {
+  uint8_t kind;
+  const char* name;
+  const Buffer* bytes;
+};
+
+// A container of the side items (in order) and one frame per tensor of a raw KV file, each frame made by
+// `compress_tensor(values, n, tensor, dst, capacity, &written)`.
 template <class CompressTensor>
-Compressed kv_container(const uint8_t* data, size_t size, sz_dtype dtype, const KvShape& shape, uint8_t item_kind,
-                        const char* item_name, const Buffer& item_bytes, const sz_params& params,
-                        const std::string& file, Progress* progress, CompressTensor compress_tensor) {
-  (void)params;
+Compressed kv_container(const uint8_t* data, size_t size, sz_dtype dtype, const KvShape& shape,
+                        const std::vector<SideItem>& side, const std::string& file, Progress* progress,
+                        CompressTensor compress_tensor) {
   const uint32_t tensors = shape.tensors();
   const uint64_t tokens = shape.tokens_of(size, dtype, file);
   const uint64_t n = tokens * shape.period(), tensor_bytes = n * sz_dtype_size(dtype);
   if (progress) progress->phase("compressing", file, size);
   const uint64_t bound = sz_compress_bound(n, dtype);
-  uint64_t capacity = align64(SZ_CONTAINER_HEADER_SIZE) + align64(item_bytes.size()) + tensors * align64(bound);
+  uint64_t capacity = align64(SZ_CONTAINER_HEADER_SIZE) + tensors * align64(bound);
+  for (const SideItem& si : side) capacity += align64(si.bytes->size());
   Buffer body{size_t(capacity)};
   std::memset(body.data(), 0, body.size());  // the padding between items
   check_status(sz_container_write_header(body.data(), body.size()), file);
   std::vector<sz_item> items;
   std::vector<std::string> names;
-  names.reserve(tensors + 1);
-  names.push_back(item_name);
+  names.reserve(tensors);
   for (uint32_t t = 0; t < tensors; ++t)
     names.push_back("layer" + std::to_string(t / 2) + (t % 2 ? ".v" : ".k"));
   uint64_t pos = align64(SZ_CONTAINER_HEADER_SIZE);
   sz_item it;
-  std::memset(&it, 0, sizeof it);
-  it.kind = item_kind;
-  it.name = names[0].data();
-  it.name_size = uint16_t(names[0].size());
-  it.data_offset = pos;
-  it.data_size = item_bytes.size();
-  std::memcpy(body.data() + pos, item_bytes.data(), item_bytes.size());
-  items.push_back(it);
-  pos = align64(pos + it.data_size);
+  for (const SideItem& si : side) {
+    std::memset(&it, 0, sizeof it);
+    it.kind = si.kind;
+    it.name = si.name;
+    it.name_size = uint16_t(std::strlen(si.name));
+    it.data_offset = pos;
+    it.data_size = si.bytes->size();
+    std::memcpy(body.data() + pos, si.bytes->data(), si.bytes->size());
+    items.push_back(it);
+    pos = align64(pos + it.data_size);
+  }
   for (uint32_t t = 0; t < tensors; ++t) {
     std::memset(&it, 0, sizeof it);
     it.kind = SZ_ITEM_FRAME;
@@ -180,14 +188,14 @@ Compressed kv_container(const uint8_t* data, size_t size, sz_dtype dtype, const 
     it.shape[0] = tokens;
     it.shape[1] = shape.heads;
     it.shape[2] = shape.dims;
-    it.name = names[t + 1].data();
-    it.name_size = uint16_t(names[t + 1].size());
+    it.name = names[t].data();
+    it.name_size = uint16_t(names[t].size());
     it.original_offset = t * tensor_bytes;
     it.original_size = tensor_bytes;
     it.data_offset = pos;
     size_t written = 0;
     check_status(compress_tensor(data + t * tensor_bytes, n, t, body.data() + pos, size_t(capacity - pos), &written),
-                 file + ": tensor '" + names[t + 1] + "'");
+                 file + ": tensor '" + names[t] + "'");
     it.data_size = written;
     items.push_back(it);
     // The encoders may use dst past the frame as scratch: the gap to the next item must be zero (FORMAT.md §6).
@@ -212,7 +220,7 @@ Compressed compress_kv(const uint8_t* data, size_t size, sz_dtype dtype, const K
     throw CliError(file + ": the channel book has " + std::to_string(book.tensors) + " tensors of " +
                    std::to_string(book.period) + " channels, --kv-shape gives " + std::to_string(shape.tensors()) +
                    " of " + std::to_string(shape.period()));
-  return kv_container(data, size, dtype, shape, SZ_ITEM_BOOK, "channel_book", lb.bytes, params, file, progress,
+  return kv_container(data, size, dtype, shape, {{SZ_ITEM_BOOK, "channel_book", &lb.bytes}}, file, progress,
                       [&](const uint8_t* src, uint64_t n, uint32_t t, uint8_t* dst, size_t cap, size_t* written) {
                         return sz_compress_channels(src, n, dtype, &book, t, &params, dst, cap, written);
                       });
@@ -236,9 +244,39 @@ std::unique_ptr<LoadedTable> load_symbol_table(Buffer bytes, const std::string& 
   return lt;
 }
 
+bool is_row_map_file(const Buffer& bytes) {
+  static const uint8_t magic[4] = {'S', 'P', 'Z', 'R'};
+  return bytes.size() >= 4 && std::memcmp(bytes.data(), magic, 4) == 0;
+}
+
+std::unique_ptr<LoadedRowMap> load_row_map(Buffer bytes, const std::string& file) {
+  auto lm = std::make_unique<LoadedRowMap>();
+  lm->bytes = std::move(bytes);
+  const sz_status st = sz_row_map_parse(lm->bytes.data(), lm->bytes.size(), &lm->map);
+  if (st != SZ_OK) throw CliError(file + ": not a valid row map file: " + status_text(st));
+  if (sz_row_map_file_size(lm->map.rows) != lm->bytes.size())
+    throw CliError(file + ": not a valid row map file: bytes after the map");
+  return lm;
+}
+
+std::unique_ptr<LoadedRowMap> row_map_of_kv(const uint8_t* data, size_t size, sz_dtype dtype, const KvShape& shape,
+                                            const std::string& file) {
+  if (sz_dtype_size(dtype) != 1)
+    throw CliError(std::string("paired rows are for FP8 KV (fp8_e4m3, fp8_e5m2), not ") + sz_dtype_name(dtype));
+  const uint64_t tokens = shape.tokens_of(size, dtype, file), row = shape.period();
+  Buffer bytes{sz_row_map_file_size(tokens)};
+  std::vector<uint8_t> ws(sz_row_map_workspace_size(tokens));
+  size_t written = 0;
+  // Layer 0's V (tensor 1) is a function of the token: equal rows there are the same token.
+  check_status(sz_row_map_from_rows(data + tokens * row, tokens, size_t(row), ws.data(), ws.size(), bytes.data(),
+                                    bytes.size(), &written),
+               file + ": row map");
+  return load_row_map(std::move(bytes), file + ": row map");
+}
+
 Compressed compress_kv_entropy(const uint8_t* data, size_t size, sz_dtype dtype, const KvShape& shape,
-                               const LoadedTable& lt, const sz_params& params, const std::string& file,
-                               Progress* progress) {
+                               const LoadedTable& lt, const LoadedRowMap* rows, const sz_params& params,
+                               const std::string& file, Progress* progress) {
   const sz_symbol_table& table = lt.table;
   if (table.dtype != uint8_t(dtype))
     throw CliError(file + ": the symbol table is for " + sz_dtype_name(sz_dtype(table.dtype)) + " but --dtype is " +
@@ -247,9 +285,21 @@ Compressed compress_kv_entropy(const uint8_t* data, size_t size, sz_dtype dtype,
     throw CliError(file + ": the symbol table has " + std::to_string(table.tensors) + " tensors of " +
                    std::to_string(table.period) + " channels, --kv-shape gives " + std::to_string(shape.tensors()) +
                    " of " + std::to_string(shape.period()));
-  return kv_container(data, size, dtype, shape, SZ_ITEM_TABLE, "symbol_table", lt.bytes, params, file, progress,
+  std::vector<SideItem> side = {{SZ_ITEM_TABLE, "symbol_table", &lt.bytes}};
+  const sz_row_map* map = nullptr;
+  if (rows != nullptr) {
+    if (sz_dtype_size(dtype) != 1)
+      throw CliError(std::string("paired rows are for FP8 KV (fp8_e4m3, fp8_e5m2), not ") + sz_dtype_name(dtype));
+    const uint64_t tokens = shape.tokens_of(size, dtype, file);
+    if (rows->map.rows < tokens)
+      throw CliError(file + ": the row map has " + std::to_string(rows->map.rows) + " rows, the KV cache " +
+                     std::to_string(tokens) + " tokens");
+    side.push_back({SZ_ITEM_ROW_MAP, "row_map", &rows->bytes});
+    map = &rows->map;
+  }
+  return kv_container(data, size, dtype, shape, side, file, progress,
                       [&](const uint8_t* src, uint64_t n, uint32_t t, uint8_t* dst, size_t cap, size_t* written) {
-                        return sz_compress_entropy(src, n, dtype, &table, t, &params, dst, cap, written);
+                        return sz_compress_entropy_paired(src, n, dtype, &table, t, map, &params, dst, cap, written);
                       });
 }
 

@@ -141,11 +141,26 @@ bool is_symbol_table_file(const Buffer& bytes);
 // Parses (exact size) and prepares a table; the result must not be copied (table points into it): hence unique_ptr.
 std::unique_ptr<LoadedTable> load_symbol_table(Buffer bytes, const std::string& file);
 
-// Compresses a raw KV file with a symbol table ("max" mode): a container of the table (kind 4) and one version 3
-// frame per tensor, named and shaped as compress_kv does.
+// A row map file (docs/FORMAT.md §5.4) and the bytes it points into.
+struct LoadedRowMap {
+  Buffer bytes;
+  sz_row_map map;
+};
+// Is this file's content a row map (by its magic)?
+bool is_row_map_file(const Buffer& bytes);
+// Parses a row map file (exact size); the result must not be copied (map points into it).
+std::unique_ptr<LoadedRowMap> load_row_map(Buffer bytes, const std::string& file);
+// The row map of a raw FP8 KV file (`shape`) from its layer-0 V rows: equal rows there are the same token, so each
+// token's rows pair with its previous occurrence's (what a serving engine builds from the token ids).
+std::unique_ptr<LoadedRowMap> row_map_of_kv(const uint8_t* data, size_t size, sz_dtype dtype, const KvShape& shape,
+                                            const std::string& file);
+
+// Compresses a raw KV file with a symbol table ("max" mode): a container of the table (kind 4), the row map (kind 5)
+// when `rows` is given (FP8: paired frames, §4.10.6), and one version 3 frame per tensor, named and shaped as
+// compress_kv does.
 Compressed compress_kv_entropy(const uint8_t* data, size_t size, sz_dtype dtype, const KvShape& shape,
-                               const LoadedTable& table, const sz_params& params, const std::string& file,
-                               Progress* progress);
+                               const LoadedTable& table, const LoadedRowMap* rows, const sz_params& params,
+                               const std::string& file, Progress* progress);
 
 // Validates a container and returns its items in index order (one pass; names point into data).
 std::vector<sz_item> read_container_index(const uint8_t* data, size_t size, const std::string& file);

@@ -249,11 +249,11 @@ ContainerImage::ContainerImage(const Source& src, bool frame_stats) : size_(src.
   std::vector<sz_item> items(count);
   if (sz_container_index_items(image + index_offset, size_t(index_size), size_, items.data(), count, &count) != SZ_OK)
     return;
-  // Each item lies before the index (checked): channel books and symbol tables whole, frames' headers.
+  // Each item lies before the index (checked): channel books, symbol tables and row maps whole, frames' headers.
   for (const sz_item& it : items) {
     const uint8_t kind = it.kind;
     const uint64_t data_offset = it.data_offset, data_size = it.data_size;
-    if (kind == SZ_ITEM_BOOK || kind == SZ_ITEM_TABLE) {
+    if (kind == SZ_ITEM_BOOK || kind == SZ_ITEM_TABLE || kind == SZ_ITEM_ROW_MAP) {
       load(data_offset, data_size);
     } else if (kind == SZ_ITEM_FRAME) {
       load(data_offset, std::min<uint64_t>(data_size, SZ_FRAME_HEADER_SIZE));
@@ -318,12 +318,17 @@ uint64_t decompress_container(const Source& src, unsigned threads, const std::st
   const uint8_t* data = image.data();
   const uint64_t size = image.size();
   std::vector<sz_item> items = read_container_index(data, size_t(size), file);
-  // Channel books and symbol tables (whole in the image, validated by read_container_index), found by the id that
-  // version 2 and 3 frames name; tables prepared once.
+  // Channel books, symbol tables and row maps (whole in the image, validated by read_container_index), found by the
+  // id that version 2 and 3 frames name; tables prepared once.
   std::vector<sz_channel_book> books;
   std::vector<std::unique_ptr<LoadedTable>> tables;
+  std::vector<sz_row_map> row_maps;
   for (const sz_item& it : items) {
-    if (it.kind == SZ_ITEM_BOOK) {
+    if (it.kind == SZ_ITEM_ROW_MAP) {
+      sz_row_map m;
+      check_status(sz_row_map_parse(data + it.data_offset, size_t(it.data_size), &m), file);
+      row_maps.push_back(m);
+    } else if (it.kind == SZ_ITEM_BOOK) {
       sz_channel_book b;
       check_status(sz_channel_book_parse(data + it.data_offset, size_t(it.data_size), &b), file);
       books.push_back(b);
@@ -348,7 +353,8 @@ uint64_t decompress_container(const Source& src, unsigned threads, const std::st
     const std::string what = file + ": item '" + printable_name(std::string(it.name, it.name_size)) + "'";
     if (it.original_offset + it.original_size > total || it.data_offset + it.data_size > size)
       check_status(SZ_ERROR_CORRUPT, what);
-    if (it.kind == SZ_ITEM_BOOK || it.kind == SZ_ITEM_TABLE) continue;  // not part of the original file
+    if (it.kind == SZ_ITEM_BOOK || it.kind == SZ_ITEM_TABLE || it.kind == SZ_ITEM_ROW_MAP)
+      continue;  // not part of the original file
     if (it.kind == SZ_ITEM_STORED) {
       if (it.data_size != it.original_size) check_status(SZ_ERROR_CORRUPT, what);
       for (uint64_t done = 0; done < it.data_size;) {
@@ -390,8 +396,15 @@ uint64_t decompress_container(const Source& src, unsigned threads, const std::st
       for (const auto& t : tables)
         if (t->table.id == book_id) table = &t->table;
       if (table == nullptr) check_status(SZ_ERROR_BOOK_MISMATCH, what + " (its symbol table is not in the container)");
-      check_status(sz_decompress_entropy(frame, size_t(it.data_size), table, out.data(), size_t(it.original_size),
-                                         &written, threads),
+      uint64_t map_id = 0;
+      check_status(sz_frame_row_map_ref(frame, size_t(it.data_size), &map_id), what);
+      const sz_row_map* map = nullptr;
+      for (const sz_row_map& m : row_maps)
+        if (map_id != 0 && m.id == map_id) map = &m;
+      if (map_id != 0 && map == nullptr)
+        check_status(SZ_ERROR_BOOK_MISMATCH, what + " (its row map is not in the container)");
+      check_status(sz_decompress_entropy_paired(frame, size_t(it.data_size), table, map, out.data(),
+                                                size_t(it.original_size), &written, threads),
                    what);
     } else if (sz_frame_book_ref(frame, size_t(it.data_size), &book_id, nullptr, nullptr) == SZ_OK) {
       const sz_channel_book* book = nullptr;

@@ -87,7 +87,8 @@ sz_status check_item(const sz_item& x, uint64_t index_offset, sz_status bad) {
     if (!dtype_known(x.dtype)) return bad;
   } else if (x.kind == SZ_ITEM_STORED) {
     if (x.dtype != 0 || x.data_size != x.original_size) return bad;
-  } else if (x.kind == SZ_ITEM_BOOK || x.kind == SZ_ITEM_TABLE) {  // not part of the original file (§6.3)
+  } else if (x.kind == SZ_ITEM_BOOK || x.kind == SZ_ITEM_TABLE || x.kind == SZ_ITEM_ROW_MAP) {
+    // Not part of the original file (§6.3).
     if (x.dtype != 0 || x.ndim != 0 || x.original_offset != 0 || x.original_size != 0) return bad;
   } else {
     return bad;
@@ -251,8 +252,8 @@ sz_status open_layout(const void* src, size_t src_size, Layout* l) {
   return si;
 }
 
-// A frame item's header must agree with its entry: dtype, frame size, number of values. A channel book item must
-// be a valid book file of exactly its size.
+// A frame item's header must agree with its entry: dtype, frame size, number of values. A channel book, symbol table
+// or row map item must be a valid file of its kind of exactly its size.
 sz_status check_frame_entry(const Layout& l, const sz_item& x) {
   if (x.kind == SZ_ITEM_BOOK) {
     sz_channel_book b;
@@ -267,6 +268,12 @@ sz_status check_frame_entry(const Layout& l, const sz_item& x) {
     return sz_symbol_table_file_size((sz_dtype)tb.dtype, tb.tensors, tb.period, tb.groups) == x.data_size
                ? SZ_OK
                : SZ_ERROR_CORRUPT;
+  }
+  if (x.kind == SZ_ITEM_ROW_MAP) {
+    sz_row_map m;
+    const sz_status s = sz_row_map_parse(l.base + x.data_offset, (size_t)x.data_size, &m);
+    if (s != SZ_OK) return s;
+    return sz_row_map_file_size(m.rows) == x.data_size ? SZ_OK : SZ_ERROR_CORRUPT;
   }
   if (x.kind != SZ_ITEM_FRAME) return SZ_OK;
   detail::FrameHeader h;

@@ -493,8 +493,10 @@ uint64_t le(const uint8_t* p, int n) {
   return v;
 }
 
-// Decodes a version 3 frame with a table file; returns false on any violation it notices.
-bool spec_decode_v3(const std::vector<uint8_t>& fr, const std::vector<uint8_t>& tab, std::vector<uint8_t>* out) {
+// Decodes a version 3 frame with a table file (and a paired frame's row map file, §4.10.6); returns false on any
+// violation it notices.
+bool spec_decode_v3(const std::vector<uint8_t>& fr, const std::vector<uint8_t>& tab, std::vector<uint8_t>* out,
+                    const std::vector<uint8_t>* rowmap = nullptr) {
   if (fr.size() < 64 || le(&fr[0], 4) != 0x465A5053u || fr[4] != 3) return false;
   const unsigned dtype = fr[5], chunk_log2 = fr[7];
   const uint32_t flags = (uint32_t)le(&fr[8], 4);
@@ -511,7 +513,10 @@ bool spec_decode_v3(const std::vector<uint8_t>& fr, const std::vector<uint8_t>& 
   const uint8_t* freq = group_of + 2 * TP;
   auto F = [&](uint32_t g, uint32_t s) { return (uint32_t)le(freq + 2 * ((uint64_t)g * (A + 1) + s), 2); };
   const uint64_t S = 1ull << chunk_log2, C = (n + S - 1) / S;
-  const bool ck = flags & 1;
+  const bool ck = flags & 1, paired = flags & 16;
+  if (paired && (!whole || rowmap == nullptr || rowmap->size() < 20 || le(rowmap->data(), 4) != 0x525A5053u ||
+                 le(rowmap->data() + 8, 4) < (n + P - 1) / P))
+    return false;
   const uint64_t index = 64, rest = index + 8 * C + (ck ? 4 * C : 0), syms = rest + (n + 7) / 8 * Rp;
   if (fr.size() < syms + sym_size) return false;
   auto bits = [&](const uint8_t* base, uint64_t j, unsigned b) {
@@ -560,6 +565,11 @@ bool spec_decode_v3(const std::vector<uint8_t>& fr, const std::vector<uint8_t>& 
     for (uint64_t j = 0; j < L; ++j) {
       const uint64_t i = c * S + j;
       uint32_t v = sym[j];
+      if (paired && mode == 0 && v == 0x7F) {  // the paired row's value in the same column, already final
+        const uint64_t pr = le(rowmap->data() + 16 + 4 * (i / P), 4);
+        if (pr == 0) return false;
+        v = (*out)[(pr - 1) * P + i % P];
+      }
       if (!whole) {
         const uint32_t r = bits(&fr[rest], i, Rp);
         v = ((r >> M) << (W - 1)) | (sym[j] << M) | (r & ((1u << M) - 1));
@@ -588,6 +598,41 @@ TEST(EntropyFrames, AnIndependentDecoderFromTheSpecReadsTheLibrarysFrames) {
   }
 }
 
+// Paired FP8 frames (§4.10.6) read by the same independent decoder given the row map file.
+TEST(EntropyFrames, AnIndependentDecoderFromTheSpecReadsPairedFrames) {
+  for (sz_dtype dt : {SZ_DTYPE_FP8_E4M3, SZ_DTYPE_FP8_E5M2}) {
+    SCOPED_TRACE(sz_dtype_name(dt));
+    const uint32_t P = 24, rows = 700;
+    std::vector<uint8_t> v = channel_values(dt, 1, rows, P, 41);
+    std::vector<uint32_t> tokens(rows);
+    Rng rng(2);
+    for (uint32_t r = 0; r < rows; ++r) {
+      tokens[r] = (uint32_t)rng.below(30);
+      for (uint32_t q = 0; q < r; ++q)  // a repeat of the token's latest row, value by value
+        if (tokens[r - 1 - q] == tokens[r]) {
+          for (uint32_t c = 0; c < P; ++c)
+            if (rng.below(3) != 0) v[r * P + c] = v[(r - 1 - q) * P + c];
+          break;
+        }
+    }
+    std::vector<uint8_t> ws(sz_row_map_workspace_size(rows)), map_file(sz_row_map_file_size(rows));
+    size_t size = 0;
+    ASSERT_EQ(sz_row_map_from_tokens(tokens.data(), rows, ws.data(), ws.size(), map_file.data(), map_file.size(), &size),
+              SZ_OK);
+    sz_row_map m;
+    ASSERT_EQ(sz_row_map_parse(map_file.data(), map_file.size(), &m), SZ_OK);
+    auto tb = calibrated_table(v, dt, 1, rows, P, 3);
+    sz_params p = sz_params_default();
+    p.chunk_log2 = 10;
+    std::vector<uint8_t> f(sz_compress_bound(v.size(), dt));
+    ASSERT_EQ(sz_compress_entropy_paired(v.data(), v.size(), dt, &tb->t, 0, &m, &p, f.data(), f.size(), &size), SZ_OK);
+    f.resize(size);
+    std::vector<uint8_t> out;
+    ASSERT_TRUE(spec_decode_v3(f, tb->file, &out, &map_file));
+    EXPECT_EQ(out, v);
+  }
+}
+
 // Golden files: a symbol table and a frame written once by the library and checked here by the independent decoder
 // and against the library's encoder (canonical: the same bytes again), so a change of the layout shows up.
 TEST(EntropyFrames, GoldenFrameAndTable) {
@@ -609,4 +654,36 @@ TEST(EntropyFrames, GoldenFrameAndTable) {
   p.chunk_log2 = frame[7];
   p.flags = (uint32_t)frame[8] & ~(uint32_t)SZ_FLAG_ENTROPY;  // the golden frame's checksum kind
   EXPECT_EQ(compress(raw, SZ_DTYPE_BF16, t, tensor, &p), frame);
+}
+
+// A paired FP8 E5M2 frame (§4.10.6) with its symbol table and row map, written once by the library (the CLI test's
+// synthetic KV, tests/golden/README.md): the independent decoder reads it, and the library writes it again.
+TEST(EntropyFrames, GoldenPairedFrame) {
+  std::vector<uint8_t> table, map_file, frame, raw;
+  ASSERT_TRUE(read_file(repo_path("tests/golden/valid/paired_e5m2.spzt"), &table));
+  ASSERT_TRUE(read_file(repo_path("tests/golden/valid/paired_e5m2.spzr"), &map_file));
+  ASSERT_TRUE(read_file(repo_path("tests/golden/valid/paired_e5m2.spz"), &frame));
+  ASSERT_TRUE(read_file(repo_path("tests/golden/valid/paired_e5m2.raw"), &raw));
+  std::vector<uint8_t> out;
+  ASSERT_TRUE(spec_decode_v3(frame, table, &out, &map_file));
+  EXPECT_EQ(out, raw);
+  sz_symbol_table t;
+  ASSERT_EQ(sz_symbol_table_parse(table.data(), table.size(), &t), SZ_OK);
+  std::vector<uint8_t> ws(sz_symbol_table_workspace_size(&t));
+  ASSERT_EQ(sz_symbol_table_prepare(&t, ws.data(), ws.size()), SZ_OK);
+  sz_row_map m;
+  ASSERT_EQ(sz_row_map_parse(map_file.data(), map_file.size(), &m), SZ_OK);
+  std::vector<uint8_t> back(raw.size());
+  size_t w = 0;
+  ASSERT_EQ(sz_decompress_entropy_paired(frame.data(), frame.size(), &t, &m, back.data(), back.size(), &w, 1), SZ_OK);
+  EXPECT_EQ(back, raw);
+  sz_params p = sz_params_default();
+  p.chunk_log2 = frame[7];
+  p.flags = (uint32_t)frame[8] & (SZ_FLAG_CHECKSUMS | SZ_FLAG_LANE_HASH);
+  std::vector<uint8_t> again(sz_compress_bound(raw.size(), SZ_DTYPE_FP8_E5M2));
+  ASSERT_EQ(sz_compress_entropy_paired(raw.data(), raw.size(), SZ_DTYPE_FP8_E5M2, &t, 0, &m, &p, again.data(),
+                                       again.size(), &w),
+            SZ_OK);
+  again.resize(w);
+  EXPECT_EQ(again, frame);
 }

@@ -641,7 +641,13 @@ SZ_API sz_status sz_decompress_dctx(sz_dctx* dctx, const void* src, size_t src_s
 /** FRAME: a frame of the original file's values; STORED: original bytes kept as they are; BOOK: a channel book
  *  file (§5.2) that later version 2 frames of the container refer to (not part of the original file); TABLE: a
  *  symbol table file (§5.3) for version 3 frames, likewise. */
-typedef enum sz_item_kind { SZ_ITEM_FRAME = 1, SZ_ITEM_STORED = 2, SZ_ITEM_BOOK = 3, SZ_ITEM_TABLE = 4 } sz_item_kind;
+typedef enum sz_item_kind {
+  SZ_ITEM_FRAME = 1,
+  SZ_ITEM_STORED = 2,
+  SZ_ITEM_BOOK = 3,
+  SZ_ITEM_TABLE = 4,
+  SZ_ITEM_ROW_MAP = 5
+} sz_item_kind;
 
 typedef struct sz_item {
   uint8_t kind;  /* sz_item_kind */

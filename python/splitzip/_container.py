@@ -40,7 +40,7 @@ from ._core import (
 )
 from ._errors import check, error_for
 
-_KIND_NAMES = {1: "frame", 2: "stored", 3: "book", 4: "table"}
+_KIND_NAMES = {1: "frame", 2: "stored", 3: "book", 4: "table", 5: "rowmap"}
 
 #: An item to write: a tensor (a frame when its element type is bf16 / fp16 / fp32 / fp8, else its bytes stored),
 #: bytes (stored), or (tensor, dtype) to compress a tensor of another element type (uint16 bit patterns, bytes).
@@ -52,7 +52,8 @@ class Item:
     """One entry of a container index (docs/FORMAT.md §6.3).
 
     kind: "frame", "stored", "book" (a channel book that the container's version 2 frames use; not part of the
-    original file) or "table" (a symbol table for its version 3 frames, likewise). dtype: the frame's dtype name
+    original file), "table" (a symbol table for its version 3 frames, likewise) or "rowmap" (a row map for its
+    paired frames, likewise). dtype: the frame's dtype name
     ("bf16", ...), None for the other kinds. shape: the
     recorded shape, () when none is recorded (ndim 0: a scalar, or a shape that was not recorded). The offsets and
     sizes are in bytes: original_* in the original file, data_* in the container.
@@ -109,12 +110,16 @@ class Container:
         self.items: Tuple[Item, ...] = tuple(items)
         self._by_name = {it.name: it for it in items}
         from ._channels import ChannelBook
-        from ._max import _parse, SymbolTable
+        from ._max import _parse, RowMap, SymbolTable
         self._books = {}  # id -> ChannelBook of the book items (validated with the index)
         self._tables = {}  # id -> SymbolTable of the table items, parsed and prepared once
+        self._row_maps = {}  # id -> RowMap of the row map items
         for it in items:
             data = self._buf[it.data_offset:it.data_offset + it.data_size]
-            if it.kind == "book":
+            if it.kind == "rowmap":
+                m = RowMap(data)
+                self._row_maps[m.id] = m
+            elif it.kind == "book":
                 b = ChannelBook.from_bytes(data)
                 self._books[b.id] = b
             elif it.kind == "table":
@@ -141,7 +146,11 @@ class Container:
             table = self._tables.get(ref[0])
             if table is None:
                 raise error_for(17, f"{what}: its symbol table (id 0x{ref[0]:016x}) is not in the container")
-            decompress_entropy_into(frame, table, out, threads, what)
+            st, map_id = _ext.frame_row_map_id(frame)
+            row_map = self._row_maps.get(map_id) if st == 0 and map_id else None
+            if st == 0 and map_id and row_map is None:
+                raise error_for(17, f"{what}: its row map (id 0x{map_id:016x}) is not in the container")
+            decompress_entropy_into(frame, table, out, threads, what, row_map=row_map)
             return
         from ._channels import decompress_into
         decompress_into(frame, self._book_of(frame, what), out, threads, what)
@@ -203,7 +212,7 @@ class Container:
         """A frame item's values in its recorded shape (1-D when none is recorded), or into ``out`` (any host
         array with room for them, as in :func:`splitzip.decompress`; version 2 frames with the container's channel
         book, version 3 frames with its symbol table); a stored item's bytes (a uint8 array); a book item's
-        :class:`ChannelBook`; a table item's :class:`SymbolTable`."""
+        :class:`ChannelBook`; a table item's :class:`SymbolTable`; a row map item's :class:`RowMap`."""
         it = self.item(name)
         nthreads = _threads(threads)
         data = self.data(name)
@@ -213,6 +222,9 @@ class Container:
         if it.kind == "table":
             from ._max import SymbolTable
             return SymbolTable(data)
+        if it.kind == "rowmap":
+            from ._max import RowMap
+            return RowMap(data)
         if it.kind == "stored":
             if out is None:
                 return data.copy()
@@ -245,7 +257,7 @@ class Container:
             if it.kind == "stored":
                 dst[...] = src
                 continue
-            if it.kind in ("book", "table"):
+            if it.kind in ("book", "table", "rowmap"):
                 continue  # not part of the original file
             raw = _frame_info_whole(src, f"item {it.name!r}")
             if raw["decompressed_size"] != it.original_size:
@@ -268,6 +280,8 @@ class Container:
                 d["book"] = self.read(it.name)
             elif it.kind == "table":
                 d["table"] = self.read(it.name)
+            elif it.kind == "rowmap":
+                d["row_map"] = self.read(it.name)
             items.append(d)
         size = self.nbytes
         return {"type": "container", "n_items": len(items), "compressed_size": size,

@@ -492,7 +492,7 @@ def decompress_entropy_into(frame: np.ndarray, table: SymbolTable, out: np.ndarr
 def compress_kv_max(kv: Tensor, table: Union[SymbolTable, str, "os.PathLike[str]"],
                     kv_shape: Optional[Sequence[int]] = None, chunk: Optional[int] = None,
                     threads: Optional[int] = None, checksum: Union[bool, str] = True,
-                    dtype: Optional[DTypeLike] = None) -> np.ndarray:
+                    dtype: Optional[DTypeLike] = None, row_map: Optional[RowMap] = None) -> np.ndarray:
     """A KV cache [layers, 2, tokens, kv_heads, head_dim] as a container (docs/FORMAT.md §6): the table (item
     "symbol_table", kind 4), then one version 3 frame per tensor ("layer<l>.k", "layer<l>.v", shape [tokens,
     kv_heads, head_dim]) that together restore its bytes. Byte-identical to ``splitzip compress --mode max
@@ -501,7 +501,10 @@ def compress_kv_max(kv: Tensor, table: Union[SymbolTable, str, "os.PathLike[str]
     the current stream (one wait, for the frames' sizes), and its frames are copied to the host.
 
     threads: host tensors: tensors coded at once (default 1; 0: one per CPU); each frame is coded by one thread and
-    the bytes never depend on it. Checked but unused for CUDA tensors."""
+    the bytes never depend on it. Checked but unused for CUDA tensors.
+    row_map: FP8 host KV: paired frames (docs/FORMAT.md §4.10.6) with this :class:`RowMap` of the cache's tokens,
+    stored in the container after the table (item "row_map", kind 5), as ``splitzip compress --mode max
+    --row-map FILE`` writes it."""
     from ._container import _assemble
 
     b = _table_arg(table)
@@ -521,10 +524,18 @@ def compress_kv_max(kv: Tensor, table: Union[SymbolTable, str, "os.PathLike[str]
     tensor_bytes = n * _DTYPE_SIZES[did]
     log2, flags, nthreads = _chunk_log2_max(chunk, n), _flags(checksum), _threads(threads)
     flat = t.bytes
+    rm = _row_map_arg(row_map, "compress_kv_max")
+    if rm is not None:
+        if _DTYPE_SIZES[did] != 1:
+            raise ValueError(f"compress_kv_max: row_map is for FP8 KV (paired frames), not {_DTYPE_NAMES[did]}")
+        if t.device == "cuda":
+            raise ValueError("compress_kv_max: paired frames (row_map=) are coded on the CPU: pass a host tensor")
+        if rm.rows < T:
+            raise ValueError(f"compress_kv_max: the row map has {rm.rows} rows, the KV cache {T} tokens")
 
     def one(tz: int) -> np.ndarray:
         return _encode(flat[tz * tensor_bytes:(tz + 1) * tensor_bytes], n, did, b, tz, log2, flags, False,
-                       f"compress_kv_max: tensor {tz}")
+                       f"compress_kv_max: tensor {tz}", rm)
 
     workers = min(2 * L, nthreads if nthreads else (os.cpu_count() or 1))
     if t.device == "cuda":  # (at least one token: _tokens refuses an empty cache)
@@ -536,6 +547,8 @@ def compress_kv_max(kv: Tensor, table: Union[SymbolTable, str, "os.PathLike[str]
     else:
         frames = [one(tz) for tz in range(2 * L)]
     parts = [((4, 0, (), b"symbol_table", 0, 0), np.frombuffer(b.to_bytes(), dtype=np.uint8))]
+    if rm is not None:
+        parts.append(((5, 0, (), b"row_map", 0, 0), np.frombuffer(rm.to_bytes(), dtype=np.uint8)))
     for tz, frame in enumerate(frames):
         name = f"layer{tz // 2}.{'v' if tz % 2 else 'k'}".encode()
         parts.append(((1, did, (T, H, D), name, tz * tensor_bytes, tensor_bytes), frame))

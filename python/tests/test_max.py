@@ -577,3 +577,31 @@ def test_paired_rows_errors():
     t16 = splitzip.calibrate_max(np.stack([bf, bf]).reshape(1, 2, 200, 1, 32), groups=1)
     with pytest.raises(ValueError, match="FP8"):
         splitzip.compress(bf, t16, book_tensor=0, row_map=rows)
+
+
+@needs_ml_dtypes
+def test_paired_kv_container_is_the_clis_and_restores_the_file(tmp_path):
+    """compress_kv_max with a row map writes the table, the map (kind 5) and paired frames; Container decodes them
+    with the map it holds; the CLI (when built) writes the same bytes with --row-map and restores them."""
+    tokens = np.random.default_rng(4).integers(0, 17, size=160)
+    rows = splitzip.RowMap.from_tokens(tokens)
+    v = np.stack([_paired_fp8("fp8_e4m3", tokens.tolist(), seed=s) for s in range(4)])  # 4 tensors: L = 2
+    kv = np.ascontiguousarray(v.reshape(2, 2, 160, 2, 16))
+    table = splitzip.calibrate_max(kv, row_maps=rows, groups=4)
+    box = splitzip.compress_kv_max(kv, table, row_map=rows)
+    c = splitzip.Container(box)
+    assert [it.kind for it in c.items] == ["table", "rowmap"] + ["frame"] * 4
+    assert c.read("row_map") == rows
+    assert c.original() == kv.tobytes()
+    assert bytes(c.read("layer1.k").reshape(-1).view(np.uint8)) == bytes(kv[1, 0].reshape(-1).view(np.uint8))
+    with pytest.raises(ValueError, match="159 tokens|rows"):
+        splitzip.compress_kv_max(kv, table, row_map=splitzip.RowMap.from_tokens(tokens[:-1]))
+    if CLI is None:
+        return
+    (tmp_path / "kv.bin").write_bytes(kv.tobytes())
+    table.save(tmp_path / "t.spzt")
+    rows.save(tmp_path / "rows.spzr")
+    subprocess.run([CLI, "compress", "-q", "--mode", "max", "--dtype", "fp8_e4m3", "--kv-shape", "2,2,*,2,16",
+                    "--codebook", str(tmp_path / "t.spzt"), "--row-map", str(tmp_path / "rows.spzr"),
+                    str(tmp_path / "kv.bin"), "-o", str(tmp_path / "kv.spz")], check=True)
+    assert (tmp_path / "kv.spz").read_bytes() == bytes(box)

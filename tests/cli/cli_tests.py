@@ -989,6 +989,83 @@ def case_max_mode(r, ctx):
                      "bad.spzt", "bad.spz"])
 
 
+def paired_kv(tokens, layers, period, seed):
+    """A raw FP8 KV cache [layers][2][tokens][period] of a token sequence: layer 0's V row is a function of the token
+    (as in a real model), every other row repeats each byte of its token's previous row with probability 5/8 and is
+    KV-like otherwise (gen_values). No byte is 0x7F (the pair symbol) unless a repeat copies one."""
+    rng = Lcg(seed)
+    fresh = bytearray(gen_values("fp8_e5m2", 2 * layers * len(tokens) * period, seed))
+    fresh = bytearray(b if b != 0x7F else 0x7E for b in fresh)
+    out = bytearray()
+    for t in range(2 * layers):
+        rows, last = [], {}
+        for i, tok in enumerate(tokens):
+            base = (t * len(tokens) + i) * period
+            row = bytearray(fresh[base:base + period])
+            if t == 1:
+                row = bytearray(((tok * 37 + c * 11) % 126) + 1 for c in range(period))
+            elif tok in last:
+                prev = rows[last[tok]]
+                for c in range(period):
+                    if rng.next32() % 8 < 5:
+                        row[c] = prev[c]
+            last[tok] = i
+            rows.append(row)
+        for row in rows:
+            out += row
+    return bytes(out)
+
+
+def case_paired_rows(r, ctx):
+    """Max mode with paired rows (FP8, docs/FORMAT.md §4.10.6): a table calibrated with --pair-rows, KV compressed
+    with --pair-rows (the row map from the input's layer-0 V rows, stored in the container) and with --row-map FILE
+    (the same map as a file: the same container), restored byte for byte and smaller than without pairs; the
+    options' misuse fails with a message, and so does a container whose row map is damaged."""
+    rng = Lcg(5)
+    tokens = [rng.next32() % 23 for _ in range(300)]
+    shape = "2,2,*,2,16"
+    r.write("calib.bin", paired_kv(tokens[:150], 2, 32, 1))
+    r.write("held.bin", paired_kv(tokens[150:], 2, 32, 2))
+    r.ok(["calibrate", "--mode", "max", "--pair-rows", "--groups", "4", "--dtype", "fp8_e5m2", "--kv-shape", shape,
+          "calib.bin", "-o", "paired.spzt"])
+    r.ok(["calibrate", "--mode", "max", "--groups", "4", "--dtype", "fp8_e5m2", "--kv-shape", shape, "calib.bin",
+          "-o", "plain.spzt"])
+    r.ok(["compress", "--mode", "max", "--pair-rows", "--dtype", "fp8_e5m2", "--kv-shape", shape, "--codebook",
+          "paired.spzt", "held.bin"])
+    r.ok(["info", "held.bin.spz"])
+    info = json.loads(r.ok(["info", "--json", "held.bin.spz"], record=False))
+    kinds = [it["kind"] for it in info["item_list"]]
+    check(kinds == ["table", "rowmap"] + ["frame"] * 4, "a table, the row map, then the frames: %s" % kinds)
+    r.ok(["compress", "--mode", "max", "--dtype", "fp8_e5m2", "--kv-shape", shape, "--codebook", "plain.spzt",
+          "held.bin", "-o", "plain.spz"])
+    paired_size, plain_size = os.path.getsize(r.path("held.bin.spz")), os.path.getsize(r.path("plain.spz"))
+    r.note("paired rows %d bytes, without %d bytes" % (paired_size, plain_size))
+    check(paired_size * 1.2 < plain_size, "paired rows code smaller")
+    os.rename(r.path("held.bin"), r.path("held.orig"))
+    r.ok(["decompress", "held.bin.spz"])
+    same_bytes(r, "held.bin", "held.orig")
+    # The row map item as a file, given with --row-map: the same container.
+    data = r.read("held.bin.spz")
+    rm = info["item_list"][1]
+    r.write("rows.spzr", data[rm["data_offset"]:rm["data_offset"] + rm["data_size"]])
+    r.ok(["info", "rows.spzr"])
+    r.ok(["compress", "--mode", "max", "--row-map", "rows.spzr", "--dtype", "fp8_e5m2", "--kv-shape", shape,
+          "--codebook", "paired.spzt", "held.bin", "-o", "again.spz"])
+    same_bytes(r, "again.spz", "held.bin.spz")
+    r.fails(["compress", "--pair-rows", "--dtype", "fp8_e5m2", "held.bin", "-o", "x.spz"])        # not --mode max
+    r.fails(["compress", "--mode", "max", "--pair-rows", "--row-map", "rows.spzr", "--dtype", "fp8_e5m2",
+             "--kv-shape", shape, "--codebook", "paired.spzt", "held.bin", "-o", "x.spz"])      # both
+    r.fails(["compress", "--mode", "max", "--row-map", "paired.spzt", "--dtype", "fp8_e5m2", "--kv-shape", shape,
+             "--codebook", "paired.spzt", "held.bin", "-o", "x.spz"])                           # not a row map
+    r.fails(["calibrate", "--pair-rows", "--dtype", "fp8_e5m2", "--kv-shape", shape, "calib.bin", "-o", "y.book"])
+    bad = bytearray(data)
+    bad[rm["data_offset"] + 20] ^= 0x01
+    r.write("bad.spz", bytes(bad))
+    r.fails(["decompress", "bad.spz", "-o", "bad.out"])
+    no_leftovers(r, ["calib.bin", "held.orig", "held.bin", "held.bin.spz", "plain.spz", "paired.spzt", "plain.spzt",
+                     "rows.spzr", "again.spz", "bad.spz"])
+
+
 def bench_rows(out):
     rows = [l for l in out.splitlines() if " cpu x" in l or " gpu" in l]
     check(rows, "bench printed rows:\n" + out)
@@ -1075,6 +1152,7 @@ CASES = {
     "calibrate": case_calibrate,
     "channel_book": case_channel_book,
     "max_mode": case_max_mode,
+    "paired_rows": case_paired_rows,
     "bench_repo_data": case_bench_repo_data,
     "bench_formats": case_bench_formats,
     "bench_shared_data": case_bench_shared_data,

@@ -938,6 +938,32 @@ TEST(CudaCodec, EntropyFramesDecodeToTheInput) {
   printf("[ info ] %d version 3 frames decoded on the GPU to their input\n", cases);
 }
 
+// Paired FP8 frames (a row map, §4.10.6) are the CPU's: the GPU decoder, which takes no map, answers
+// SZ_ERROR_BOOK_MISMATCH without writing output, as the CPU decoder does without the map.
+TEST(CudaCodec, EntropyPairedFramesNeedTheirRowMap) {
+  SZ_SKIP_WITHOUT_GPU();
+  constexpr uint32_t kPeriod = 64, kTokens = 512;
+  const sz_dtype dt = SZ_DTYPE_FP8_E5M2;
+  const std::vector<uint8_t> kv = sztest::channel_values(dt, 1, kTokens, kPeriod, 12);
+  std::vector<uint32_t> tokens(kTokens);
+  for (uint32_t r = 0; r < kTokens; ++r) tokens[r] = r % 9;
+  std::vector<uint8_t> ws(sz_row_map_workspace_size(kTokens)), file(sz_row_map_file_size(kTokens));
+  size_t size = 0;
+  ASSERT_EQ(sz_row_map_from_tokens(tokens.data(), kTokens, ws.data(), ws.size(), file.data(), file.size(), &size), SZ_OK);
+  sz_row_map m;
+  ASSERT_EQ(sz_row_map_parse(file.data(), file.size(), &m), SZ_OK);
+  auto tb = sztest::calibrated_table(kv, dt, 1, kTokens, kPeriod, 4);
+  std::vector<uint8_t> frame(sz_compress_bound(kv.size(), dt));
+  ASSERT_EQ(sz_compress_entropy_paired(kv.data(), kv.size(), dt, &tb->t, 0, &m, nullptr, frame.data(), frame.size(),
+                                       &size),
+            SZ_OK);
+  frame.resize(size);
+  const GpuDecoded d = gpu_decompress_entropy(frame, tb->t, kv.size(), 0);
+  ASSERT_EQ(d.launch, SZ_OK);
+  EXPECT_EQ(d.status, SZ_ERROR_BOOK_MISMATCH) << sz_status_name((sz_status)d.status);
+  EXPECT_TRUE(d.guard_ok);
+}
+
 // Damaged and truncated version 3 frames fail on the GPU exactly where they fail on the CPU; where both decode (a
 // damaged raw part without checksums), they give the same values; a wrong table's image is refused.
 TEST(CudaCodec, EntropyCorruptFramesLikeCpu) {
