@@ -471,16 +471,32 @@ bool pair_symbols(const uint8_t* src, uint64_t first, uint64_t len, uint32_t P, 
 // `first` are final): each pair symbol takes its partner's value, in increasing order. SZ_ERROR_CORRUPT for a pair
 // symbol in a row without a pair.
 sz_status resolve_pairs(uint8_t* out, uint64_t first, uint64_t len, uint32_t P, const sz_row_map& m) {
-  uint8_t* p = out + first;
-  uint8_t* const end = p + len;
-  while (p < end) {
-    uint8_t* q = (uint8_t*)memchr(p, (int)kPairSymbol, (size_t)(end - p));
-    if (q == nullptr) break;
-    const uint64_t i = (uint64_t)(q - out), r = i / P;
+  uint64_t i = first, r = first / P, col = first % P;
+  const uint64_t end = first + len;
+  // A row's piece at a time (partners lie in earlier rows, already final): a select the compiler vectorises.
+  while (i < end) {
+    const uint64_t run = std::min<uint64_t>(P - col, end - i);
     const uint32_t pr = load_u32(m.pair + 4 * r);
-    if (pr == 0) return SZ_ERROR_CORRUPT;
-    *q = out[(uint64_t)(pr - 1) * P + (i - r * P)];
-    p = q + 1;
+    uint8_t* o = out + i;
+    if (pr == 0) {
+      if (memchr(o, (int)kPairSymbol, (size_t)run) != nullptr) return SZ_ERROR_CORRUPT;
+    } else {
+      const uint8_t* w = out + (uint64_t)(pr - 1) * P + col;
+      // 32 bytes at a time through local copies, so that the compiler sees no aliasing and selects without branches
+      // (pair symbols fall at random: a branch per byte mispredicts half the time).
+      uint64_t j = 0;
+      for (; j + 32 <= run; j += 32) {
+        uint8_t a[32], b[32];
+        memcpy(a, o + j, 32);
+        memcpy(b, w + j, 32);
+        for (unsigned k = 0; k < 32; ++k) a[k] = a[k] == kPairSymbol ? b[k] : a[k];
+        memcpy(o + j, a, 32);
+      }
+      for (; j < run; ++j) o[j] = o[j] == kPairSymbol ? w[j] : o[j];
+    }
+    i += run;
+    ++r;
+    col = 0;
   }
   return SZ_OK;
 }
