@@ -498,6 +498,9 @@ def _info_dict(raw: dict, frame: Optional[np.ndarray] = None) -> dict:
             st, table_id, tensor, period = _ext.frame_table_ref(frame)
             check(st, "info")
             d.update(table_id=table_id, table_tensor=tensor, period=period)
+            st, map_id = _ext.frame_row_map_id(frame)
+            check(st, "info")
+            d["row_map_id"] = map_id or None  # a paired frame's row map (docs/FORMAT.md §4.10.6)
     if raw["stats_valid"]:
         d["coded_chunks"] = raw["coded_chunks"]
         d["raw_chunks"] = raw["raw_chunks"]

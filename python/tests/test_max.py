@@ -535,6 +535,8 @@ def test_paired_rows_round_trip_smaller_and_match_the_reference(dt):
     f = splitzip.compress(v, paired, book_tensor=0, row_map=rows)
     assert bytes(f) == bytes(splitzip._max.compress_entropy(v, paired, 0, reference=True, row_map=rows))
     assert splitzip.info(f)["flags"] & 16  # SZ_FLAG_PAIRED
+    assert splitzip.info(f)["row_map_id"] == rows.id
+    assert splitzip.info(splitzip.compress(v, plain, book_tensor=0))["row_map_id"] is None
     assert len(f) * 1.3 < len(splitzip.compress(v, plain, book_tensor=0))
     back = splitzip.decompress(f, table=paired, row_map=rows)
     assert bytes(back.view(np.uint8)) == bytes(v.view(np.uint8))
