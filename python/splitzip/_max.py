@@ -225,7 +225,7 @@ class RowMap:
         self._m = m
 
     @classmethod
-    def from_tokens(cls, tokens) -> "RowMap":
+    def from_tokens(cls, tokens: Union[Sequence[int], np.ndarray]) -> "RowMap":
         """Each row paired with the previous row of the same token id: ``tokens`` is 1-D (numpy, list, or a CPU
         tensor) of integers in [0, 2**32), one per row (token) of the tensors the map serves."""
         a = np.asarray(tokens)
@@ -241,7 +241,7 @@ class RowMap:
         return cls(data)
 
     @classmethod
-    def from_rows(cls, rows) -> "RowMap":
+    def from_rows(cls, rows: np.ndarray) -> "RowMap":
         """Each row paired with the previous row of the same bytes, for callers without token ids: ``rows`` is a
         host array whose first axis is the row (token), e.g. the first layer's V of shape [tokens, kv_heads,
         head_dim], whose rows are a function of the token."""
