@@ -21,26 +21,6 @@ uint64_t xxh3_64(const void* p, size_t n) { return (uint64_t)XXH3_64bits(p, n); 
 
 const sz_dtype kFp8[] = {SZ_DTYPE_FP8_E4M3, SZ_DTYPE_FP8_E5M2};
 
-// A parsed row map that owns its file bytes.
-struct RowMap {
-  std::vector<uint8_t> file;
-  sz_row_map m{};
-};
-
-std::unique_ptr<RowMap> map_from_tokens(const std::vector<uint32_t>& tokens) {
-  auto r = std::make_unique<RowMap>();
-  std::vector<uint8_t> ws(sz_row_map_workspace_size(tokens.size()) + 3);
-  r->file.assign(sz_row_map_file_size(tokens.size()), 0xEE);
-  size_t size = 0;
-  // An odd workspace address: any alignment works.
-  EXPECT_EQ(sz_row_map_from_tokens(tokens.data(), tokens.size(), ws.data() + 3, ws.size() - 3, r->file.data(),
-                                   r->file.size(), &size),
-            SZ_OK);
-  EXPECT_EQ(size, r->file.size());
-  EXPECT_EQ(sz_row_map_parse(r->file.data(), r->file.size(), &r->m), SZ_OK);
-  return r;
-}
-
 uint32_t pair_of(const sz_row_map& m, uint64_t r) {
   const uint8_t* p = m.pair + 4 * r;
   return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -116,7 +96,7 @@ void expect_paired_round_trip(const std::vector<uint8_t>& frame, const sz_symbol
 // token's previous row's value with probability `same`) and a table calibrated on their paired symbols.
 struct PairedCase {
   std::vector<uint32_t> tokens;
-  std::unique_ptr<RowMap> rm;
+  std::unique_ptr<OwnedRowMap> rm;
   std::vector<uint8_t> v;
   std::unique_ptr<CalibratedTable> tb;
 };
@@ -125,7 +105,7 @@ PairedCase paired_case(sz_dtype dt, uint32_t period, uint64_t rows, uint32_t voc
                        uint32_t groups) {
   PairedCase c;
   c.tokens = some_tokens(rows, vocab, seed);
-  c.rm = map_from_tokens(c.tokens);
+  c.rm = row_map_from_tokens(c.tokens);
   c.v = paired_values(dt, c.tokens, period, same, 0, seed + 1);
   c.tb = paired_table(c.v, dt, rows, period, c.rm->m, groups);
   return c;
@@ -135,7 +115,7 @@ PairedCase paired_case(sz_dtype dt, uint32_t period, uint64_t rows, uint32_t voc
 
 TEST(RowMaps, BuildersPairEachRowWithThePreviousRowOfItsKey) {
   const std::vector<uint32_t> tokens = {5, 7, 5, 5, 9, 7, 0xFFFFFFFFu, 5, 0xFFFFFFFFu};
-  auto r = map_from_tokens(tokens);
+  auto r = row_map_from_tokens(tokens);
   const uint32_t want[] = {0, 0, 1, 3, 0, 2, 0, 4, 7};  // the previous row + 1
   ASSERT_EQ(r->m.rows, tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i) EXPECT_EQ(pair_of(r->m, i), want[i]) << i;
@@ -151,7 +131,7 @@ TEST(RowMaps, BuildersPairEachRowWithThePreviousRowOfItsKey) {
   EXPECT_EQ(file, r->file);
   // Many rows, few distinct: every pair is the previous equal token's (checked against a plain scan).
   const std::vector<uint32_t> many = some_tokens(20000, 3000, 4);
-  auto big = map_from_tokens(many);
+  auto big = row_map_from_tokens(many);
   std::map<uint32_t, uint64_t> last;
   for (uint64_t i = 0; i < many.size(); ++i) {
     auto it = last.find(many[i]);
@@ -173,7 +153,7 @@ TEST(RowMaps, BuildersPairEachRowWithThePreviousRowOfItsKey) {
 }
 
 TEST(RowMaps, ParseRejectsEveryDamageWithTheSpecStatus) {
-  auto r = map_from_tokens({1, 2, 1, 1});
+  auto r = row_map_from_tokens({1, 2, 1, 1});
   const std::vector<uint8_t> f = r->file;
   sz_row_map m;
   for (size_t cut = 0; cut < f.size(); ++cut) EXPECT_EQ(sz_row_map_parse(f.data(), cut, &m), SZ_ERROR_SRC_TRUNCATED);
@@ -221,7 +201,7 @@ TEST(PairedFrames, FastEqualsReferenceOnEveryKernelSetAndRoundTrips) {
     for (uint32_t period : {1u, 7u, 64u, 192u}) {
       const uint64_t rows = period == 1 ? 30000 : 60000 / period + 3;
       const std::vector<uint32_t> tokens = some_tokens(rows, 50, period);
-      auto rm = map_from_tokens(tokens);
+      auto rm = row_map_from_tokens(tokens);
       for (double nan : {0.0, 0.0005}) {
         const std::vector<uint8_t> v = paired_values(dt, tokens, period, 0.6, nan, period + 3);
         auto tb = paired_table(v, dt, rows, period, rm->m, 4);
@@ -274,7 +254,7 @@ TEST(PairedFrames, EveryByteValueRoundTrips) {
     const uint64_t rows = 300;
     std::vector<uint32_t> tokens(rows);
     for (uint64_t r = 0; r < rows; ++r) tokens[r] = (uint32_t)(r % 7);
-    auto rm = map_from_tokens(tokens);
+    auto rm = row_map_from_tokens(tokens);
     std::vector<uint8_t> v(rows * period);
     Rng rng(3);
     for (uint64_t r = 0; r < rows; ++r)
@@ -311,9 +291,9 @@ TEST(PairedFrames, WrongMapsAndArgumentsAreRejected) {
   // No map, another map, a map with too few rows: the frame is not decoded.
   std::vector<uint32_t> other_tokens = tokens;
   other_tokens[3] ^= 1;
-  auto other = map_from_tokens(other_tokens);
+  auto other = row_map_from_tokens(other_tokens);
   std::vector<uint32_t> short_tokens(tokens.begin(), tokens.end() - 1);
-  auto shorter = map_from_tokens(short_tokens);
+  auto shorter = row_map_from_tokens(short_tokens);
   for (const sz_row_map* m : {(const sz_row_map*)nullptr, (const sz_row_map*)&other->m, (const sz_row_map*)&shorter->m}) {
     EXPECT_EQ(sz_decompress_entropy_paired(f.data(), f.size(), &tb->t, m, out.data(), out.size(), &w, 1),
               SZ_ERROR_BOOK_MISMATCH);
@@ -324,7 +304,7 @@ TEST(PairedFrames, WrongMapsAndArgumentsAreRejected) {
   // A longer map serves (rows beyond the frame are not read); a map given with a frame without pairs is not used.
   std::vector<uint32_t> long_tokens = tokens;
   long_tokens.push_back(1);
-  auto longer = map_from_tokens(long_tokens);
+  auto longer = row_map_from_tokens(long_tokens);
   const std::vector<uint8_t> f2 = compress_paired(v, dt, tb->t, &longer->m, &p, false);
   expect_paired_round_trip(f2, tb->t, &longer->m, v, 1);
   const std::vector<uint8_t> plain = compress_paired(v, dt, tb->t, nullptr, &p, false);
@@ -403,7 +383,7 @@ TEST(PairedFrames, PairSymbolInARowWithoutPairIsCorrupt) {
   const uint32_t period = 8;
   std::vector<uint32_t> tokens(64);
   for (size_t r = 0; r < tokens.size(); ++r) tokens[r] = (uint32_t)(r % 4);
-  auto rm = map_from_tokens(tokens);
+  auto rm = row_map_from_tokens(tokens);
   std::vector<uint8_t> v = paired_values(dt, tokens, period, 0.8, 0, 3);
   auto tb = paired_table(v, dt, tokens.size(), period, rm->m, 1);
   sz_params p = make_params(8, SZ_FLAG_CHECKSUMS);
@@ -411,7 +391,7 @@ TEST(PairedFrames, PairSymbolInARowWithoutPairIsCorrupt) {
   // The same frame under a map whose row 5 has no pair (row 5 = token 1's second row, which holds pair symbols).
   std::vector<uint32_t> t2 = tokens;
   t2[1] = 99;  // row 5's partner was row 1: now row 5 pairs with nothing
-  auto rm2 = map_from_tokens(t2);
+  auto rm2 = row_map_from_tokens(t2);
   ASSERT_EQ(pair_of(rm2->m, 5), 0u);
   std::vector<uint8_t> g = f;
   for (int i = 0; i < 8; ++i) g[48 + i] = (uint8_t)(rm2->m.id >> (8 * i));

@@ -197,6 +197,28 @@ inline std::unique_ptr<CalibratedTable> calibrated_table(const std::vector<uint8
   return tb;
 }
 
+// A row map (docs/FORMAT.md §5.4) that pairs each row with the previous row of the same token id, built by the
+// library (its workspace at an odd address: any alignment works) and parsed; it owns its file bytes.
+struct OwnedRowMap {
+  std::vector<uint8_t> file;
+  sz_row_map m{};
+  OwnedRowMap() = default;
+  OwnedRowMap(const OwnedRowMap&) = delete;
+};
+
+inline std::unique_ptr<OwnedRowMap> row_map_from_tokens(const std::vector<uint32_t>& tokens) {
+  auto r = std::make_unique<OwnedRowMap>();
+  std::vector<uint8_t> ws(sz_row_map_workspace_size(tokens.size()) + 3);
+  r->file.assign(sz_row_map_file_size(tokens.size()), 0xEE);
+  size_t size = 0;
+  EXPECT_EQ(sz_row_map_from_tokens(tokens.data(), tokens.size(), ws.data() + 3, ws.size() - 3, r->file.data(),
+                                   r->file.size(), &size),
+            SZ_OK);
+  EXPECT_EQ(size, r->file.size());
+  EXPECT_EQ(sz_row_map_parse(r->file.data(), r->file.size(), &r->m), SZ_OK);
+  return r;
+}
+
 // A table written by hand, whose groups reach the corners of the coder: group 0 escapes every symbol (F_A = 4096),
 // group 1 gives one symbol 4095 of the 4096 slots, group 2 every symbol a small frequency (nothing escapes), group 3
 // halves the frequency from one symbol to the next down to 1, the others have random frequencies and random escaped

@@ -864,15 +864,12 @@ TEST(CudaKernelsEmu, EntropyPairedFramesNeedTheirRowMap) {
   std::vector<uint8_t> kv = channel_values(dt, 1, kTokens, kPeriod, 3);
   std::vector<uint32_t> tokens(kTokens);
   for (uint32_t r = 0; r < kTokens; ++r) tokens[r] = r % 5;
-  std::vector<uint8_t> ws(sz_row_map_workspace_size(kTokens)), file(sz_row_map_file_size(kTokens));
+  auto rm = sztest::row_map_from_tokens(tokens);
   size_t size = 0;
-  ASSERT_EQ(sz_row_map_from_tokens(tokens.data(), kTokens, ws.data(), ws.size(), file.data(), file.size(), &size), SZ_OK);
-  sz_row_map m;
-  ASSERT_EQ(sz_row_map_parse(file.data(), file.size(), &m), SZ_OK);
   auto tb = calibrated_table(kv, dt, 1, kTokens, kPeriod, 2);
   const std::vector<uint8_t> image = table_image(tb->t);
   std::vector<uint8_t> frame(sz_compress_bound(kv.size(), dt));
-  ASSERT_EQ(sz_compress_entropy_paired(kv.data(), kv.size(), dt, &tb->t, 0, &m, nullptr, frame.data(), frame.size(),
+  ASSERT_EQ(sz_compress_entropy_paired(kv.data(), kv.size(), dt, &tb->t, 0, &rm->m, nullptr, frame.data(), frame.size(),
                                        &size),
             SZ_OK);
   frame.resize(size);
