@@ -158,10 +158,8 @@ int main(int argc, char** argv) {
     row_map_of(cal, cal_tokens, &cal_map);
     row_map_of(mea, T, &mea_map);
     std::vector<uint32_t> pc(counts.size(), 0);
-    for (uint32_t t = 0; t < tensors; ++t)  // tensor by tensor: the map's rows are one tensor's tokens
-      ok(sz_symbol_histogram_add_paired(pc.data() + (size_t)t * period * 256, dt, 1, period,
-                                        cal.data() + (size_t)t * cal_tokens * period, cal_tokens, &cal_map.map),
-         "paired histogram");
+    ok(sz_symbol_histogram_add_paired(pc.data(), dt, tensors, period, cal.data(), cal_tokens, &cal_map.map),
+       "paired histogram");
     ptable_file.resize(table_file.size());
     size_t psize = 0;
     ok(sz_symbol_calibrate(pc.data(), dt, tensors, period, groups, ptable_file.data(), ptable_file.size(), &psize,

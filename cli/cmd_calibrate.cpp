@@ -88,14 +88,9 @@ int calibrate_table(const Options& o, std::optional<sz_dtype> dtype) {
     throw CliError(std::string("--pair-rows is for FP8 KV (fp8_e4m3, fp8_e5m2), not ") + sz_dtype_name(*dtype));
   const uint64_t values = kv_histograms(o, *dtype, shape, [&](const uint8_t* p, uint64_t tokens) {
     if (!o.pair_rows) return sz_symbol_histogram_add(counts.data(), *dtype, tensors, period, p, tokens);
-    // Paired symbols (§4.10.6): each sample's rows paired by its own layer-0 V rows, tensor by tensor.
+    // Paired symbols (§4.10.6): each sample's rows paired by its own layer-0 V rows (the map serves every tensor).
     const auto rows = row_map_of_kv(p, size_t(tokens * tensors * period), *dtype, shape, "sample");
-    for (uint32_t t = 0; t < tensors; ++t) {
-      const sz_status st = sz_symbol_histogram_add_paired(counts.data() + size_t(t) * period * 256, *dtype, 1, period,
-                                                          p + t * tokens * period, tokens, &rows->map);
-      if (st != SZ_OK) return st;
-    }
-    return SZ_OK;
+    return sz_symbol_histogram_add_paired(counts.data(), *dtype, tensors, period, p, tokens, &rows->map);
   });
   Buffer bytes{sz_symbol_table_file_size(*dtype, tensors, period, o.groups)};
   size_t size = 0;

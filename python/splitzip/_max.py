@@ -350,16 +350,14 @@ def calibrate_max(kv: Union[Tensor, Iterable[Tensor]], kv_shape: Optional[Sequen
         _tokens(t, d, *lay, f"kv[{i}]")
         arrays.append(_host_bytes(t))
     L, H, D = layout
-    if maps is None:
-        status, bits, data = _ext.symbol_calibrate(arrays, did, 2 * L, H * D, g)
-    else:
+    if maps is not None:
         if _DTYPE_SIZES[did] != 1:
             raise ValueError(f"calibrate_max: row_maps are for FP8 KV (paired frames), not {_DTYPE_NAMES[did]}")
         for i, (a, m) in enumerate(zip(arrays, maps)):
             if m.rows < a.nbytes // (2 * L * H * D):
                 raise ValueError(f"calibrate_max: row_maps[{i}] has {m.rows} rows, kv[{i}] "
                                  f"{a.nbytes // (2 * L * H * D)} tokens")
-        status, bits, data = _ext.symbol_calibrate_paired(arrays, [m._m for m in maps], did, 2 * L, H * D, g)
+    status, bits, data = _ext.symbol_calibrate(arrays, [m._m for m in maps or []], did, 2 * L, H * D, g)
     check(status, "calibrate_max")
     table = SymbolTable(data)
     table.expected_bits_per_value = bits

@@ -317,11 +317,11 @@ sz_channel_book book_from(nb::handle obj, sz_status* status) {
 }
 
 // Per-channel histograms (counts of hsize bytes) over raw KV caches, each array whole tokens of `tensors` tensors
-// of `period` values, by add (sz_channel_histogram_add or sz_symbol_histogram_add); the host views are taken with
-// the GIL held, the counting runs without it.
-using HistogramAdd = sz_status (*)(uint32_t*, sz_dtype, uint32_t, uint32_t, const void*, uint64_t);
+// of `period` values, by `add(counts, i, values, tokens)` for array i (sz_channel_histogram_add,
+// sz_symbol_histogram_add_paired); the host views are taken with the GIL held, the counting runs without it.
+template <class Add>
 sz_status kv_histograms(const std::vector<InArray>& arrays, sz_dtype dt, uint32_t tensors, uint32_t period,
-                        size_t hsize, HistogramAdd add, std::vector<uint32_t>* counts) {
+                        size_t hsize, Add add, std::vector<uint32_t>* counts) {
   const uint64_t token_bytes = (uint64_t)tensors * period * sz_dtype_size(dt);
   std::vector<Raw> raws;
   for (const auto& a : arrays) {
@@ -330,8 +330,8 @@ sz_status kv_histograms(const std::vector<InArray>& arrays, sz_dtype dt, uint32_
   }
   counts->assign(hsize / sizeof(uint32_t), 0u);
   nb::gil_scoped_release release;
-  for (const Raw& r : raws) {
-    const sz_status st = add(counts->data(), dt, tensors, period, r.ptr, r.nbytes / token_bytes);
+  for (size_t i = 0; i < raws.size(); ++i) {
+    const sz_status st = add(counts->data(), i, raws[i].ptr, raws[i].nbytes / token_bytes);
     if (st != SZ_OK) return st;
   }
   return SZ_OK;
@@ -348,7 +348,10 @@ std::tuple<int, int, double, nb::bytes> channel_calibrate(const std::vector<InAr
   std::string bases((size_t)tensors * period, '\0');
   unsigned k = 0;
   double bits = 0.0;
-  sz_status st = kv_histograms(arrays, dt, tensors, period, hsize, sz_channel_histogram_add, &counts);
+  auto add = [&](uint32_t* c, size_t, const void* v, uint64_t tokens) {
+    return sz_channel_histogram_add(c, dt, tensors, period, v, tokens);
+  };
+  sz_status st = kv_histograms(arrays, dt, tensors, period, hsize, add, &counts);
   if (st == SZ_OK) {
     nb::gil_scoped_release release;
     st = sz_channel_calibrate(counts.data(), dt, tensors, period, code_bits, reinterpret_cast<uint8_t*>(bases.data()),
@@ -463,19 +466,36 @@ std::tuple<int, nb::object> symbol_table_parse(const InArray& src) {
   return {static_cast<int>(st), nb::cast(t.release(), nb::rv_policy::take_ownership)};
 }
 
+// A row map file, parsed once; it owns the bytes the parsed map points into.
+struct RowMap {
+  std::vector<uint8_t> bytes;
+  sz_row_map map{};
+  RowMap() = default;
+  RowMap(const RowMap&) = delete;
+  RowMap& operator=(const RowMap&) = delete;
+};
+
+const sz_row_map* row_map_of(const RowMap* m) { return m ? &m->map : nullptr; }
+
 // Per-channel symbol histograms over raw KV caches (each array: whole tokens of `tensors` tensors of `period`
-// values), then the clustered table: (status, predicted symbol bits per value, table file bytes).
-std::tuple<int, double, nb::bytes> symbol_calibrate(const std::vector<InArray>& arrays, int dtype, uint32_t tensors,
+// values; with `maps`, one row map an array, the paired symbols of FP8 frames), then the clustered table:
+// (status, predicted symbol bits per value, table file bytes).
+std::tuple<int, double, nb::bytes> symbol_calibrate(const std::vector<InArray>& arrays,
+                                                    const std::vector<const RowMap*>& maps, int dtype, uint32_t tensors,
                                                     uint32_t period, uint32_t groups) {
   const sz_dtype dt = static_cast<sz_dtype>(dtype);
   const size_t hsize = sz_symbol_histogram_size(dt, tensors, period);
   const size_t fsize = sz_symbol_table_file_size(dt, tensors, period, groups);
-  if (hsize == 0 || fsize == 0) return {SZ_ERROR_INVALID_ARGUMENT, 0.0, nb::bytes("", 0)};
+  if (hsize == 0 || fsize == 0 || (!maps.empty() && maps.size() != arrays.size()))
+    return {SZ_ERROR_INVALID_ARGUMENT, 0.0, nb::bytes("", 0)};
   std::vector<uint32_t> counts;
   std::string file(fsize, '\0');
   size_t size = 0;
   double bits = 0.0;
-  sz_status st = kv_histograms(arrays, dt, tensors, period, hsize, sz_symbol_histogram_add, &counts);
+  auto add = [&](uint32_t* c, size_t i, const void* v, uint64_t tokens) {
+    return sz_symbol_histogram_add_paired(c, dt, tensors, period, v, tokens, maps.empty() ? nullptr : &maps[i]->map);
+  };
+  sz_status st = kv_histograms(arrays, dt, tensors, period, hsize, add, &counts);
   if (st == SZ_OK) {
     nb::gil_scoped_release release;
     st = sz_symbol_calibrate(counts.data(), dt, tensors, period, groups, file.data(), file.size(), &size, &bits);
@@ -483,9 +503,6 @@ std::tuple<int, double, nb::bytes> symbol_calibrate(const std::vector<InArray>& 
   if (st != SZ_OK) return {static_cast<int>(st), 0.0, nb::bytes("", 0)};
   return {static_cast<int>(st), bits, nb::bytes(file.data(), size)};
 }
-
-struct RowMap;  // below, with the row map calls
-const sz_row_map* row_map_of(const RowMap* m);
 
 
 std::tuple<int, size_t> compress_entropy(const InArray& src, uint64_t n_values, int dtype, const SymbolTable& table,
@@ -529,17 +546,6 @@ std::tuple<int, size_t> decompress_entropy(const InArray& src, const SymbolTable
 
 // ---- row maps (docs/FORMAT.md §5.4) and paired frames (§4.10.6) ----------------------------------------------------
 
-// A row map file, parsed once; it owns the bytes the parsed map points into.
-struct RowMap {
-  std::vector<uint8_t> bytes;
-  sz_row_map map{};
-  RowMap() = default;
-  RowMap(const RowMap&) = delete;
-  RowMap& operator=(const RowMap&) = delete;
-};
-
-const sz_row_map* row_map_of(const RowMap* m) { return m ? &m->map : nullptr; }
-
 // (status, RowMap or None) of a row map file that must be exactly the map (bytes after it: SZ_ERROR_CORRUPT).
 std::tuple<int, nb::object> row_map_parse(const InArray& src) {
   const Raw s = raw_view(src, "data", Where::kHost);
@@ -572,43 +578,6 @@ std::tuple<int, nb::bytes> row_map_build(const InArray& src, uint64_t rows, uint
   }
   if (st != SZ_OK) return {static_cast<int>(st), nb::bytes("", 0)};
   return {static_cast<int>(st), nb::bytes(file.data(), size)};
-}
-
-// Per-channel paired symbol histograms (each array: `tensors` tensors of whole tokens, paired by its own map), then
-// the table as symbol_calibrate gives it.
-std::tuple<int, double, nb::bytes> symbol_calibrate_paired(const std::vector<InArray>& arrays,
-                                                           const std::vector<const RowMap*>& maps, int dtype,
-                                                           uint32_t tensors, uint32_t period, uint32_t groups) {
-  const sz_dtype dt = static_cast<sz_dtype>(dtype);
-  const size_t hsize = sz_symbol_histogram_size(dt, tensors, period);
-  const size_t fsize = sz_symbol_table_file_size(dt, tensors, period, groups);
-  if (hsize == 0 || fsize == 0 || maps.size() != arrays.size()) return {SZ_ERROR_INVALID_ARGUMENT, 0.0, nb::bytes("", 0)};
-  const uint64_t tensor_row = (uint64_t)period * sz_dtype_size(dt), token_bytes = tensor_row * tensors;
-  std::vector<Raw> raws;
-  for (const auto& a : arrays) {
-    raws.push_back(raw_view(a, "kv", Where::kHost));
-    if (raws.back().nbytes % token_bytes != 0) return {SZ_ERROR_INVALID_ARGUMENT, 0.0, nb::bytes("", 0)};
-  }
-  std::vector<uint32_t> counts(hsize / sizeof(uint32_t), 0u);
-  std::string file(fsize, '\0');
-  size_t size = 0;
-  double bits = 0.0;
-  sz_status st = SZ_OK;
-  {
-    nb::gil_scoped_release release;
-    const size_t per_tensor = hsize / sizeof(uint32_t) / tensors;
-    for (size_t i = 0; i < raws.size() && st == SZ_OK; ++i) {
-      const uint64_t tokens = raws[i].nbytes / token_bytes;
-      for (uint32_t t = 0; t < tensors && st == SZ_OK; ++t)  // a map's rows are one tensor's tokens
-        st = sz_symbol_histogram_add_paired(counts.data() + t * per_tensor, dt, 1, period,
-                                            static_cast<const uint8_t*>(raws[i].ptr) + t * tokens * tensor_row, tokens,
-                                            maps[i] ? &maps[i]->map : nullptr);
-    }
-    if (st == SZ_OK)
-      st = sz_symbol_calibrate(counts.data(), dt, tensors, period, groups, file.data(), file.size(), &size, &bits);
-  }
-  if (st != SZ_OK) return {static_cast<int>(st), 0.0, nb::bytes("", 0)};
-  return {static_cast<int>(st), bits, nb::bytes(file.data(), size)};
 }
 
 // (status, table id, tensor, period) of a version 3 frame's header.
@@ -925,8 +894,8 @@ NB_MODULE(_splitzip, m) {
                          2 * (size_t)t.table.groups * ((size_t(1) << t.table.symbol_bits) + 1));
       });
   m.def("symbol_table_parse", &symbol_table_parse, nb::arg("data").noconvert());
-  m.def("symbol_calibrate", &symbol_calibrate, nb::arg("arrays"), nb::arg("dtype"), nb::arg("tensors"),
-        nb::arg("period"), nb::arg("groups"));
+  m.def("symbol_calibrate", &symbol_calibrate, nb::arg("arrays"), nb::arg("maps"), nb::arg("dtype"),
+        nb::arg("tensors"), nb::arg("period"), nb::arg("groups"));
   m.def("compress_entropy", &compress_entropy, nb::arg("src").noconvert(), nb::arg("n_values"), nb::arg("dtype"),
         nb::arg("table"), nb::arg("tensor"), nb::arg("chunk_log2"), nb::arg("flags"), nb::arg("dst").noconvert(),
         nb::arg("reference") = false, nb::arg("row_map").none() = nb::none());
@@ -945,8 +914,6 @@ NB_MODULE(_splitzip, m) {
   m.def("row_map_parse", &row_map_parse, nb::arg("data").noconvert());
   m.def("row_map_build", &row_map_build, nb::arg("src").noconvert(), nb::arg("rows"), nb::arg("row_bytes"),
         nb::arg("tokens"));
-  m.def("symbol_calibrate_paired", &symbol_calibrate_paired, nb::arg("arrays"), nb::arg("maps"), nb::arg("dtype"),
-        nb::arg("tensors"), nb::arg("period"), nb::arg("groups"));
   m.def("frame_row_map_id", [](const InArray& src) {
     const Raw s = raw_view(src, "buffer", Where::kHost);
     uint64_t id = 0;
