@@ -436,34 +436,46 @@ bool map_usable(const sz_row_map* m, uint64_t rows_needed) {
   return true;
 }
 
-// The paired symbols of values [first, first + len) of an FP8 frame whose rows are P values into sym; true when
-// one of them is the pair symbol without equalling its partner (the chunk must then be stored raw).
-bool pair_symbols(const uint8_t* src, uint64_t first, uint64_t len, uint32_t P, const sz_row_map& m, uint8_t* sym) {
-  bool literal = false;
+// Values [first, first + len) of a frame whose rows are P values, a row's piece at a time: `piece(i, run, partner)`
+// for values [i, i + run) of one row, `partner` the offset of the paired row's value in the same column as value i
+// (or -1 when the row has no pair). Stops at the first piece that returns false; returns whether none did.
+template <class Piece>
+bool for_each_row_piece(uint64_t first, uint64_t len, uint32_t P, const sz_row_map& m, Piece piece) {
   uint64_t i = first, r = first / P, col = first % P;
   const uint64_t end = first + len;
   while (i < end) {
     const uint64_t run = std::min<uint64_t>(P - col, end - i);
     const uint32_t pr = load_u32(m.pair + 4 * r);
-    const uint8_t* v = src + i;
-    uint8_t* o = sym + (i - first);
-    if (pr == 0) {
-      memcpy(o, v, (size_t)run);
-      literal |= memchr(v, (int)kPairSymbol, (size_t)run) != nullptr;
-    } else {
-      const uint8_t* w = src + (uint64_t)(pr - 1) * P + col;
-      unsigned lit = 0;
-      for (uint64_t j = 0; j < run; ++j) {
-        const bool eq = v[j] == w[j];
-        o[j] = eq ? (uint8_t)kPairSymbol : v[j];
-        lit |= (unsigned)(!eq && v[j] == kPairSymbol);
-      }
-      literal |= lit != 0;
-    }
+    if (!piece(i, run, pr == 0 ? -1 : (int64_t)((uint64_t)(pr - 1) * P + col))) return false;
     i += run;
     ++r;
     col = 0;
   }
+  return true;
+}
+
+// The paired symbols of values [first, first + len) of an FP8 frame whose rows are P values into sym; true when
+// one of them is the pair symbol without equalling its partner (the chunk must then be stored raw).
+bool pair_symbols(const uint8_t* src, uint64_t first, uint64_t len, uint32_t P, const sz_row_map& m, uint8_t* sym) {
+  bool literal = false;
+  for_each_row_piece(first, len, P, m, [&](uint64_t i, uint64_t run, int64_t partner) {
+    const uint8_t* v = src + i;
+    uint8_t* o = sym + (i - first);
+    if (partner < 0) {
+      memcpy(o, v, (size_t)run);
+      literal |= memchr(v, (int)kPairSymbol, (size_t)run) != nullptr;
+      return true;
+    }
+    const uint8_t* w = src + partner;
+    unsigned lit = 0;
+    for (uint64_t j = 0; j < run; ++j) {
+      const bool eq = v[j] == w[j];
+      o[j] = eq ? (uint8_t)kPairSymbol : v[j];
+      lit |= (unsigned)(!eq && v[j] == kPairSymbol);
+    }
+    literal |= lit != 0;
+    return true;
+  });
   return literal;
 }
 
@@ -471,34 +483,25 @@ bool pair_symbols(const uint8_t* src, uint64_t first, uint64_t len, uint32_t P, 
 // `first` are final): each pair symbol takes its partner's value, in increasing order. SZ_ERROR_CORRUPT for a pair
 // symbol in a row without a pair.
 sz_status resolve_pairs(uint8_t* out, uint64_t first, uint64_t len, uint32_t P, const sz_row_map& m) {
-  uint64_t i = first, r = first / P, col = first % P;
-  const uint64_t end = first + len;
   // A row's piece at a time (partners lie in earlier rows, already final): a select the compiler vectorises.
-  while (i < end) {
-    const uint64_t run = std::min<uint64_t>(P - col, end - i);
-    const uint32_t pr = load_u32(m.pair + 4 * r);
+  const bool ok = for_each_row_piece(first, len, P, m, [&](uint64_t i, uint64_t run, int64_t partner) {
     uint8_t* o = out + i;
-    if (pr == 0) {
-      if (memchr(o, (int)kPairSymbol, (size_t)run) != nullptr) return SZ_ERROR_CORRUPT;
-    } else {
-      const uint8_t* w = out + (uint64_t)(pr - 1) * P + col;
-      // 32 bytes at a time through local copies, so that the compiler sees no aliasing and selects without branches
-      // (pair symbols fall at random: a branch per byte mispredicts half the time).
-      uint64_t j = 0;
-      for (; j + 32 <= run; j += 32) {
-        uint8_t a[32], b[32];
-        memcpy(a, o + j, 32);
-        memcpy(b, w + j, 32);
-        for (unsigned k = 0; k < 32; ++k) a[k] = a[k] == kPairSymbol ? b[k] : a[k];
-        memcpy(o + j, a, 32);
-      }
-      for (; j < run; ++j) o[j] = o[j] == kPairSymbol ? w[j] : o[j];
+    if (partner < 0) return memchr(o, (int)kPairSymbol, (size_t)run) == nullptr;
+    const uint8_t* w = out + partner;
+    // 32 bytes at a time through local copies, so that the compiler sees no aliasing and selects without branches
+    // (pair symbols fall at random: a branch per byte mispredicts half the time).
+    uint64_t j = 0;
+    for (; j + 32 <= run; j += 32) {
+      uint8_t a[32], b[32];
+      memcpy(a, o + j, 32);
+      memcpy(b, w + j, 32);
+      for (unsigned k = 0; k < 32; ++k) a[k] = a[k] == kPairSymbol ? b[k] : a[k];
+      memcpy(o + j, a, 32);
     }
-    i += run;
-    ++r;
-    col = 0;
-  }
-  return SZ_OK;
+    for (; j < run; ++j) o[j] = o[j] == kPairSymbol ? w[j] : o[j];
+    return true;
+  });
+  return ok ? SZ_OK : SZ_ERROR_CORRUPT;
 }
 
 // ---- compression (reference and fast share the frame layout; they differ in how they look symbols up) ------------
