@@ -259,10 +259,18 @@ std::unique_ptr<LoadedRowMap> load_row_map(Buffer bytes, const std::string& file
   return lm;
 }
 
-std::unique_ptr<LoadedRowMap> row_map_of_kv(const uint8_t* data, size_t size, sz_dtype dtype, const KvShape& shape,
-                                            const std::string& file) {
+namespace {
+
+void require_fp8_pairs(sz_dtype dtype) {
   if (sz_dtype_size(dtype) != 1)
     throw CliError(std::string("paired rows are for FP8 KV (fp8_e4m3, fp8_e5m2), not ") + sz_dtype_name(dtype));
+}
+
+}  // namespace
+
+std::unique_ptr<LoadedRowMap> row_map_of_kv(const uint8_t* data, size_t size, sz_dtype dtype, const KvShape& shape,
+                                            const std::string& file) {
+  require_fp8_pairs(dtype);
   const uint64_t tokens = shape.tokens_of(size, dtype, file), row = shape.period();
   Buffer bytes{sz_row_map_file_size(tokens)};
   std::vector<uint8_t> ws(sz_row_map_workspace_size(tokens));
@@ -288,8 +296,7 @@ Compressed compress_kv_entropy(const uint8_t* data, size_t size, sz_dtype dtype,
   std::vector<SideItem> side = {{SZ_ITEM_TABLE, "symbol_table", &lt.bytes}};
   const sz_row_map* map = nullptr;
   if (rows != nullptr) {
-    if (sz_dtype_size(dtype) != 1)
-      throw CliError(std::string("paired rows are for FP8 KV (fp8_e4m3, fp8_e5m2), not ") + sz_dtype_name(dtype));
+    require_fp8_pairs(dtype);
     const uint64_t tokens = shape.tokens_of(size, dtype, file);
     if (rows->map.rows < tokens)
       throw CliError(file + ": the row map has " + std::to_string(rows->map.rows) + " rows, the KV cache " +

@@ -279,11 +279,7 @@ TEST(PairedFrames, EveryByteValueRoundTrips) {
 TEST(PairedFrames, WrongMapsAndArgumentsAreRejected) {
   const sz_dtype dt = SZ_DTYPE_FP8_E5M2;
   const uint32_t period = 16;
-  const PairedCase pc = paired_case(dt, period, 500, 20, 9, 0.7, 2);
-  const std::vector<uint32_t>& tokens = pc.tokens;
-  const auto& rm = pc.rm;
-  const std::vector<uint8_t>& v = pc.v;
-  const auto& tb = pc.tb;
+  const auto [tokens, rm, v, tb] = paired_case(dt, period, 500, 20, 9, 0.7, 2);
   sz_params p = make_params(10, SZ_FLAG_CHECKSUMS);
   const std::vector<uint8_t> f = compress_paired(v, dt, tb->t, &rm->m, &p, false);
   std::vector<uint8_t> out(v.size());
@@ -336,10 +332,7 @@ TEST(PairedFrames, WrongMapsAndArgumentsAreRejected) {
 // checksums every change is caught. Without checksums a pair symbol can land in a row without a pair: corrupt.
 TEST(PairedFrames, DamagedFramesGetTheReferenceStatus) {
   const sz_dtype dt = SZ_DTYPE_FP8_E4M3;
-  const PairedCase pc = paired_case(dt, 24, 400, 30, 12, 0.5, 3);
-  const auto& rm = pc.rm;
-  const std::vector<uint8_t>& v = pc.v;
-  const auto& tb = pc.tb;
+  const auto [tokens, rm, v, tb] = paired_case(dt, 24, 400, 30, 12, 0.5, 3);
   for (uint32_t flags : kFlagSets) {
     SCOPED_TRACE(flags);
     sz_params p = make_params(9, flags);
@@ -409,10 +402,7 @@ TEST(PairedFrames, PairSymbolInARowWithoutPairIsCorrupt) {
 // decodes with the same map) and a later piece is refused.
 TEST(PairedFrames, OnlyPrefixesAreSlicedOut) {
   const sz_dtype dt = SZ_DTYPE_FP8_E5M2;
-  const PairedCase pc = paired_case(dt, 16, 256, 10, 2, 0.6, 2);
-  const auto& rm = pc.rm;
-  const std::vector<uint8_t>& v = pc.v;
-  const auto& tb = pc.tb;
+  const auto [tokens, rm, v, tb] = paired_case(dt, 16, 256, 10, 2, 0.6, 2);
   sz_params p = make_params(8, SZ_FLAG_CHECKSUMS);
   const std::vector<uint8_t> f = compress_paired(v, dt, tb->t, &rm->m, &p, false);
   sz_frame_piece piece;
